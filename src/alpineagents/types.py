@@ -1,0 +1,1102 @@
+"""The data objects that the other classes take and return.
+
+Every class here is a frozen dataclass (``ToolOutcomeKind`` is a ``StrEnum``). Values are normalized when built
+(lists become tuples, JSON values are deep-frozen), so a value built in code equals the same value loaded from a
+store. Nothing here does I/O except ``Image.from_path``.
+"""
+
+from __future__ import annotations
+
+import base64 as _b64
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from functools import cached_property
+from typing import Any, Literal
+
+from alpineagents._frozen import FrozenDict, freeze
+from alpineagents.errors import fix_message
+
+__all__ = [
+    "TextBlock",
+    "Image",
+    "ToolCall",
+    "ToolResultBlock",
+    "ToolResultContent",
+    "RawBlock",
+    "Block",
+    "Message",
+    "ToolSpec",
+    "Request",
+    "Reply",
+    "Usage",
+    "Price",
+    "HistoryKind",
+    "HistoryEntry",
+    "MessageEntry",
+    "ModelRequestEntry",
+    "ModelReplyEntry",
+    "ModelEventEntry",
+    "ToolResultEntry",
+    "ExchangeEntry",
+    "ContextChangeEntry",
+    "RunStartEntry",
+    "StopEntry",
+    "ExtraDataEntry",
+    "ErrorEntry",
+    "Exchange",
+    "ContextChangeKind",
+    "ContextChange",
+    "AgentInfo",
+    "ModelEvent",
+    "ToolOutcomeKind",
+    "ToolOutcome",
+    "StoppedByUntil",
+    "StoppedByLimit",
+    "StoppedByFinish",
+    "StoppedByPermission",
+    "Stopped",
+    "NOTICE_PREFIX",
+    "INVALID_ARGS_KEY",
+    "TRUNCATED_ARGS_MESSAGE",
+    "CUT_OFF_STOP_REASONS",
+    "format_call",
+    "result_text",
+    "IMAGE_TYPES",
+]
+
+# ---------------------------------------------------------------------------------------------------------------
+# Constants
+
+NOTICE_PREFIX = "[notice] "
+"""A notice is a user message whose first text starts with this (``Message.notice``)."""
+
+INVALID_ARGS_KEY = "__invalid_json__"
+"""The only key of ``ToolCall.args`` when the model's argument JSON could not be read; its value is the raw text."""
+
+TRUNCATED_ARGS_MESSAGE = (
+    "The response hit the output token limit (max_tokens), so these arguments are incomplete. "
+    "Split the work into smaller calls and try again."
+)
+"""The ``INVALID_ARGS_KEY`` value used when an output limit cut the arguments off."""
+
+CUT_OFF_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", "length", "max_output_tokens"})
+"""``stop_reason`` values meaning an output limit stopped the model before it finished."""
+
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+"""The accepted image media types."""
+
+HistoryKind = Literal[
+    "user",
+    "notice",
+    "model_request",
+    "model_reply",
+    "model_event",
+    "tool_result",
+    "ask",
+    "human",
+    "context_change",
+    "run_start",
+    "stop",
+    "extra_data",
+    "error",
+]
+"""The ``kind`` of a history entry (13 values)."""
+
+ContextChangeKind = Literal["compact", "clear_tool_results", "import", "restore"]
+"""The ``kind`` of a ``ContextChange``."""
+
+_set = object.__setattr__
+
+
+def _now() -> datetime:
+    """The clock for history time stamps: the current time as a timezone-aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def _stamp() -> datetime:
+    # Looks ``_now`` up on the module at each call, so replacing ``alpineagents.types._now`` takes effect.
+    return _now()
+
+
+def _format_size(n: int) -> str:
+    """A byte count for display: ``108B``, ``2.0KB``, ``3.0MB``."""
+    if n < 1024:
+        return f"{n}B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f}KB"
+    return f"{n / (1024 * 1024):.1f}MB"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Content blocks
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """A piece of text."""
+
+    text: str
+
+
+def _sniff(data: bytes) -> str | None:
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image the model sees: a tool result, or part of a user message.
+
+    ``data`` is the file's bytes (a ``bytearray`` or ``memoryview`` is copied to ``bytes``). PNG, JPEG, GIF and
+    WebP are supported; the type is read from the bytes unless ``media_type`` is given.
+
+    Example:
+        ``Message.user("What is wrong in this chart?", Image.from_path("chart.png"))``
+
+    Raises:
+        TypeError: ``data`` is not bytes-like.
+        ValueError: The data is not a PNG, JPEG, GIF or WebP image, or ``media_type`` is not one of ``IMAGE_TYPES``.
+    """
+
+    data: bytes
+    media_type: str | None = None
+    """``"image/png"``, ``"image/jpeg"``, ``"image/gif"`` or ``"image/webp"``. Read from ``data`` when not given."""
+
+    def __post_init__(self) -> None:
+        data: Any = self.data
+        if type(data) is not bytes:
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(
+                    fix_message(
+                        f"Image needs the image file's bytes (got: {type(data).__name__})",
+                        "Pass bytes, or use Image.from_path(path) or Image.from_base64(text, media_type)",
+                        'Image(open("chart.png", "rb").read())',
+                    )
+                )
+            data = bytes(data)
+            _set(self, "data", data)
+        media_type = self.media_type
+        if media_type is None:
+            media_type = _sniff(data)
+            if media_type is None:
+                raise ValueError(
+                    fix_message(
+                        f"Image data is not a PNG, JPEG, GIF or WebP image (it starts with {data[:8]!r})",
+                        "Pass the bytes of one of those formats, or convert the image first",
+                    )
+                )
+            _set(self, "media_type", media_type)
+        elif media_type not in IMAGE_TYPES:
+            raise ValueError(
+                fix_message(
+                    f"Image media_type {media_type!r} is not supported",
+                    "Use one of image/png, image/jpeg, image/gif, image/webp, or leave media_type out to read it "
+                    "from the data",
+                )
+            )
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str]) -> Image:
+        """Read a whole image file; the type is read from its bytes, never from the file name."""
+        with open(path, "rb") as f:
+            return cls(f.read())
+
+    @classmethod
+    def from_base64(cls, data: str, media_type: str | None = None) -> Image:
+        """Decode standard base64 (strictly: any other character raises ``binascii.Error``, a ``ValueError``)."""
+        return cls(_b64.b64decode(data, validate=True), media_type)
+
+    @cached_property
+    def base64(self) -> str:
+        """``data`` as standard base64 text (computed once)."""
+        return _b64.b64encode(self.data).decode("ascii")
+
+    def __repr__(self) -> str:
+        return f"Image({self.media_type}, {_format_size(len(self.data))})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Image, (self.data, self.media_type))
+
+
+def _args_error(args: Any) -> TypeError:
+    return TypeError(
+        fix_message(
+            f"ToolCall args must be a dict (got: {type(args).__name__})",
+            "Pass the arguments as a dict",
+            'ToolCall("read_file", {"path": "main.py"}, "call_1")',
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the model requested. Also a block of an assistant message.
+
+    ``args`` is stored read-only (a ``FrozenDict``, frozen at every level); copy it (``dict(call.args)``) to
+    change it. Calls are told apart by ``id``: ``hash(call) == hash(call.id)``.
+
+    Raises:
+        TypeError: ``args`` is not a mapping.
+    """
+
+    name: str
+    args: Mapping[str, Any]
+    id: str
+
+    def __post_init__(self) -> None:
+        args = self.args
+        if type(args) is not FrozenDict:
+            if not isinstance(args, Mapping):
+                raise _args_error(args)
+            _set(self, "args", freeze(args))
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """The result of one tool call. Goes in user messages only.
+
+    ``content`` is exactly what the model gets: a string, or a tuple of ``TextBlock`` and ``Image``.
+    """
+
+    call_id: str
+    content: ToolResultContent
+    name: str = ""
+    is_error: bool = False
+
+    def __post_init__(self) -> None:
+        content: Any = self.content
+        if not isinstance(content, (str, tuple)):
+            _set(self, "content", tuple(content))
+
+
+@dataclass(frozen=True, slots=True)
+class RawBlock:
+    """A provider-specific block (thinking, server tools, ...), sent back as is to the same provider only.
+
+    ``data`` is read-only (a ``FrozenDict``, frozen at every level). Always unhashable.
+    """
+
+    provider: str
+    data: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if type(self.data) is not FrozenDict:
+            _set(self, "data", freeze(self.data))
+
+
+ToolResultContent = str | tuple[TextBlock | Image, ...]
+"""A tool result as sent to the model: a string, or a tuple of ``TextBlock`` and ``Image``."""
+
+Block = TextBlock | Image | ToolCall | ToolResultBlock | RawBlock
+"""One part of a ``Message``."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Message
+
+
+def _type_error(method: str, what: str, value: Any, fix: str, example: str) -> TypeError:
+    return TypeError(fix_message(f"Message.{method} takes {what} (got: {type(value).__name__})", fix, example))
+
+
+_USER_EXAMPLE = 'Message.user("What is in this picture?", Image.from_path("photo.png"))'
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message in the context (``state.messages``). The system prompt is not a message.
+
+    Raises:
+        TypeError: ``content`` is a string (use ``Message.user(text)``).
+    """
+
+    role: Literal["user", "assistant"]
+    """``"user"`` or ``"assistant"``. Notices and tool results are user messages."""
+    content: tuple[Block, ...]
+    """The blocks in order. A list or other iterable becomes a tuple."""
+    tokens: int | None = None
+    """The provider-reported token count of the whole context up to and including this message, or ``None``."""
+    stop_reason: str | None = None
+    """Why the model stopped writing this message, as the provider gave it, or ``None``."""
+
+    def __post_init__(self) -> None:
+        content: Any = self.content
+        if type(content) is not tuple:
+            if isinstance(content, str):
+                raise TypeError(
+                    fix_message(
+                        f"Message content is a tuple of blocks, not a string (got: {content!r})",
+                        "Use Message.user(text) or Message.assistant(text) for plain text, or pass a tuple of blocks",
+                        'Message.user("hi")',
+                    )
+                )
+            _set(self, "content", tuple(content))
+
+    @classmethod
+    def user(cls, text: str, *images: Image) -> Message:
+        """A user message: the text, then the images. With images, an empty text is left out.
+
+        Raises:
+            TypeError: ``text`` is not a string, or an image is not an ``Image``.
+        """
+        if not isinstance(text, str):
+            raise _type_error(
+                "user", "the text as a string", text, "Pass the text first, then any Image objects", _USER_EXAMPLE
+            )
+        if not images:
+            return cls("user", (TextBlock(text),))
+        for image in images:
+            if not isinstance(image, Image):
+                raise _type_error(
+                    "user",
+                    "Image objects after the text",
+                    image,
+                    "Wrap the file in an Image first: Image.from_path(path) or Image(bytes)",
+                    _USER_EXAMPLE,
+                )
+        if text == "":
+            return cls("user", images)
+        return cls("user", (TextBlock(text), *images))
+
+    @classmethod
+    def notice(cls, text: str) -> Message:
+        """A notice: a user message from code (a loop or a tool), its text starting with ``NOTICE_PREFIX``.
+
+        Raises:
+            TypeError: ``text`` is not a string.
+        """
+        if not isinstance(text, str):
+            raise _type_error(
+                "notice", "the text as a string", text, "Pass the notice text", 'Message.notice("The tests failed")'
+            )
+        if not text.startswith(NOTICE_PREFIX):
+            text = NOTICE_PREFIX + text
+        return cls("user", (TextBlock(text),))
+
+    @classmethod
+    def assistant(cls, text: str) -> Message:
+        """An assistant message with one text block, for importing a conversation.
+
+        Raises:
+            TypeError: ``text`` is not a string.
+        """
+        if not isinstance(text, str):
+            raise _type_error(
+                "assistant",
+                "the text as a string",
+                text,
+                "Pass the text of the reply",
+                'Message.assistant("The bug is in line 12.")',
+            )
+        return cls("assistant", (TextBlock(text),))
+
+    @property
+    def is_notice(self) -> bool:
+        """True for a user message whose first text block starts with ``NOTICE_PREFIX``."""
+        if self.role != "user":
+            return False
+        for block in self.content:
+            if type(block) is TextBlock:
+                return block.text.startswith(NOTICE_PREFIX)
+        return False
+
+    @property
+    def text(self) -> str:
+        """The texts of all text blocks, joined with no separator (``""`` without any)."""
+        return "".join([b.text for b in self.content if type(b) is TextBlock])
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool-call blocks, in order."""
+        return tuple([b for b in self.content if type(b) is ToolCall])
+
+    @property
+    def cut_off(self) -> bool:
+        """True if an output limit stopped the model before it finished (``stop_reason`` in
+        ``CUT_OFF_STOP_REASONS``)."""
+        return self.stop_reason in CUT_OFF_STOP_REASONS
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Requests, replies, usage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool as shown to the model. ``input_schema`` is a JSON Schema kept as the dict given."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request the Agent sends to the Model. Model settings (``max_tokens`` etc.) belong to the Model."""
+
+    system: str | None
+    """The system prompt, or ``None``."""
+    messages: tuple[Message, ...]
+    """The context to send."""
+    tools: tuple[ToolSpec, ...] = ()
+    """The tools shown to the model."""
+    tool_choice: Literal["auto", "none"] = "auto"
+    """``"auto"`` lets the model call tools. ``"none"`` still sends the tool definitions but forbids calls."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage, with the same meanings for every provider.
+
+    Total input is ``input_tokens + cache_read_tokens + cache_write_tokens``. ``a + b`` adds the counts; its
+    ``cost`` is the other side's when one side has no requests, and ``None`` when both have requests and either
+    cost is unknown. Sum with a start value: ``sum(usages, Usage())``.
+    """
+
+    input_tokens: int = 0
+    """Input tokens that did not go through the cache."""
+    output_tokens: int = 0
+    """Output tokens."""
+    cache_read_tokens: int = 0
+    """Input tokens read from the cache."""
+    cache_write_tokens: int = 0
+    """Input tokens newly written to the cache."""
+    requests: int = 0
+    """The number of model requests counted."""
+    cost: float | None = None
+    """Estimated dollars. ``None`` when the price is unknown, which is different from ``0``."""
+
+    def __add__(self, other: Usage) -> Usage:
+        if type(other) is not Usage:
+            return NotImplemented
+        if self.requests == 0:
+            cost = other.cost
+        elif other.requests == 0:
+            cost = self.cost
+        elif self.cost is None or other.cost is None:
+            cost = None
+        else:
+            cost = self.cost + other.cost
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.requests + other.requests,
+            cost,
+        )
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """The fraction of total input read from the cache, or ``None`` when there is no input."""
+        total = self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        if total == 0:
+            return None
+        return self.cache_read_tokens / total
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """Dollars per million tokens. Cache prices left as ``None`` use the input price.
+
+    Example:
+        ``Anthropic("claude-sonnet-5", price=Price(input=3, output=15, cache_read=0.3))``
+    """
+
+    input: float
+    """Dollars per million input tokens that did not go through the cache."""
+    output: float
+    """Dollars per million output tokens."""
+    cache_read: float | None = None
+    """Dollars per million tokens read from the cache. ``None`` uses ``input``."""
+    cache_write: float | None = None
+    """Dollars per million tokens written to the cache. ``None`` uses ``input``."""
+
+    def cost(self, usage: Usage) -> float:
+        """The dollars ``usage`` costs at this price (its ``requests`` and ``cost`` are ignored)."""
+        cache_read = self.input if self.cache_read is None else self.cache_read
+        cache_write = self.input if self.cache_write is None else self.cache_write
+        return (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cache_read_tokens * cache_read
+            + usage.cache_write_tokens * cache_write
+        ) / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One reply from the Model."""
+
+    message: Message
+    """The assistant message. Blocks stay in the order the provider gave."""
+    usage: Usage
+    """The usage of this one request."""
+    context_tokens: int | None = None
+    """The token count of the whole context up to and including this reply, or ``None`` if unknown."""
+    stop_reason: str | None = None
+    """Exactly what the provider gave, e.g. ``"end_turn"``, ``"tool_use"`` or ``"max_tokens"``."""
+    model: str | None = None
+    """The model that answered, as the provider reported it (the requested name if it did not say)."""
+
+    @property
+    def text(self) -> str:
+        """The message's text (``message.text``)."""
+        return self.message.text
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The message's tool calls (``message.tool_calls``)."""
+        return self.message.tool_calls
+
+    @property
+    def cut_off(self) -> bool:
+        """True if ``stop_reason`` is in ``CUT_OFF_STOP_REASONS`` (an output limit stopped the model)."""
+        return self.stop_reason in CUT_OFF_STOP_REASONS
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Other records
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """The question and answer of ``ask``/``ask_human``: the content of an ``ExchangeEntry``.
+
+    ``answer`` is JSON, deep-frozen (a ``FrozenDict``/``FrozenList`` for a dict or list); ``None`` if no answer
+    came.
+    """
+
+    question: str
+    answer: Any
+
+    def __post_init__(self) -> None:
+        answer = self.answer
+        if type(answer) not in _KEEP:
+            _set(self, "answer", freeze(answer))
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return value if type(value) is tuple else tuple(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextChange:
+    """A record that the context changed (compact, clear_tool_results, import or restore).
+
+    ``before_tokens``/``after_tokens`` are estimates without the system prompt and tools, recorded for display and
+    never recomputed.
+    """
+
+    kind: ContextChangeKind
+    """``"compact"``, ``"clear_tool_results"``, ``"import"`` or ``"restore"``."""
+    before_tokens: int
+    """The estimated context size before the change."""
+    after_tokens: int
+    """The estimated context size after the change."""
+    summary: str | None = None
+    """compact: the summary text put in the context. ``None`` for other kinds."""
+    kept: int = 0
+    """compact: how many of the latest messages stay after the summary."""
+    cleared: tuple[str, ...] = ()
+    """clear_tool_results: the ids of the tool calls whose results were blanked."""
+    messages: tuple[Message, ...] = ()
+    """import: the messages the State started with."""
+    restored_to: int | None = None
+    """restore: the history length the State went back to."""
+    usage: Usage | None = None
+    """compact done by a model: that request's usage. ``None`` otherwise."""
+
+    def __post_init__(self) -> None:
+        if type(self.cleared) is not tuple:
+            _set(self, "cleared", tuple(self.cleared))
+        if type(self.messages) is not tuple:
+            _set(self, "messages", tuple(self.messages))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentInfo:
+    """What an Agent was when it started a run, kept in history and compared on resume (``ResumeWarning``)."""
+
+    name: str | None = None
+    """The Agent's name, or ``None``."""
+    model: str
+    """``"provider/name"`` of its model."""
+    system_sha256: str | None = None
+    """The hex SHA-256 of the system prompt, or ``None`` without one. The text itself is not kept."""
+    tools: tuple[str, ...] = ()
+    """The names of the Agent's own tools."""
+    mcp_servers: tuple[str, ...] = ()
+    """The names of its MCP servers."""
+
+    def __post_init__(self) -> None:
+        if type(self.tools) is not tuple:
+            _set(self, "tools", tuple(self.tools))
+        if type(self.mcp_servers) is not tuple:
+            _set(self, "mcp_servers", tuple(self.mcp_servers))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEvent:
+    """Something the Model went through while handling a request (a fallback, a retry); not part of the reply.
+
+    ``data`` is read-only (a ``FrozenDict``). Always unhashable.
+    """
+
+    kind: str
+    """A short type name, e.g. ``"fallback"``."""
+    message: str
+    """One line for a person."""
+    data: Mapping[str, Any] = field(default_factory=FrozenDict)
+    """Extra values."""
+
+    def __post_init__(self) -> None:
+        if type(self.data) is not FrozenDict:
+            _set(self, "data", freeze(self.data))
+
+
+class ToolOutcomeKind(StrEnum):
+    """How a tool call ended. A ``StrEnum``, so ``kind == "denied"`` works too."""
+
+    DONE = "done"
+    """The tool returned, and the result is its output."""
+    ERROR = "error"
+    """The tool returned an error result, which the model sees as an error."""
+    INPUT_ERROR = "input_error"
+    """Not called: the tool is unknown or the arguments failed validation."""
+    ABORTED = "aborted"
+    """The tool raised."""
+    INTERRUPTED = "interrupted"
+    """Closed by ``KeyboardInterrupt`` or ``CancelledError``."""
+    DENIED = "denied"
+    """Not run because a permission denied it; the result is the reason."""
+    CANCELLED = "cancelled"
+    """Not run because a permission stopped the turn (another call was denied with ``stop=True``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """How a tool call ended, passed to ``Reporter.on_tool_end`` next to the result. Branch on ``kind``.
+
+    Raises:
+        ValueError: ``kind`` is not a ``ToolOutcomeKind`` value.
+    """
+
+    kind: ToolOutcomeKind
+    """How it ended. A plain string such as ``"denied"`` becomes the matching member."""
+    error: BaseException | None = None
+    """The exception for ABORTED and INTERRUPTED, the ``ToolError`` of a permission for DENIED; else ``None``."""
+    decided_by: str | None = None
+    """The ``repr()`` of the permission that decided a DENIED or CANCELLED outcome, else ``None``."""
+
+    def __post_init__(self) -> None:
+        if type(self.kind) is not ToolOutcomeKind:
+            _set(self, "kind", ToolOutcomeKind(self.kind))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Why a loop stopped
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedByUntil:
+    """``state.stopped`` when an ``until`` function of ``@loop`` returned true."""
+
+    name: str
+    """The function's ``__name__`` (``"<lambda>"`` for a lambda)."""
+
+    def __str__(self) -> str:
+        return f"stopped by {self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedByLimit:
+    """``state.stopped`` when the loop ran ``limit`` turns in this call."""
+
+    turns: int
+    """The limit that was reached."""
+
+    def __str__(self) -> str:
+        return f"stopped at limit {self.turns}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedByFinish:
+    """``state.stopped`` when ``state.finish()`` was called."""
+
+    answer: Any = None
+    """The answer given to ``finish`` as JSON (deep-frozen), or ``None``."""
+
+    def __post_init__(self) -> None:
+        answer = self.answer
+        if type(answer) not in _KEEP:
+            _set(self, "answer", freeze(answer))
+
+    def __str__(self) -> str:
+        return "stopped by finish"
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedByPermission:
+    """``state.stopped`` when a permission denied a tool call with ``stop=True``. The State is not finished."""
+
+    call: ToolCall
+    """The denied call."""
+    permission: str
+    """The ``repr()`` of the permission that denied it."""
+
+    def __str__(self) -> str:
+        return f"stopped by permission {self.permission}"
+
+
+Stopped = StoppedByUntil | StoppedByLimit | StoppedByFinish | StoppedByPermission
+"""The type of ``state.stopped`` (without ``None``)."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# History entries
+
+
+def _at() -> Any:
+    return field(default_factory=_stamp, compare=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageEntry:
+    """A user message (``"user"``) or a notice (``"notice"``) added to the State.
+
+    ``content`` is the text as a ``str`` when the message is one text block, else the tuple of ``TextBlock`` and
+    ``Image``.
+    """
+
+    kind: Literal["user", "notice"]
+    """``"user"``: from the person. ``"notice"``: from a loop or a tool (``Message.notice``)."""
+    content: str | tuple[TextBlock | Image, ...]
+    """The text, or the blocks when the message has images."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+    def __post_init__(self) -> None:
+        content: Any = self.content
+        if type(content) is str:
+            return
+        if type(content) is not tuple:
+            if isinstance(content, str):
+                return
+            content = tuple(content)
+        if len(content) == 1 and type(content[0]) is TextBlock:
+            _set(self, "content", content[0].text)
+        elif content is not self.content:
+            _set(self, "content", content)
+
+    @classmethod
+    def from_message(cls, message: Message, *, turn: int) -> MessageEntry:
+        """The entry for a user message: ``"notice"`` if it is a notice, else ``"user"``.
+
+        Raises:
+            ValueError: The message is not a user message, or has blocks other than text and images.
+        """
+        if message.role != "user" or any(
+            type(b) is not TextBlock and not isinstance(b, Image) for b in message.content
+        ):
+            raise ValueError(
+                fix_message(
+                    "a MessageEntry holds a user message made of text and images only",
+                    "Use Message.user(text, *images) or Message.notice(text)",
+                    'Message.user("Now fix it")',
+                )
+            )
+        kind: Literal["user", "notice"] = "notice" if message.is_notice else "user"
+        return cls(kind=kind, content=message.content, turn=turn)  # type: ignore[arg-type]
+
+    @property
+    def message(self) -> Message:
+        """The user message this entry added."""
+        content = self.content
+        if isinstance(content, str):
+            return Message("user", (TextBlock(content),))
+        return Message("user", content)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequestEntry:
+    """``think`` is sending a request. With an ``ErrorEntry`` after it instead of a reply, the turn was taken back."""
+
+    kind: Literal["model_request"] = "model_request"
+    """Always ``"model_request"``."""
+    content: str
+    """The model name asked (``provider/name``)."""
+    turn: int
+    """The turn this request starts."""
+    at: datetime = _at()
+    """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelReplyEntry:
+    """A model reply from ``think``."""
+
+    kind: Literal["model_reply"] = "model_reply"
+    """Always ``"model_reply"``."""
+    content: Reply
+    """The Reply, including ``reply.model``, the model that answered."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the reply finished, as a timezone-aware UTC datetime."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelEventEntry:
+    """Something the Model went through, such as a fallback or a retry."""
+
+    kind: Literal["model_event"] = "model_event"
+    """Always ``"model_event"``."""
+    content: ModelEvent
+    """The event."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultEntry:
+    """The result of a tool call as the model got it, however the call ended (``outcome``).
+
+    Raises:
+        TypeError: ``child_ids`` is one string.
+        ValueError: ``outcome`` is not a ``ToolOutcomeKind`` value.
+    """
+
+    kind: Literal["tool_result"] = "tool_result"
+    """Always ``"tool_result"``."""
+    content: ToolResultContent
+    """The result sent to the model: a ``str``, or a tuple of ``TextBlock`` and ``Image``."""
+    call: ToolCall
+    """The call this answers."""
+    outcome: ToolOutcomeKind
+    """How the call ended. A plain string such as ``"denied"`` becomes the matching member."""
+    late: bool = False
+    """True if it arrived after its call was already closed."""
+    error: BaseException | None = field(default=None, compare=False)
+    """The ``ToolError`` behind an error result, or the exception that closed the call. Ignored by ``==``."""
+    child_ids: tuple[str, ...] = ()
+    """The ids of the subagent States this call started, in start order."""
+    usage: Usage | None = None
+    """The subagents' usage this State has not counted yet; ``None`` when the call started no subagent."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+    def __post_init__(self) -> None:
+        if type(self.outcome) is not ToolOutcomeKind:
+            _set(self, "outcome", ToolOutcomeKind(self.outcome))
+        child_ids: Any = self.child_ids
+        if type(child_ids) is not tuple:
+            if isinstance(child_ids, (str, bytes)):
+                raise TypeError(
+                    fix_message(
+                        f"ToolResultEntry.child_ids needs a sequence of ids, not one string (got: {child_ids!r})",
+                        "Wrap a single id in a tuple",
+                        'ToolResultEntry(..., child_ids=("kid1",))',
+                    )
+                )
+            _set(self, "child_ids", tuple(child_ids))
+
+    @property
+    def is_error(self) -> bool:
+        """True if the model got it as an error result: the outcome is anything but DONE."""
+        return self.outcome is not ToolOutcomeKind.DONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExchangeEntry:
+    """A question and its answer (``"ask"``: ``agent.ask``; ``"human"``: the Human). The context does not change."""
+
+    kind: Literal["ask", "human"]
+    """``"ask"`` or ``"human"``."""
+    content: Exchange
+    """The question and answer."""
+    usage: Usage | None = None
+    """The usage of the model request behind an ``"ask"``. ``None`` for ``"human"``."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the answer came, as a timezone-aware UTC datetime."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextChangeEntry:
+    """The context was imported, compacted, had tool results cleared, or was restored (``content.kind``)."""
+
+    kind: Literal["context_change"] = "context_change"
+    """Always ``"context_change"``."""
+    content: ContextChange
+    """What changed."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStartEntry:
+    """A run started. ``content`` is the Agent that runs it, compared with a later resume of this State."""
+
+    kind: Literal["run_start"] = "run_start"
+    """Always ``"run_start"``."""
+    content: AgentInfo
+    """The Agent that runs it."""
+    parent_id: str | None = None
+    """The id of the State whose tool call started this run (a subagent run), else ``None``."""
+    parent_call_id: str | None = None
+    """The ``ToolCall.id`` of that call, or ``None`` together with ``parent_id``."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopEntry:
+    """The current run is set to stop, and why; ``content`` is ``None`` for a record that clears an earlier stop."""
+
+    kind: Literal["stop"] = "stop"
+    """Always ``"stop"``."""
+    content: Stopped | None
+    """Why it stopped, or ``None``."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtraDataEntry:
+    """``state.extra_data`` changed (``State(extra_data=...)`` or ``edit_extra_data()``)."""
+
+    kind: Literal["extra_data"] = "extra_data"
+    """Always ``"extra_data"``."""
+    content: Mapping[str, Any]
+    """The keys that were set, with their new JSON values (a ``FrozenDict``)."""
+    removed: tuple[str, ...] = ()
+    """The keys that were deleted."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+    def __post_init__(self) -> None:
+        if type(self.content) is not FrozenDict:
+            _set(self, "content", freeze(self.content))
+        if type(self.removed) is not tuple:
+            _set(self, "removed", tuple(self.removed))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorEntry:
+    """An exception raised in ``think``, ``use_tools`` or ``run``, recorded once.
+
+    Right after a ``model_request`` (no reply), the request failed and the turn was taken back.
+    """
+
+    kind: Literal["error"] = "error"
+    """Always ``"error"``."""
+    content: str
+    """Its type and message, e.g. ``"TimeoutError: timed out"`` (only the type if the message is empty)."""
+    error: BaseException | None = field(default=None, compare=False)
+    """The exception; ``None`` in a State loaded from a store. Ignored by ``==``."""
+    call: ToolCall | None = None
+    """The call whose tool or permission raised it, or ``None``."""
+    turn: int
+    """``state.turn`` when recorded."""
+    at: datetime = _at()
+    """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+
+HistoryEntry = (
+    MessageEntry
+    | ModelRequestEntry
+    | ModelReplyEntry
+    | ModelEventEntry
+    | ToolResultEntry
+    | ExchangeEntry
+    | ContextChangeEntry
+    | RunStartEntry
+    | StopEntry
+    | ExtraDataEntry
+    | ErrorEntry
+)
+"""One item of ``state.history``: check ``kind`` (or ``isinstance``) to know which."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Display helpers
+
+
+def format_call(call: ToolCall) -> str:
+    """A tool call as one line of code, such as ``read_file(path="main.py")``.
+
+    Each argument is ``key=value`` with the value as JSON (its ``repr`` when JSON cannot show it).
+
+    Example:
+        ``format_call(ToolCall("read_file", {"path": "main.py"}, "call_1"))`` gives ``'read_file(path="main.py")'``
+    """
+    parts: list[str] = []
+    for key, value in call.args.items():
+        try:
+            shown = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            shown = repr(value)
+        parts.append(f"{key}={shown}")
+    return f"{call.name}({', '.join(parts)})"
+
+
+def result_text(content: ToolResultContent) -> str:
+    """A tool result as one string: the string itself, or the text blocks joined by newlines with each image as
+    ``(image/png, 34.2KB)``."""
+    if isinstance(content, str):
+        return content
+    lines: list[str] = []
+    for block in content:
+        if isinstance(block, TextBlock):
+            lines.append(block.text)
+        elif isinstance(block, Image):
+            lines.append(f"({block.media_type}, {_format_size(len(block.data))})")
+        else:
+            lines.append(str(block))
+    return "\n".join(lines)
+
+
+def _result_size(content: ToolResultContent) -> int:
+    """The byte size of a result: UTF-8 text bytes plus image bytes."""
+    if isinstance(content, str):
+        return len(content.encode("utf-8"))
+    total = 0
+    for block in content:
+        if isinstance(block, TextBlock):
+            total += len(block.text.encode("utf-8"))
+        elif isinstance(block, Image):
+            total += len(block.data)
+    return total
+
+
+_KEEP: frozenset[type] = frozenset({str, int, float, bool, type(None)})
