@@ -1,0 +1,239 @@
+"""The Human role: a person who answers questions, and the answer-format helpers every Human shares.
+
+A Human answers ``agent.ask_human``/``aask_human`` and ``DecideByHuman`` (07 §2). Subclasses implement ``ask``
+(sync), ``aask`` (async) or both; the default ``aask`` runs ``ask`` on a daemon worker thread.
+
+Answer formats (``returns=``) are ``str``, ``bool`` or ``Literal[...]``: ``check_returns`` validates one,
+``describe_choices`` names the choices shown to a person, ``parse_answer`` converts an answer.
+
+Shared asking mechanism (not in ``__all__``; used by ``Agent.ask_human``/``aask_human`` and ``DecideByHuman``):
+``ask_human_with(state, human, prompt, returns, ...)`` and ``aask_human_with(...)`` do steps 2 and 4-8 of 07 §2.3
+with a Human chosen by the caller: the State check, ``NoHumanError`` when ``human`` is ``None``, ``check_returns``,
+the ask itself, and recording one ``human`` entry with ``state._record_human``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+
+from alpineagents._async import run_in_thread
+from alpineagents.errors import NoHumanError, fix_message
+
+if TYPE_CHECKING:
+    from alpineagents.state import State
+
+__all__ = ["Human", "check_returns", "parse_answer", "describe_choices"]
+
+_TRUE_WORDS = frozenset({"y", "yes", "true", "1"})
+_FALSE_WORDS = frozenset({"n", "no", "false", "0"})
+EMPTY_ANSWER = "Empty answers are not accepted. Please type something"
+YES_OR_NO = "Answer 'yes' or 'no'"
+
+
+class Human(ABC):  # noqa: B024 - abstract by the instantiation rule, not by abstract methods
+    """A person who answers questions (07 §2.1).
+
+    Subclass it and implement ``ask``, ``aask`` or both. Implementations return a value in the ``returns``
+    format (ask again themselves when an answer does not fit), ask one question at a time, and never change the
+    State, call a model or interpret the answer beyond converting its format.
+
+    Raises:
+        TypeError: On instantiation, when the class overrides neither ``ask`` nor ``aask``.
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls.ask is Human.ask and cls.aask is Human.aask:
+            raise TypeError(
+                fix_message(
+                    f"{cls.__name__} implements neither ask nor aask",
+                    "Implement ask(self, state, prompt, returns=str) (or async aask) in the subclass",
+                    "class Console(Human):\n"
+                    "    def ask(self, state, prompt, returns=str):\n"
+                    "        return parse_answer(input(prompt + ' '), returns)",
+                )
+            )
+        return super().__new__(cls)
+
+    def ask(self, state: State, prompt: str, returns: Any = str) -> Any:
+        """Ask ``prompt`` and return the answer converted to ``returns`` (``str``, ``bool`` or ``Literal[...]``).
+
+        Raises:
+            TypeError: By default (a subclass that implements only ``aask`` answers only asynchronously).
+        """
+        raise TypeError(
+            fix_message(
+                f"{type(self).__name__} answers only asynchronously (it implements aask, not ask)",
+                "Ask it from async code with await agent.aask_human(...), or implement ask as well",
+                'answer = await agent.aask_human(state, "Continue?", returns=bool)',
+            )
+        )
+
+    async def aask(self, state: State, prompt: str, returns: Any = str) -> Any:
+        """Async twin of ``ask``. Default: runs ``ask`` on a daemon worker thread (with a copy of the contextvars).
+
+        Cancelling the awaiting task does not stop that thread; its result is then dropped.
+        """
+        return await run_in_thread(self.ask, state, prompt, returns, name="alpineagents-human")
+
+
+def _is_literal(returns: Any) -> bool:
+    return get_origin(returns) is Literal and len(get_args(returns)) > 0
+
+
+def check_returns(returns: Any) -> None:
+    """Check an answer format: ``str``, ``bool`` or a subscripted ``Literal[...]``.
+
+    Raises:
+        TypeError: Any other format (``int``, a dataclass, bare ``Literal``).
+    """
+    if returns is str or returns is bool or _is_literal(returns):
+        return
+    raise TypeError(
+        fix_message(
+            f"ask_human does not support returns={returns!r}",
+            "Use str, bool or Literal[...] (a person answers in text)",
+            'agent.ask_human(state, "Deploy now?", returns=bool)\n'
+            'agent.ask_human(state, "Which one?", returns=Literal["a", "b"])',
+        )
+    )
+
+
+def describe_choices(returns: Any) -> str | None:
+    """The choices shown to a person: ``"yes/no"`` for ``bool``, ``"a/b/c"`` for a Literal, else ``None``."""
+    if returns is bool:
+        return "yes/no"
+    if _is_literal(returns):
+        return "/".join(str(option) for option in get_args(returns))
+    return None
+
+
+def parse_answer(answer: Any, returns: Any) -> Any:
+    """Convert ``answer`` to the ``returns`` format (07 §2.2), the rule every Human shares.
+
+    ``str``: ``str(answer)`` stripped, not empty. ``bool``: a real bool, or y/yes/true/1 and n/no/false/0 (any
+    case, stripped). ``Literal[...]``: an option ``==`` the answer, else one whose ``str()`` equals the stripped
+    answer; the option value itself is returned.
+
+    Raises:
+        TypeError: The format is not supported (``check_returns``).
+        ValueError: The answer does not fit; the message is the hint shown before asking again.
+    """
+    check_returns(returns)
+    if returns is str:
+        text = str(answer).strip()
+        if not text:
+            raise ValueError(EMPTY_ANSWER)
+        return text
+    if returns is bool:
+        if isinstance(answer, bool):
+            return answer
+        word = str(answer).strip().lower()
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+        raise ValueError(YES_OR_NO)
+    options = get_args(returns)
+    for option in options:
+        try:
+            if option == answer:
+                return option
+        except Exception:  # noqa: BLE001 - an answer that cannot be compared simply does not match
+            continue
+    text = str(answer).strip()
+    for option in options:
+        if str(option) == text:
+            return option
+    raise ValueError("Answer with one of: " + ", ".join(str(option) for option in options))
+
+
+# --- the shared ask-human mechanism (07 §2.3) -------------------------------------------------------------
+
+
+def _check_state(state: Any, method: str) -> None:
+    from alpineagents.state import State
+
+    if not isinstance(state, State):
+        raise TypeError(
+            fix_message(
+                f"The first argument of agent.{method}() must be a State (got: {state!r})",
+                "Pass the State the question is about",
+                f'agent.{method}(state, "Continue?", returns=bool)',
+            )
+        )
+
+
+def _no_human(prompt: str, method: str, inherited: bool) -> NoHumanError:
+    if inherited:
+        problem = (
+            f"{method}() was called by a subagent with no human to ask (question: {prompt!r}); "
+            "it was not given a human and the run that started it has human=None"
+        )
+        fix = "Give a human to the subagent's Agent, or to the Agent of the run that started it"
+    else:
+        problem = f"{method}() was called on an Agent with human=None (question: {prompt!r})"
+        fix = "Give the Agent a human, e.g. the terminal"
+    return NoHumanError(fix_message(problem, fix, 'agent = Agent("claude-sonnet-5", human=Terminal())'))
+
+
+def _prepare(state: Any, human: Any, prompt: str, returns: Any, method: str, inherited: bool) -> None:
+    _check_state(state, method)
+    if human is None:
+        raise _no_human(prompt, method, inherited)
+    check_returns(returns)
+
+
+def ask_human_with(
+    state: State,
+    human: Any,
+    prompt: str,
+    returns: Any = str,
+    *,
+    method: str = "ask_human",
+    inherited: bool = False,
+) -> Any:
+    """Ask ``human`` (already chosen by the caller) synchronously and record the exchange (07 §2.3 steps 2, 4-8).
+
+    ``method`` names the Agent method in messages; ``inherited`` says that a ``None`` human was inherited by a
+    subagent (another ``NoHumanError`` wording). Records one ``ExchangeEntry(kind="human")`` in ``state`` after
+    the answer comes back and returns the Human's value unchanged; nothing is recorded when the Human raises.
+
+    Raises:
+        TypeError: ``state`` is not a State, an unsupported ``returns``, or a Human that answers only
+            asynchronously.
+        NoHumanError: ``human`` is ``None``.
+    """
+    _prepare(state, human, prompt, returns, method, inherited)
+    if not isinstance(human, Human) and not callable(getattr(human, "ask", None)):
+        raise TypeError(
+            fix_message(
+                f"human={human!r} answers only asynchronously (it has aask, not ask)",
+                f"Ask from async code with await agent.a{method}(...), or give the human a sync ask method",
+                f'answer = await agent.a{method}(state, "Continue?", returns=bool)',
+            )
+        )
+    answer = human.ask(state, prompt, returns)
+    state._record_human(prompt, answer)
+    return answer
+
+
+async def aask_human_with(
+    state: State,
+    human: Any,
+    prompt: str,
+    returns: Any = str,
+    *,
+    method: str = "aask_human",
+    inherited: bool = False,
+) -> Any:
+    """Async twin of ``ask_human_with``: awaits the Human's ``aask`` when it has a callable one (on the event loop),
+    else runs its ``ask`` on a worker thread. Same checks and record."""
+    _prepare(state, human, prompt, returns, method, inherited)
+    aask: Any = getattr(human, "aask", None)
+    if callable(aask):
+        answer = await aask(state, prompt, returns)
+    else:
+        answer = await run_in_thread(human.ask, state, prompt, returns, name="alpineagents-human")
+    state._record_human(prompt, answer)
+    return answer

@@ -1,0 +1,524 @@
+"""Terminal: exact printed lines, line discipline, thread safety, asking (07 §4; checks 38-50)."""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+from typing import Any, Literal
+
+import pytest
+
+from alpineagents import terminal as terminal_module
+from alpineagents.human import Human
+from alpineagents.reporter import Reporter
+from alpineagents.terminal import Terminal, default_terminal
+from alpineagents.types import (
+    ContextChange,
+    Image,
+    ModelEvent,
+    Reply,
+    StoppedByFinish,
+    StoppedByLimit,
+    StoppedByPermission,
+    StoppedByUntil,
+    TextBlock,
+    ToolCall,
+    ToolOutcome,
+    ToolOutcomeKind,
+    Usage,
+)
+
+PNG_HEADER = b"\x89PNG\r\n\x1a\n"
+
+
+class Named:
+    def __init__(self, name: Any) -> None:
+        self.name = name
+
+
+class Stub:
+    """Carries only what the Terminal may read from a State."""
+
+    def __init__(
+        self,
+        turn: int = 1,
+        depth: int = 0,
+        name: Any = None,
+        usage: Usage | None = None,
+        stopped: Any = None,
+    ) -> None:
+        self.turn = turn
+        self._depth = depth
+        self._agent = Named(name) if name is not None else None
+        self.usage = usage if usage is not None else Usage()
+        self.stopped = stopped
+
+
+class OnlyTurnAndDepth:
+    """At depth 0 an object with only turn and _depth is enough for every method but on_run_end."""
+
+    __slots__ = ("turn", "_depth", "__weakref__")
+
+    def __init__(self, turn: int) -> None:
+        self.turn = turn
+        self._depth = 0
+
+
+def make() -> tuple[Terminal, io.StringIO]:
+    out = io.StringIO()
+    return Terminal(output=out), out
+
+
+def call(name: str = "a", **args: Any) -> ToolCall:
+    return ToolCall(name, args, "c1")
+
+
+def reply() -> Reply:
+    from alpineagents.types import Message
+
+    return Reply(message=Message.assistant("x"), usage=Usage())
+
+
+def png(size: int) -> Image:
+    return Image(PNG_HEADER + b"\0" * (size - len(PNG_HEADER)), "image/png")
+
+
+def test_roles_and_attributes():
+    t = Terminal()
+    assert isinstance(t, Reporter)
+    assert isinstance(t, Human)
+    assert t.show_text is True
+    assert t._output is None
+    out = io.StringIO()
+    assert Terminal(output=out)._output is out
+    public = {name for name in vars(t) if not name.startswith("_")}
+    assert public == {"show_text"}
+    with pytest.raises(TypeError):
+        Terminal(io.StringIO())  # type: ignore[misc]
+
+
+def test_38_headers_indent_by_depth():
+    t, out = make()
+    t.on_think_start(Stub(turn=1))
+    t.on_think_start(Stub(turn=2, depth=1))
+    assert out.getvalue() == "[turn 1] thinking\n    [turn 2] thinking\n"
+
+
+def test_39_subagent_lines():
+    t, out = make()
+    s = Stub(turn=2, depth=1, name="researcher", stopped=StoppedByFinish())
+    t.on_run_start(s)
+    t.on_think_start(s)
+    t.on_tool_start(s, ToolCall("web_search", {"query": "q"}, "c1"))
+    t.on_run_end(s, None)
+    assert out.getvalue() == (
+        "    researcher started\n"
+        "    [researcher turn 2] thinking\n"
+        '      tool web_search(query="q")\n'
+        "    researcher done: stopped by finish (2 turns)\n"
+    )
+
+
+def test_40_top_level_never_labelled():
+    t, out = make()
+    s = Stub(turn=1, depth=0, name="main")
+    t.on_run_start(s)
+    t.on_think_start(s)
+    t.on_run_end(s, None)
+    assert out.getvalue() == "[turn 1] thinking\ndone: (1 turn)\n"
+    assert "main" not in out.getvalue()
+
+
+def test_nameless_subagent_and_falsy_names():
+    for name in ("", None):
+        t, out = make()
+        s = Stub(turn=3, depth=1, name=name)
+        t.on_run_start(s)
+        t.on_think_start(s)
+        t.on_run_end(s, RuntimeError("boom"))
+        assert out.getvalue() == "    started\n    [turn 3] thinking\n    done: error RuntimeError: boom (3 turns)\n"
+
+
+def test_depth_zero_reads_only_turn_and_depth():
+    t, out = make()
+    s = OnlyTurnAndDepth(4)
+    t.on_run_start(s)  # type: ignore[arg-type]
+    t.on_think_start(s)  # type: ignore[arg-type]
+    t.on_text(s, "hi")  # type: ignore[arg-type]
+    t.on_think_end(s, reply())  # type: ignore[arg-type]
+    t.on_tool_start(s, call())  # type: ignore[arg-type]
+    t.on_tool_end(s, call(), "ok", ToolOutcome(ToolOutcomeKind.DONE))  # type: ignore[arg-type]
+    t.on_model_event(s, ModelEvent("retry", "retrying"))  # type: ignore[arg-type]
+    t.on_context_change(s, ContextChange("compact", 2000, 1000))  # type: ignore[arg-type]
+    t.on_think_start(s)  # type: ignore[arg-type]
+    assert out.getvalue() == (
+        "[turn 4] thinking\nhi\n  tool a()\n  done 2B\n  model: retrying\n"
+        "[turn 4] thinking\n  context compacted: 2k \u2192 1k tokens (cache rebuilds)\n"
+    )
+
+
+def test_41_text_only_at_depth_zero_and_show_text():
+    t, out = make()
+    t.on_text(Stub(depth=1), "hidden\n")
+    t.on_text(Stub(depth=0), "shown\n")
+    assert out.getvalue() == "shown\n"
+    t2, out2 = make()
+    t2.show_text = False
+    t2.on_text(Stub(depth=0), "shown\n")
+    t2.on_text(Stub(depth=1), "hidden\n")
+    assert out2.getvalue() == ""
+    t2.on_text(Stub(depth=0), "")
+    assert out2.getvalue() == ""
+
+
+def test_42_text_chunks_and_line_closing():
+    t, out = make()
+    s = Stub()
+    t.on_text(s, "Let me look at ")
+    t.on_text(s, "the repo.")
+    t.on_think_end(s, reply())
+    assert out.getvalue() == "Let me look at the repo.\n"
+    t.on_think_end(s, reply())
+    assert out.getvalue() == "Let me look at the repo.\n"
+    t2, out2 = make()
+    t2.on_text(s, "stopped mid-line")
+    t2.on_run_end(s, None)
+    assert out2.getvalue() == "stopped mid-line\ndone: (1 turn)\n"
+
+
+def test_43_done_sizes():
+    s = Stub()
+    cases = [
+        ("x" * 1200, "  done 1.2KB\n"),
+        ("x" * 100, "  done 100B\n"),
+        ("x" * 3_565_158, "  done 3.4MB\n"),
+        ((TextBlock("hello"), png(70), png(70)), "  done 145B (2 images)\n"),
+        ((TextBlock("é"), png(70)), "  done 72B (1 image)\n"),
+        ("(interrupted by user)", "  done 21B\n"),
+    ]
+    for result, expected in cases:
+        t, out = make()
+        t.on_tool_end(s, call(), result, ToolOutcome(ToolOutcomeKind.DONE))
+        assert out.getvalue() == expected
+
+
+def test_44_tool_end_lines_by_kind():
+    s = Stub()
+
+    def line(result: Any, kind: str, name: str = "bash") -> str:
+        t, out = make()
+        t.on_tool_end(s, ToolCall(name, {}, "c"), result, ToolOutcome(kind))  # type: ignore[arg-type]
+        return out.getvalue()
+
+    assert line("(input error: path is missing)", "input_error") == "  (input error: path is missing)\n"
+    assert line("(interrupted by user)", "interrupted") == "  aborted bash: (interrupted by user)\n"
+    assert line("(aborted: RuntimeError)", "aborted") == "  aborted bash: (aborted: RuntimeError)\n"
+    assert line("The user denied it", "denied") == "  denied bash: The user denied it\n"
+    assert (
+        line("(not run: the user stopped this turn)", "cancelled")
+        == "  cancelled bash: (not run: the user stopped this turn)\n"
+    )
+    long = "y" * 150
+    assert line(long + "\nsecond", "error", "x") == "  error x: " + "y" * 99 + "\u2026\n"
+    assert line("  short\nmore", "error", "x") == "  error x: short\n"
+    assert line("z" * 100, "error", "x") == "  error x: " + "z" * 100 + "\n"
+    assert line("   ", "error", "x") == "  error x: \n"
+    assert line("(aborted: nothing to do)", "done").startswith("  done ")
+
+
+def test_45_context_lines_are_queued():
+    t, out = make()
+    s = Stub(turn=3)
+    t.on_context_change(s, ContextChange("compact", 121000, 18000))
+    assert out.getvalue() == ""
+    t.on_think_start(s)
+    assert out.getvalue() == "[turn 3] thinking\n  context compacted: 121k \u2192 18k tokens (cache rebuilds)\n"
+    t2, out2 = make()
+    s2 = Stub(turn=1)
+    t2.on_context_change(s2, ContextChange("clear_tool_results", 900, 300))
+    t2.on_run_end(s2, None)
+    assert out2.getvalue() == "  tool results cleared: 900 \u2192 300 tokens\ndone: (1 turn)\n"
+    t3, out3 = make()
+    t3.on_context_change(s2, ContextChange("restore", 1500, 2500))
+    t3.on_context_change(s2, ContextChange("import", 0, 999))
+    t3.on_context_change(s2, ContextChange("other", 999999, 1499))  # type: ignore[arg-type]
+    t3.on_think_start(s2)
+    assert out3.getvalue() == (
+        "[turn 1] thinking\n"
+        "  context restored: 2k \u2192 2k tokens\n"
+        "  context imported: 0 \u2192 999 tokens\n"
+        "  other: 1000k \u2192 1k tokens\n"
+    )
+    t3.on_think_start(s2)  # the queue was flushed once
+    assert out3.getvalue().count("context restored") == 1
+
+
+def test_46_queues_are_per_state():
+    t, out = make()
+    alpha = Stub(turn=1, depth=1, name="alpha")
+    beta = Stub(turn=1, depth=1, name="beta")
+    t.on_context_change(alpha, ContextChange("compact", 121000, 18000))
+    t.on_think_start(beta)
+    t.on_run_end(beta, None)
+    assert "compacted" not in out.getvalue()
+    alpha.turn = 2
+    t.on_think_start(alpha)
+    assert out.getvalue().endswith(
+        "    [alpha turn 2] thinking\n      alpha context compacted: 121k \u2192 18k tokens (cache rebuilds)\n"
+    )
+
+
+def test_47_final_lines():
+    def final(state: Stub, error: BaseException | None = None) -> str:
+        t, out = make()
+        t.on_run_end(state, error)
+        return out.getvalue()
+
+    usage = Usage(input_tokens=100, cache_read_tokens=525, requests=1, cost=0.42)
+    assert (
+        final(Stub(turn=5, usage=usage, stopped=StoppedByUntil("waiting_for_user")))
+        == "done: stopped by waiting_for_user (5 turns, ~$0.42, cache hit 84%)\n"
+    )
+    assert (
+        final(Stub(turn=50, usage=usage, stopped=StoppedByLimit(50)))
+        == "done: reached limit(50), the task may be unfinished (50 turns)\n"
+    )
+    assert final(Stub(turn=3), KeyboardInterrupt()) == "done: interrupted by user (3 turns)\n"
+    import asyncio
+
+    assert final(Stub(turn=3), asyncio.CancelledError()) == "done: interrupted by user (3 turns)\n"
+    assert final(Stub(turn=2), TimeoutError("slow")) == "done: error TimeoutError: slow (2 turns)\n"
+    assert final(Stub(turn=0), TimeoutError()) == "done: error TimeoutError:  (0 turns)\n"
+    assert final(Stub(turn=2)) == "done: (2 turns)\n"
+    assert final(Stub(turn=1, usage=Usage(requests=1, cost=0.0))) == "done: (1 turn, ~$0.00)\n"
+    zero_rate = Usage(input_tokens=10, requests=1)
+    assert final(Stub(turn=1, usage=zero_rate)) == "done: (1 turn)\n"
+    stop = StoppedByPermission(call(), "DecideByHuman()")
+    assert final(Stub(turn=3, stopped=stop)) == "done: stopped by permission DecideByHuman() (3 turns)\n"
+
+
+def test_model_event_line():
+    t, out = make()
+    t.on_model_event(Stub(depth=1, name="scout"), ModelEvent("fallback", "switched to backup"))
+    assert out.getvalue() == "      model: switched to backup\n"
+
+
+def test_48_ask_with_custom_input():
+    prompts: list[str] = []
+    answers = iter(["yes"])
+
+    def reader(prompt: str) -> str:
+        prompts.append(prompt)
+        return next(answers)
+
+    out = io.StringIO()
+    t = Terminal(output=out, input=reader)
+    assert t.ask(Stub(), "Run it?", returns=bool) is True
+    assert prompts == ["Run it? (yes/no) "]
+    assert out.getvalue() == ""
+
+    prompts.clear()
+    answers = iter(["yes"])
+    assert t.ask(Stub(depth=2), "Run it?", returns=bool) is True
+    assert prompts == ["        Run it? (yes/no) "]
+
+    prompts.clear()
+    answers = iter(["not sure", "yes"])
+    assert t.ask(Stub(), "Run it?", returns=bool) is True
+    assert "Answer 'yes' or 'no'" in out.getvalue()
+    assert prompts == ["Run it? (yes/no) "] * 2
+
+    prompts.clear()
+    out.truncate(0)
+    out.seek(0)
+    answers = iter(["", "   ", " hello "])
+    assert t.ask(Stub(), "What should I do?", returns=str) == "hello"
+    assert prompts == ["What should I do? "] * 3
+    assert out.getvalue().count("Empty answers are not accepted") == 2
+
+    answers = iter(["2"])
+    assert t.ask(Stub(), "Which?", returns=Literal[1, 2]) == 2
+
+
+def test_ask_custom_input_closes_open_line():
+    out = io.StringIO()
+    t = Terminal(output=out, input=lambda prompt: "yes")
+    t.on_text(Stub(), "partial")
+    assert t.ask(Stub(), "Ok?", returns=bool) is True
+    assert out.getvalue() == "partial\n"
+    t.on_think_start(Stub(turn=2))
+    assert out.getvalue() == "partial\n[turn 2] thinking\n"
+
+
+def test_ask_errors_propagate():
+    def eof(prompt: str) -> str:
+        raise EOFError
+
+    t = Terminal(output=io.StringIO(), input=eof)
+    with pytest.raises(EOFError):
+        t.ask(Stub(), "Continue?", bool)
+    t2 = Terminal(output=io.StringIO(), input=lambda p: "1")
+    with pytest.raises(TypeError):
+        t2.ask(Stub(), "How many?", int)
+
+
+def test_49_text_then_tool_line():
+    t, out = make()
+    s = Stub(turn=1)
+    t.on_think_start(s)
+    t.on_text(s, "Hello\n")
+    t.on_think_end(s, reply())
+    t.on_tool_start(s, call())
+    assert out.getvalue() == "[turn 1] thinking\nHello\n\n  tool a()\n"
+
+
+class TtyStringIO(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class BrokenTty(io.StringIO):
+    def isatty(self) -> bool:
+        raise ValueError("closed")
+
+
+def test_50_builtin_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("not sure\nyes\n"))
+    t = Terminal(output=log)
+    assert t.ask(Stub(), "Continue?", bool) is True
+    assert "Continue? (yes/no)" in log.getvalue()
+    assert "Answer 'yes' or 'no'" in log.getvalue()
+    assert log.getvalue() == "Continue? (yes/no) \nAnswer 'yes' or 'no'\nContinue? (yes/no) \n"
+    captured = capsys.readouterr()
+    assert "Continue?" not in captured.out
+    assert "Answer 'yes'" not in captured.out
+
+    tty_out = TtyStringIO()
+    monkeypatch.setattr(sys, "stdin", TtyStringIO("yes\n"))
+    t2 = Terminal(output=tty_out)
+    assert t2.ask(Stub(), "Continue?", bool) is True
+    t2.on_think_start(Stub(turn=2))
+    assert tty_out.getvalue() == "Continue? (yes/no) [turn 2] thinking\n"
+
+    assert default_terminal() is default_terminal()
+
+
+def test_builtin_input_isatty_errors_count_as_not_tty(monkeypatch: pytest.MonkeyPatch):
+    out = BrokenTty()
+    monkeypatch.setattr(sys, "stdin", TtyStringIO("yes\n"))
+    t = Terminal(output=out)
+    assert t.ask(Stub(depth=1), "Go?", bool) is True
+    assert out.getvalue() == "    Go? (yes/no) \n"
+
+
+def test_output_none_looks_up_stdout_on_every_write(capsys: pytest.CaptureFixture[str]):
+    t = Terminal()
+    t.on_think_start(Stub(turn=7))
+    assert capsys.readouterr().out == "[turn 7] thinking\n"
+    other = io.StringIO()
+    saved = sys.stdout
+    sys.stdout = other
+    try:
+        t.on_think_start(Stub(turn=8))
+    finally:
+        sys.stdout = saved
+    assert other.getvalue() == "[turn 8] thinking\n"
+
+
+def test_default_terminal_global(monkeypatch: pytest.MonkeyPatch):
+    first = default_terminal()
+    assert isinstance(first, Terminal)
+    replacement = Terminal(output=io.StringIO())
+    monkeypatch.setattr(terminal_module, "_default_terminal", replacement)
+    assert default_terminal() is replacement
+    monkeypatch.setattr(terminal_module, "_default_terminal", None)
+    fresh = default_terminal()
+    assert fresh is not replacement and fresh is default_terminal()
+
+
+def test_lines_from_threads_never_interleave():
+    t, out = make()
+    states = [Stub(turn=i, depth=i % 3) for i in range(8)]
+
+    def worker(s: Stub) -> None:
+        for _ in range(200):
+            t.on_tool_start(s, ToolCall("tool_with_a_long_name", {"arg": "x" * 40}, "c"))
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in states]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = out.getvalue().split("\n")
+    assert lines[-1] == ""
+    assert len(lines) == 8 * 200 + 1
+    for line in lines[:-1]:
+        assert line.strip() == 'tool tool_with_a_long_name(arg="' + "x" * 40 + '")'
+
+
+def test_question_does_not_hold_output_lock():
+    out = io.StringIO()
+    asked = threading.Event()
+    release = threading.Event()
+
+    def reader(prompt: str) -> str:
+        asked.set()
+        release.wait(5)
+        return "yes"
+
+    t = Terminal(output=out, input=reader)
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(t.ask(Stub(), "Go?", bool)))
+    thread.start()
+    assert asked.wait(5)
+    t.on_run_end(Stub(turn=1), KeyboardInterrupt())  # not blocked by the waiting question
+    assert out.getvalue() == "done: interrupted by user (1 turn)\n"
+    release.set()
+    thread.join(5)
+    assert result == [True]
+
+
+def test_questions_are_serialized():
+    out = io.StringIO()
+    inside = 0
+    overlap = False
+    lock = threading.Lock()
+
+    def reader(prompt: str) -> str:
+        nonlocal inside, overlap
+        with lock:
+            inside += 1
+            overlap = overlap or inside > 1
+        threading.Event().wait(0.01)
+        with lock:
+            inside -= 1
+        return "yes"
+
+    t = Terminal(output=out, input=reader)
+    threads = [threading.Thread(target=t.ask, args=(Stub(), "Go?", bool)) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not overlap
+
+
+def test_aask_default_runs_ask_on_a_thread():
+    import asyncio
+
+    idents: list[int] = []
+
+    def reader(prompt: str) -> str:
+        idents.append(threading.get_ident())
+        return "yes"
+
+    t = Terminal(output=io.StringIO(), input=reader)
+
+    async def main() -> Any:
+        return await t.aask(Stub(), "Go?", bool), threading.get_ident()
+
+    answer, loop_thread = asyncio.run(main())
+    assert answer is True
+    assert idents and idents[0] != loop_thread
