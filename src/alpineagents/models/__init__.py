@@ -1,0 +1,18 @@
+"""Model adapters: the `Model` role, `Anthropic`, `OpenAICompatible`, `resolve_model` (05).
+
+`Retry` and `Fallback` (wrapper Models) are importable from here too, beside the four names of `__all__`.
+"""
+
+from alpineagents.models import anthropic as anthropic
+from alpineagents.models import base as base
+from alpineagents.models import openai_compatible as openai_compatible
+from alpineagents.models import resolve as resolve
+from alpineagents.models import wrappers as wrappers
+from alpineagents.models.anthropic import Anthropic
+from alpineagents.models.base import Model
+from alpineagents.models.openai_compatible import OpenAICompatible
+from alpineagents.models.resolve import resolve_model
+from alpineagents.models.wrappers import Fallback as Fallback
+from alpineagents.models.wrappers import Retry as Retry
+
+__all__ = ["Model", "Anthropic", "OpenAICompatible", "resolve_model"]

@@ -1,0 +1,549 @@
+"""`Anthropic`: the adapter for the Anthropic Messages API, streamed (05 §3)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import ssl
+import threading
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+from alpineagents._frozen import thaw
+from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
+from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.types import (
+    CUT_OFF_STOP_REASONS,
+    INVALID_ARGS_KEY,
+    TRUNCATED_ARGS_MESSAGE,
+    Image,
+    Message,
+    Price,
+    RawBlock,
+    Reply,
+    Request,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    Usage,
+)
+
+__all__ = ["Anthropic", "DEFAULT_MAX_TOKENS"]
+
+DEFAULT_MAX_TOKENS = 64_000
+"""The output limit sent when the model's own limit is unknown (and the most ever sent automatically)."""
+
+_OUTPUT_LIMITS: dict[tuple[str | None, str], int | None] = {}
+"""Process-wide cache of looked-up output limits, keyed `(base_url, name)`; `None` = the lookup failed."""
+
+_LIMITS_LOCK = threading.Lock()
+
+_EMPTY_REPLY = "(empty reply)"
+_TOO_HIGH = re.compile(r"max_tokens:\s*(\d+)\s*>\s*(\d+)")
+_OVERFLOW_HINTS = (
+    "prompt is too long",
+    "context length",
+    "maximum context",
+    "too many tokens",
+    "exceeds the model",
+    "exceeds context",
+)
+_AUTH_HINTS = ("authentication method", "api_key", "auth_token", "credentials")
+_BAD_TOOL_JSON = "Unable to parse tool parameter JSON"
+
+
+def _sdk() -> Any:
+    """The `anthropic` SDK module (imported on first use: it is slow to import)."""
+    import anthropic
+
+    return anthropic
+
+
+def _looks_like_context_overflow(text: str) -> bool:
+    """True when an error text says the prompt is larger than the model's context window."""
+    lowered = text.lower()
+    return any(hint in lowered for hint in _OVERFLOW_HINTS)
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    import anyio
+    import httpx2
+
+    return (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
+
+
+def _message_stream_types() -> tuple[type, ...]:
+    from anthropic.lib.streaming import AsyncMessageStream, MessageStream
+
+    return (MessageStream, AsyncMessageStream)
+
+
+class Anthropic(Model):
+    """Adapter for the Anthropic Messages API (streamed), built on the official `anthropic` SDK.
+
+    Construction does no I/O and needs no credentials; the SDK client is created on the first request.
+    """
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,
+        retries: int = 2,
+        price: Price | None = None,
+        thinking: bool | int = False,
+        cache: bool | None = None,
+        context_window: int = 200_000,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        supports: Iterable[str] | None = None,
+    ) -> None:
+        if name.startswith("anthropic/"):
+            name = name[len("anthropic/") :]
+        self.name = name
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.timeout = timeout
+        self.retries = retries
+        self.price = price
+        self.supports = frozenset({"thinking", "cache", "vision"}) if supports is None else frozenset(supports)
+        self._context_window = context_window
+        self._api_key = api_key
+        self._base_url = base_url
+        self._sdk_client: Any = None
+        self._client_lock = threading.Lock()
+        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+        self._thinking: dict[str, Any] | None = None
+        self._budget: int | None = None
+        if thinking is not False:
+            self._check_supported("thinking", f"thinking={thinking!r}")
+            if temperature is not None:
+                raise ValueError(
+                    fix_message(
+                        "thinking is on, but temperature was also given",
+                        "The API takes no temperature while thinking is on: remove temperature=, "
+                        "or turn thinking off with thinking=False",
+                        f"Anthropic({name!r}, thinking=True)",
+                    )
+                )
+            if thinking is True:
+                self._thinking = {"type": "adaptive"}
+            else:
+                budget = int(thinking)
+                if budget < 1024:
+                    raise ValueError(
+                        fix_message(
+                            f"thinking={budget}, but it must be at least 1024",
+                            "Give a thinking budget of 1024 tokens or more, or thinking=True for adaptive "
+                            "thinking. thinking=False turns thinking off (0 does not)",
+                            f"Anthropic({name!r}, thinking=4096)",
+                        )
+                    )
+                limit = max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS
+                if budget >= limit:
+                    raise ValueError(
+                        fix_message(
+                            f"thinking={budget}, but max_tokens={limit}",
+                            "The thinking budget is part of the output and must be below max_tokens: lower "
+                            "thinking, or raise max_tokens",
+                            f"Anthropic({name!r}, thinking={max(1024, limit // 2)}, max_tokens={limit})",
+                        )
+                    )
+                self._budget = budget
+                self._thinking = {"type": "enabled", "budget_tokens": budget}
+        if cache is True:
+            self._check_supported("cache", "cache=True")
+        self.cache: bool = ("cache" in self.supports) if cache is None else bool(cache)
+
+    @property
+    def context_window(self) -> int:
+        """The model's context window in tokens (the `context_window=` given, 200,000 by default)."""
+        return self._context_window
+
+    # -- clients -------------------------------------------------------------------------------------------------
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"max_retries": self.retries}
+        if self._api_key is not None:
+            kwargs["api_key"] = self._api_key
+        if self._base_url is not None:
+            kwargs["base_url"] = self._base_url
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        return kwargs
+
+    def _client(self) -> Any:
+        """The sync SDK client of this adapter, created on first use (thread-safe) and reused."""
+        client = self._sdk_client
+        if client is None:
+            with self._client_lock:
+                if self._sdk_client is None:
+                    self._sdk_client = _sdk().Anthropic(**self._client_kwargs())
+                client = self._sdk_client
+        return client
+
+    def _async_client(self) -> Any:
+        """The async SDK client for the running event loop (one per loop, created on first use)."""
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(loop)
+        if client is None:
+            client = _sdk().AsyncAnthropic(**self._client_kwargs())
+            self._async_clients[loop] = client
+        return client
+
+    # -- output limit (§3.3) -------------------------------------------------------------------------------------
+
+    @property
+    def _limit_key(self) -> tuple[str | None, str]:
+        return (self._base_url, self.name)
+
+    def _cached_limit(self) -> tuple[bool, int | None]:
+        limits = _OUTPUT_LIMITS
+        key = self._limit_key
+        if key in limits:
+            return True, limits[key]
+        return False, None
+
+    @staticmethod
+    def _limit_of(info: Any) -> int | None:
+        value = getattr(info, "max_tokens", None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        return None
+
+    def _send_value(self, limit: int | None) -> int:
+        return DEFAULT_MAX_TOKENS if limit is None else min(DEFAULT_MAX_TOKENS, limit)
+
+    def _resolve_max_tokens(self, client: Any) -> int:
+        if self.max_tokens is not None:
+            return self.max_tokens
+        known, limit = self._cached_limit()
+        if not known:
+            with _LIMITS_LOCK:
+                known, limit = self._cached_limit()
+                if not known:
+                    try:
+                        info = client.with_options(max_retries=0, timeout=10.0).models.retrieve(self.name)
+                        limit = self._limit_of(info)
+                    except Exception:  # noqa: BLE001 - any failure makes the limit unknown
+                        limit = None
+                    _OUTPUT_LIMITS[self._limit_key] = limit
+        value = self._send_value(limit)
+        self._check_budget(value)
+        return value
+
+    async def _aresolve_max_tokens(self, client: Any) -> int:
+        if self.max_tokens is not None:
+            return self.max_tokens
+        known, limit = self._cached_limit()
+        if not known:
+            try:
+                info = await client.with_options(max_retries=0, timeout=10.0).models.retrieve(self.name)
+                limit = self._limit_of(info)
+            except Exception:  # noqa: BLE001 - any failure makes the limit unknown
+                limit = None
+            known, cached = self._cached_limit()
+            if known:
+                limit = cached
+            else:
+                _OUTPUT_LIMITS[self._limit_key] = limit
+        value = self._send_value(limit)
+        self._check_budget(value)
+        return value
+
+    def _check_budget(self, value: int) -> None:
+        budget = self._budget
+        if budget is not None and budget >= value:
+            raise ValueError(
+                fix_message(
+                    f"thinking={budget}, but {self.name} allows at most {value} output tokens",
+                    "Set thinking below the model's output limit",
+                    f"Anthropic({self.name!r}, thinking={max(1024, value // 2)})",
+                )
+            )
+
+    def _lower_limit(self, error: BaseException, sent: int) -> int | None:
+        """The model's limit named by a "max_tokens too high" rejection, when the automatic value may retry."""
+        if self.max_tokens is not None:
+            return None
+        match = _TOO_HIGH.search(str(error))
+        if match is None or int(match.group(1)) != sent:
+            return None
+        limit = int(match.group(2))
+        if not 0 < limit < sent:
+            return None
+        _OUTPUT_LIMITS[self._limit_key] = limit
+        self._check_budget(limit)
+        return limit
+
+    # -- request mapping (§3.4) ----------------------------------------------------------------------------------
+
+    def _build_request_kwargs(self, request: Request, max_tokens: int | None = None) -> dict[str, Any]:
+        """The keyword arguments of `client.messages.stream(...)` for `request`."""
+        if max_tokens is None:
+            max_tokens = self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS
+        kwargs: dict[str, Any] = {
+            "model": self.name,
+            "max_tokens": max_tokens,
+            "messages": self._to_anthropic_messages(request.messages),
+        }
+        if request.system is not None:
+            kwargs["system"] = request.system
+        tools, choice = self._tool_defs_and_choice(request)
+        if tools:
+            kwargs["tools"] = tools
+        if choice is not None:
+            kwargs["tool_choice"] = choice
+        if self.temperature is not None:
+            kwargs["extra_body"] = {"temperature": self.temperature}
+        if self._thinking is not None:
+            kwargs["thinking"] = dict(self._thinking)
+        if self.cache:
+            kwargs["cache_control"] = {"type": "ephemeral"}
+        return kwargs
+
+    def _tool_defs_and_choice(self, request: Request) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """The tool definitions to send (placeholders when the context uses tools but none are given) and the
+        `tool_choice` (`{"type": "none"}` or `None` for the default)."""
+        none = {"type": "none"}
+        if request.tools:
+            defs = [
+                {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+                for spec in request.tools
+            ]
+            return defs, (none if request.tool_choice == "none" else None)
+        names: set[str] = set()
+        for message in request.messages:
+            for block in message.content:
+                if isinstance(block, ToolCall):
+                    names.add(block.name)
+                elif isinstance(block, ToolResultBlock) and block.name:
+                    names.add(block.name)
+        if names:
+            placeholders = [
+                {"name": name, "description": "", "input_schema": {"type": "object"}} for name in sorted(names)
+            ]
+            return placeholders, none
+        return [], (none if request.tool_choice == "none" else None)
+
+    def _to_anthropic_messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
+        """The request messages in the API's shape: same-role runs merged, blocks converted."""
+        return [
+            {"role": message.role, "content": self._to_anthropic_content(message)}
+            for message in self._merge_same_role(messages)
+        ]
+
+    def _to_anthropic_content(self, message: Message) -> list[Any]:
+        """The API content blocks of one message (tool results first in a user message)."""
+        blocks: tuple[Any, ...] = message.content
+        user = message.role == "user"
+        if user and any(isinstance(b, ToolResultBlock) for b in blocks):
+            blocks = tuple(b for b in blocks if isinstance(b, ToolResultBlock)) + tuple(
+                b for b in blocks if not isinstance(b, ToolResultBlock)
+            )
+        out: list[Any] = []
+        only_text = True
+        for block in blocks:
+            if isinstance(block, TextBlock):
+                if block.text.strip():
+                    out.append({"type": "text", "text": block.text})
+                continue
+            only_text = False
+            if isinstance(block, ToolCall):
+                out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": thaw(block.args)})
+            elif isinstance(block, ToolResultBlock):
+                out.append(
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": block.call_id,
+                        "content": _result_content(block.content),
+                        "is_error": block.is_error,
+                    }
+                )
+            elif isinstance(block, Image):
+                if user:
+                    out.append(_image(block))
+            elif isinstance(block, RawBlock):
+                if block.provider == self.provider:
+                    out.append(thaw(block.data))
+        if not out and only_text:
+            out.append({"type": "text", "text": _EMPTY_REPLY})
+        return out
+
+    # -- response mapping (§3.5) ---------------------------------------------------------------------------------
+
+    def _to_reply(self, final_message: Any) -> Reply:
+        """The `Reply` for the SDK's final message."""
+        blocks: list[Any] = []
+        for block in getattr(final_message, "content", None) or ():
+            kind = getattr(block, "type", None)
+            if kind == "text":
+                blocks.append(TextBlock(block.text))
+            elif kind == "tool_use":
+                raw_input = block.input
+                args = dict(raw_input) if isinstance(raw_input, dict) else {INVALID_ARGS_KEY: str(raw_input)}
+                blocks.append(ToolCall(block.name, args, block.id))
+            else:
+                blocks.append(RawBlock(self.provider, block.model_dump(mode="json", exclude_none=True)))
+        stop_reason = getattr(final_message, "stop_reason", None)
+        if stop_reason in CUT_OFF_STOP_REASONS and blocks and isinstance(blocks[-1], ToolCall):
+            last = blocks[-1]
+            blocks[-1] = ToolCall(last.name, {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, last.id)
+        raw_usage = getattr(final_message, "usage", None)
+        total: int | None = None
+        counts = (0, 0, 0, 0)
+        if raw_usage is not None:
+            counts = (
+                getattr(raw_usage, "input_tokens", None) or 0,
+                getattr(raw_usage, "output_tokens", None) or 0,
+                getattr(raw_usage, "cache_read_input_tokens", None) or 0,
+                getattr(raw_usage, "cache_creation_input_tokens", None) or 0,
+            )
+            total = sum(counts)
+        usage = Usage(*counts, requests=1)
+        usage = Usage(*counts, requests=1, cost=self._cost(usage))
+        return Reply(
+            Message("assistant", tuple(blocks)),
+            usage,
+            context_tokens=total,
+            stop_reason=stop_reason,
+            model=getattr(final_message, "model", None) or self.name,
+        )
+
+    # -- respond -------------------------------------------------------------------------------------------------
+
+    def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """Stream one reply from the Messages API (see 05 §3 for the mapping and the errors raised)."""
+        try:
+            client = self._client()
+        except (_sdk().AnthropicError, TypeError) as error:
+            raise self._wrap(error) from error
+        max_tokens = self._resolve_max_tokens(client)
+        kwargs = self._build_request_kwargs(request, max_tokens)
+        while True:
+            try:
+                return self._stream(client, kwargs, on_text)
+            except _sdk().BadRequestError as error:
+                lower = self._lower_limit(error, kwargs["max_tokens"])
+                if lower is None:
+                    raise self._wrap(error) from error
+            kwargs["max_tokens"] = lower
+
+    def _stream(self, client: Any, kwargs: dict[str, Any], on_text: OnText | None) -> Reply:
+        """One streamed attempt; a bad request is passed up unwrapped (for the too-high retry)."""
+        sdk = _sdk()
+        caught = (sdk.AnthropicError, TypeError, ValueError, *_transport_errors())
+        callback_error: BaseException | None = None
+        try:
+            with client.messages.stream(**kwargs) as stream:
+                for chunk in stream.text_stream:
+                    if on_text is not None:
+                        try:
+                            on_text(chunk)
+                        except BaseException as error:
+                            callback_error = error
+                            raise
+                final = stream.get_final_message()
+                complete = not isinstance(stream, _message_stream_types()) or (
+                    getattr(final, "stop_reason", None) is not None
+                )
+        except caught as error:
+            if error is callback_error or isinstance(error, sdk.BadRequestError):
+                raise
+            if isinstance(error, ValueError) and _BAD_TOOL_JSON not in str(error):
+                raise
+            raise self._wrap(error) from error
+        if not complete:
+            raise ProviderError("Anthropic stream ended before its final event (the reply has no stop reason)")
+        return self._to_reply(final)
+
+    async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """Async twin of `respond` on the async SDK client; cancelling it closes the stream."""
+        try:
+            client = self._async_client()
+        except (_sdk().AnthropicError, TypeError) as error:
+            raise self._wrap(error) from error
+        max_tokens = await self._aresolve_max_tokens(client)
+        kwargs = self._build_request_kwargs(request, max_tokens)
+        while True:
+            try:
+                return await self._astream(client, kwargs, on_text)
+            except _sdk().BadRequestError as error:
+                lower = self._lower_limit(error, kwargs["max_tokens"])
+                if lower is None:
+                    raise self._wrap(error) from error
+            kwargs["max_tokens"] = lower
+
+    async def _astream(self, client: Any, kwargs: dict[str, Any], on_text: OnText | None) -> Reply:
+        sdk = _sdk()
+        caught = (sdk.AnthropicError, TypeError, ValueError, *_transport_errors())
+        callback_error: BaseException | None = None
+        try:
+            async with client.messages.stream(**kwargs) as stream:
+                async for chunk in stream.text_stream:
+                    if on_text is not None:
+                        try:
+                            on_text(chunk)
+                        except BaseException as error:
+                            callback_error = error
+                            raise
+                final = await stream.get_final_message()
+                complete = not isinstance(stream, _message_stream_types()) or (
+                    getattr(final, "stop_reason", None) is not None
+                )
+        except caught as error:
+            if error is callback_error or isinstance(error, sdk.BadRequestError):
+                raise
+            if isinstance(error, ValueError) and _BAD_TOOL_JSON not in str(error):
+                raise
+            raise self._wrap(error) from error
+        if not complete:
+            raise ProviderError("Anthropic stream ended before its final event (the reply has no stop reason)")
+        return self._to_reply(final)
+
+    # -- errors (§3.7) -------------------------------------------------------------------------------------------
+
+    def _wrap(self, error: BaseException) -> ProviderError:
+        """The library error for an SDK, request-building or transport failure."""
+        sdk = _sdk()
+        if isinstance(error, sdk.RateLimitError):
+            return RateLimitError(f"Anthropic API rate limit (429): {error}")
+        if isinstance(error, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
+            return AuthError(f"Anthropic authentication failed: {error}")
+        if isinstance(error, sdk.RequestTooLargeError):
+            return ContextTooLongError(f"Anthropic request too large (413): {error}")
+        if isinstance(error, sdk.BadRequestError):
+            if _looks_like_context_overflow(str(error)):
+                return ContextTooLongError(f"The context exceeds the model's context window: {error}")
+            return ProviderError(f"Anthropic bad request (400): {error}")
+        if isinstance(error, TypeError):
+            lowered = str(error).lower()
+            if any(hint in lowered for hint in _AUTH_HINTS):
+                return AuthError(f"Anthropic authentication failed (no credentials): {error}")
+            return ProviderError(f"Error while building the Anthropic request: {error}")
+        if isinstance(error, sdk.AnthropicError):
+            return ProviderError(f"Anthropic API error: {error}")
+        return ProviderError(f"Anthropic stream failed mid-reply ({type(error).__name__}): {error}")
+
+
+def _image(image: Image) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.base64}}
+
+
+def _result_content(content: Any) -> Any:
+    if isinstance(content, str):
+        return content
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextBlock):
+            if block.text.strip():
+                parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, Image):
+            parts.append(_image(block))
+    return parts

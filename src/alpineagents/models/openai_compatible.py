@@ -1,0 +1,449 @@
+"""`OpenAICompatible`: the adapter for servers speaking the OpenAI Chat Completions API (05 §4)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import re
+import secrets
+import threading
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+from alpineagents._frozen import thaw
+from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
+from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.types import (
+    INVALID_ARGS_KEY,
+    TRUNCATED_ARGS_MESSAGE,
+    Image,
+    Message,
+    Price,
+    RawBlock,
+    Reply,
+    Request,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    Usage,
+)
+
+__all__ = ["OpenAICompatible"]
+
+_EMPTY_REPLY = "(empty reply)"
+_COMPLETION_TOKENS_NAME = re.compile(r"^o\d")
+_OVERFLOW_HINTS = ("context length", "maximum context", "context_length_exceeded")
+
+
+def _sdk() -> Any:
+    """The `openai` SDK module (imported on first use: it is slow to import)."""
+    import openai
+
+    return openai
+
+
+def _stream_types() -> tuple[type, ...]:
+    from openai import AsyncStream, Stream
+
+    return (Stream, AsyncStream)
+
+
+class OpenAICompatible(Model):
+    """Adapter for any server speaking the OpenAI Chat Completions API (OpenAI, Ollama, vLLM, OpenRouter, ...).
+
+    Construction does no I/O and needs no credentials; the SDK client is created on the first request.
+    """
+
+    provider = "openai_compatible"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,
+        retries: int = 2,
+        price: Price | None = None,
+        context_window: int = 128_000,
+        supports: Iterable[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.base_url = base_url
+        """The server URL, or `None` for the SDK's default (its `OPENAI_BASE_URL`, else api.openai.com)."""
+        self.api_key = api_key
+        """The API key as given (`None`: the SDK reads `OPENAI_API_KEY`)."""
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.timeout = timeout
+        self.retries = retries
+        self.price = price
+        if supports is not None:
+            self.supports = frozenset(supports)
+        self._context_window = context_window
+        self._sdk_client: Any = None
+        self._client_lock = threading.Lock()
+        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+    @property
+    def context_window(self) -> int:
+        """The model's context window in tokens (the `context_window=` given, 128,000 by default)."""
+        return self._context_window
+
+    # -- clients -------------------------------------------------------------------------------------------------
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"max_retries": self.retries}
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        api_key = self.api_key
+        if api_key is None and self.base_url is not None and not os.environ.get("OPENAI_API_KEY"):
+            api_key = "not-needed"
+        if api_key is not None:
+            kwargs["api_key"] = api_key
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        return kwargs
+
+    def _client(self) -> Any:
+        """The sync SDK client of this adapter, created on first use (thread-safe) and reused."""
+        client = self._sdk_client
+        if client is None:
+            with self._client_lock:
+                if self._sdk_client is None:
+                    self._sdk_client = _sdk().OpenAI(**self._client_kwargs())
+                client = self._sdk_client
+        return client
+
+    def _async_client(self) -> Any:
+        """The async SDK client for the running event loop (one per loop, created on first use)."""
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(loop)
+        if client is None:
+            client = _sdk().AsyncOpenAI(**self._client_kwargs())
+            self._async_clients[loop] = client
+        return client
+
+    # -- request mapping (§4.3) ----------------------------------------------------------------------------------
+
+    def _request_kwargs(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of `client.chat.completions.create(...)` for `request`."""
+        messages: list[dict[str, Any]] = []
+        if request.system is not None:
+            messages.append({"role": "system", "content": request.system})
+        for message in self._merge_same_role(request.messages):
+            if message.role == "assistant":
+                messages.append(self._assistant_message(message))
+            else:
+                messages.extend(_user_messages(message))
+        kwargs: dict[str, Any] = {
+            "model": self.name,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": spec.name,
+                        "description": spec.description,
+                        "parameters": spec.input_schema,
+                    },
+                }
+                for spec in request.tools
+            ]
+            if request.tool_choice == "none":
+                kwargs["tool_choice"] = "none"
+        if self.max_tokens is not None:
+            key = "max_completion_tokens" if _COMPLETION_TOKENS_NAME.match(self.name) else "max_tokens"
+            kwargs[key] = self.max_tokens
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        return kwargs
+
+    def _assistant_message(self, message: Message) -> dict[str, Any]:
+        """One assistant message in the API's shape (text, own RawBlock keys, tool calls)."""
+        calls = message.tool_calls
+        text = message.text
+        result: dict[str, Any] = {
+            "role": "assistant",
+            "content": text if text else (None if calls else _EMPTY_REPLY),
+        }
+        for block in message.content:
+            if isinstance(block, RawBlock) and block.provider == self.provider:
+                result.update(thaw(block.data))
+        if calls:
+            result["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)},
+                }
+                for call in calls
+            ]
+        return result
+
+    # -- respond -------------------------------------------------------------------------------------------------
+
+    def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """Stream one reply from the Chat Completions API (see 05 §4 for the mapping and the errors raised)."""
+        sdk = _sdk()
+        try:
+            client = self._client()
+        except sdk.OpenAIError as error:
+            raise AuthError(f"OpenAI-compatible API authentication failed (no credentials): {error}") from error
+        kwargs = self._request_kwargs(request)
+        reader = _StreamReader(on_text)
+        try:
+            stream = client.chat.completions.create(**kwargs)
+        except sdk.OpenAIError as error:
+            raise _wrap(error) from error
+        try:
+            for chunk in stream:
+                reader.add(chunk)
+        except sdk.OpenAIError as error:
+            if error is reader.callback_error:
+                raise
+            raise _wrap(error) from error
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                close()
+        return self._finish(reader, isinstance(stream, _stream_types()))
+
+    async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """Async twin of `respond` on the async SDK client; cancelling it closes the request."""
+        sdk = _sdk()
+        try:
+            client = self._async_client()
+        except sdk.OpenAIError as error:
+            raise AuthError(f"OpenAI-compatible API authentication failed (no credentials): {error}") from error
+        kwargs = self._request_kwargs(request)
+        reader = _StreamReader(on_text)
+        try:
+            stream = await client.chat.completions.create(**kwargs)
+        except sdk.OpenAIError as error:
+            raise _wrap(error) from error
+        try:
+            async for chunk in stream:
+                reader.add(chunk)
+        except sdk.OpenAIError as error:
+            if error is reader.callback_error:
+                raise
+            raise _wrap(error) from error
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                closing = close()
+                if inspect.isawaitable(closing):
+                    await closing
+        return self._finish(reader, isinstance(stream, _stream_types()))
+
+    def _finish(self, reader: _StreamReader, real_stream: bool) -> Reply:
+        if real_stream and reader.finish_reason is None:
+            raise ProviderError(
+                "OpenAI-compatible stream ended before its final chunk (the reply has no finish_reason)"
+            )
+        return reader.reply(self)
+
+
+class _StreamReader:
+    """Accumulates the chunks of one streamed chat completion (05 §4.4)."""
+
+    __slots__ = ("on_text", "callback_error", "text", "reasoning", "calls", "finish_reason", "usage", "model")
+
+    def __init__(self, on_text: OnText | None) -> None:
+        self.on_text = on_text
+        self.callback_error: BaseException | None = None
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, list[Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.model: str | None = None
+
+    def add(self, chunk: Any) -> None:
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = usage
+        if not self.model:
+            self.model = getattr(chunk, "model", None) or None
+        choices = getattr(chunk, "choices", None)
+        if not choices:
+            return
+        choice = choices[0]
+        finish = getattr(choice, "finish_reason", None)
+        if finish:
+            self.finish_reason = finish
+        delta = getattr(choice, "delta", None)
+        if delta is None:
+            return
+        content = getattr(delta, "content", None)
+        if content:
+            self.text.append(content)
+            if self.on_text is not None:
+                try:
+                    self.on_text(content)
+                except BaseException as error:
+                    self.callback_error = error
+                    raise
+        reasoning = getattr(delta, "reasoning_content", None)
+        if reasoning:
+            self.reasoning.append(reasoning)
+        for item in getattr(delta, "tool_calls", None) or ():
+            index = getattr(item, "index", None) or 0
+            slot = self.calls.get(index)
+            if slot is None:
+                slot = self.calls[index] = [None, [], []]
+            call_id = getattr(item, "id", None)
+            if call_id:
+                slot[0] = call_id
+            function = getattr(item, "function", None)
+            if function is not None:
+                name = getattr(function, "name", None)
+                if name:
+                    slot[1].append(name)
+                arguments = getattr(function, "arguments", None)
+                if arguments:
+                    slot[2].append(arguments)
+
+    def reply(self, model: OpenAICompatible) -> Reply:
+        blocks: list[Any] = []
+        if self.reasoning:
+            blocks.append(RawBlock(model.provider, {"reasoning_content": "".join(self.reasoning)}))
+        text = "".join(self.text)
+        if text:
+            blocks.append(TextBlock(text))
+        indexes = sorted(self.calls)
+        for index in indexes:
+            call_id, name_parts, arg_parts = self.calls[index]
+            if self.finish_reason == "length" and index == indexes[-1]:
+                args: dict[str, Any] = {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}
+            else:
+                args = _parse_args("".join(arg_parts))
+            blocks.append(ToolCall("".join(name_parts), args, call_id or "call_" + secrets.token_hex(6)))
+        raw = self.usage
+        if raw is None:
+            usage = Usage(requests=1)
+            total: int | None = None
+        else:
+            prompt = getattr(raw, "prompt_tokens", None) or 0
+            completion = getattr(raw, "completion_tokens", None) or 0
+            details = getattr(raw, "prompt_tokens_details", None)
+            cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+            written = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
+            usage = Usage(prompt - cached - written, completion, cached, written, 1)
+            total = prompt + completion
+        usage = Usage(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            1,
+            model._cost(usage),  # pyright: ignore[reportPrivateUsage]
+        )
+        return Reply(
+            Message("assistant", tuple(blocks)),
+            usage,
+            context_tokens=total,
+            stop_reason=self.finish_reason,
+            model=self.model or model.name,
+        )
+
+
+def _parse_args(raw: str) -> dict[str, Any]:
+    if raw == "":
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {INVALID_ARGS_KEY: raw}
+    if isinstance(value, dict):
+        return value
+    return {INVALID_ARGS_KEY: raw}
+
+
+def _image_part(image: Image) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.base64}"}}
+
+
+def _own_parts(blocks: Iterable[Any]) -> tuple[list[dict[str, Any]], bool]:
+    """The user's own content parts (adjacent texts merged, empty texts dropped) and whether any is an image."""
+    parts: list[dict[str, Any]] = []
+    pending: list[str] = []
+    has_image = False
+
+    def flush() -> None:
+        if pending:
+            text = "".join(pending)
+            pending.clear()
+            if text:
+                parts.append({"type": "text", "text": text})
+
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            pending.append(block.text)
+        elif isinstance(block, Image):
+            flush()
+            parts.append(_image_part(block))
+            has_image = True
+    flush()
+    return parts, has_image
+
+
+def _user_messages(message: Message) -> list[dict[str, Any]]:
+    """One user message in the API's shape: a tool message per result, then at most one user message."""
+    out: list[dict[str, Any]] = []
+    result_images: list[dict[str, Any]] = []
+    own: list[Any] = []
+    for block in message.content:
+        if not isinstance(block, ToolResultBlock):
+            own.append(block)
+            continue
+        content = block.content
+        if isinstance(content, str):
+            text = content
+        else:
+            lines = [b.text for b in content if isinstance(b, TextBlock)]
+            images = [b for b in content if isinstance(b, Image)]
+            count = len(images)
+            label = "1 image" if count == 1 else f"{count} images"
+            lines.append(f"({label} in the next user message, inside <tool_result> tags)")
+            text = "\n".join(lines)
+            if images:
+                result_images.append(
+                    {"type": "text", "text": f'<tool_result tool_name="{block.name}" tool_call_id="{block.call_id}">'}
+                )
+                result_images.extend(_image_part(image) for image in images)
+                result_images.append({"type": "text", "text": "</tool_result>"})
+        if block.is_error:
+            text = "Error: " + text
+        out.append({"role": "tool", "tool_call_id": block.call_id, "content": text})
+    parts, has_image = _own_parts(own)
+    if result_images or has_image:
+        out.append({"role": "user", "content": result_images + parts})
+    elif parts:
+        out.append({"role": "user", "content": parts[0]["text"]})
+    return out
+
+
+def _wrap(error: BaseException) -> ProviderError:
+    """The library error for an SDK failure (message `str(error)`, no prefix)."""
+    sdk = _sdk()
+    text = str(error)
+    if isinstance(error, sdk.RateLimitError):
+        return RateLimitError(text)
+    if isinstance(error, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
+        return AuthError(text)
+    if isinstance(error, sdk.BadRequestError):
+        lowered = text.lower()
+        if getattr(error, "code", None) == "context_length_exceeded" or any(h in lowered for h in _OVERFLOW_HINTS):
+            return ContextTooLongError(text)
+    return ProviderError(text)

@@ -1,0 +1,350 @@
+"""Wrapper Models: `Retry` starts a failed reply over, `Fallback` moves on to the next model (05 §2.12).
+
+Both follow the wrapper contract: they copy `name`, `provider`, `supports`, `price` and `max_tokens` from the
+(primary) inner model, delegate `context_window`, `count_tokens`, `mark_cache`, `compact` and `acompact`,
+implement `respond` and `arespond`, pass `on_text`/`on_event` through, and report each restart through
+`on_event` (`ModelEvent("retry", ...)` or `ModelEvent("fallback", ...)`), so the Agent records it in the
+history as a `model_event` entry.
+
+Retried failures are the ones another attempt may get past: a `RateLimitError`, and a `ProviderError` from a
+timeout, a dropped connection, a stream that broke or ended early, an overloaded or failing server (408, 409, 429,
+5xx, 529). A `ProviderError` caused by another 4xx status or by a request the adapter could not build, an
+`AuthError` and a `ContextTooLongError` are raised at once, as is every exception that is not a `ProviderError`
+(a callback's exception, `KeyboardInterrupt`, `asyncio.CancelledError`, misuse errors).
+
+Streamed text of a failed attempt: `on_text` already received it and it is not taken back. The event reported
+before the next attempt says so (its `data` holds `"streamed_chars"`, the length of the text streamed by the
+failed attempt), and the next attempt streams its reply from the start. The returned `Reply` holds only the
+successful attempt's blocks and usage; tokens of a failed attempt are not counted anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, fix_message
+from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.types import ModelEvent, Reply, Request
+
+__all__ = ["Retry", "Fallback", "is_retryable"]
+
+_RETRY_STATUS = frozenset({408, 409, 429})
+
+
+def is_retryable(error: BaseException) -> bool:
+    """True when another attempt (or another model) may get past `error`.
+
+    Only `ProviderError`s are retryable, and not `AuthError`, `ContextTooLongError`, nor a `ProviderError` caused
+    by an HTTP status in 400-499 other than 408, 409 and 429, nor one caused by a `TypeError` (a request that could
+    not be built).
+    """
+    if not isinstance(error, ProviderError):
+        return False
+    if isinstance(error, (AuthError, ContextTooLongError)):
+        return False
+    cause = error.__cause__
+    if isinstance(cause, TypeError):
+        return False
+    status = getattr(cause, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500 and status not in _RETRY_STATUS:
+        return False
+    return True
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).splitlines()[0] if str(error) else ""
+    if len(text) > 200:
+        text = text[:197] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _check_model(value: Any, role: str, example: str) -> Model:
+    if not isinstance(value, Model):
+        raise TypeError(
+            fix_message(
+                f"{role} must be a Model instance (got: {type(value).__name__})",
+                "Build the adapter first, e.g. with resolve_model('anthropic/claude-sonnet-5')",
+                example,
+            )
+        )
+    return value
+
+
+class _Counter:
+    """Counts the characters streamed to `on_text` during one attempt."""
+
+    __slots__ = ("on_text", "chars")
+
+    def __init__(self, on_text: OnText | None) -> None:
+        self.on_text = on_text
+        self.chars = 0
+
+    def wrap(self) -> OnText | None:
+        on_text = self.on_text
+        if on_text is None:
+            return None
+
+        def counted(chunk: str) -> None:
+            self.chars += len(chunk)
+            on_text(chunk)
+
+        return counted
+
+
+class _Wrapper(Model):
+    """Shared delegation of the wrapper Models."""
+
+    _inner: Model
+
+    def _copy_settings(self, inner: Model) -> None:
+        self.name = inner.name
+        self.provider = inner.provider
+        self.supports = inner.supports
+        self.price = inner.price
+        self.max_tokens = inner.max_tokens
+        self.temperature = inner.temperature
+        self.timeout = inner.timeout
+        self.retries = inner.retries
+
+    @property
+    def context_window(self) -> int:
+        """The inner model's context window."""
+        return self._inner.context_window
+
+    def count_tokens(self, request: Request) -> int:
+        """The inner model's estimate."""
+        return self._inner.count_tokens(request)
+
+    def mark_cache(self, request: Request) -> Request:
+        """The inner model's cache markers."""
+        return self._inner.mark_cache(request)
+
+
+class Retry(_Wrapper):
+    """Starts a reply over when it failed in a way another attempt may get past.
+
+    `Retry(model, attempts=3, backoff=1.0)`: at most `attempts` attempts in all; before attempt n+1 it waits
+    `backoff * 2 ** (n - 1)` seconds (at most 60), and reports `ModelEvent("retry", ...)` through `on_event`.
+    These retries come on top of the SDK's own (which only cover failures before a reply starts streaming).
+    `compact`/`acompact` are retried the same way.
+    """
+
+    def __init__(self, model: Model, *, attempts: int = 3, backoff: float = 1.0) -> None:
+        self._inner = _check_model(model, "Retry's model", "Retry(Anthropic('claude-sonnet-5'), attempts=3)")
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ValueError(
+                fix_message(
+                    f"Retry attempts must be a whole number of 1 or more (got: {attempts!r})",
+                    "Give the total number of attempts, the first one included",
+                    "Retry(model, attempts=3)",
+                )
+            )
+        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or backoff < 0:
+            raise ValueError(
+                fix_message(
+                    f"Retry backoff must be a number of seconds, 0 or more (got: {backoff!r})",
+                    "Give the wait before the second attempt; it doubles for each later one",
+                    "Retry(model, backoff=1.0)",
+                )
+            )
+        self.attempts = attempts
+        """Attempts in all, the first one included."""
+        self.backoff = float(backoff)
+        """Seconds to wait before the second attempt; doubled for each later one (at most 60)."""
+        self._copy_settings(self._inner)
+
+    @property
+    def model(self) -> Model:
+        """The wrapped model."""
+        return self._inner
+
+    def __repr__(self) -> str:
+        return f"Retry({self._inner!r}, attempts={self.attempts}, backoff={self.backoff})"
+
+    def _delay(self, attempt: int) -> float:
+        return min(60.0, self.backoff * 2 ** (attempt - 1))
+
+    def _event(self, error: BaseException, attempt: int, chars: int, delay: float) -> ModelEvent:
+        streamed = f"; {chars} characters of streamed text are discarded" if chars else ""
+        return ModelEvent(
+            "retry",
+            f"{self.name} failed ({_describe(error)}){streamed}; starting the reply over "
+            f"(attempt {attempt + 1} of {self.attempts})",
+            {
+                "model": self.name,
+                "error": type(error).__name__,
+                "attempt": attempt + 1,
+                "attempts": self.attempts,
+                "delay": delay,
+                "streamed_chars": chars,
+            },
+        )
+
+    def _run(self, call: Callable[[OnText | None], Reply], on_text: OnText | None, on_event: OnEvent | None) -> Reply:
+        attempt = 1
+        while True:
+            counter = _Counter(on_text)
+            delay = 0.0
+            try:
+                return call(counter.wrap())
+            except ProviderError as error:
+                if attempt >= self.attempts or not is_retryable(error):
+                    raise
+                delay = self._delay(attempt)
+                if on_event is not None:
+                    on_event(self._event(error, attempt, counter.chars, delay))
+            if delay:
+                time.sleep(delay)
+            attempt += 1
+
+    async def _arun(
+        self,
+        call: Callable[[OnText | None], Awaitable[Reply]],
+        on_text: OnText | None,
+        on_event: OnEvent | None,
+    ) -> Reply:
+        attempt = 1
+        while True:
+            counter = _Counter(on_text)
+            delay = 0.0
+            try:
+                return await call(counter.wrap())
+            except ProviderError as error:
+                if attempt >= self.attempts or not is_retryable(error):
+                    raise
+                delay = self._delay(attempt)
+                if on_event is not None:
+                    on_event(self._event(error, attempt, counter.chars, delay))
+            if delay:
+                await asyncio.sleep(delay)
+            attempt += 1
+
+    def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """The inner model's reply, started over after a retryable failure (at most `attempts` times in all)."""
+        return self._run(lambda text: self._inner.respond(request, text, on_event), on_text, on_event)
+
+    async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """Async twin of `respond`."""
+        return await self._arun(lambda text: self._inner.arespond(request, text, on_event), on_text, on_event)
+
+    def compact(self, request: Request, instructions: str | None = None, on_event: OnEvent | None = None) -> Reply:
+        """The inner model's `compact`, retried like `respond`."""
+        return self._run(lambda _text: self._inner.compact(request, instructions, on_event), None, on_event)
+
+    async def acompact(
+        self, request: Request, instructions: str | None = None, on_event: OnEvent | None = None
+    ) -> Reply:
+        """The inner model's `acompact`, retried like `arespond`."""
+        return await self._arun(lambda _text: self._inner.acompact(request, instructions, on_event), None, on_event)
+
+
+class Fallback(_Wrapper):
+    """Asks the next model when one fails in a way another attempt may get past.
+
+    `Fallback(primary, *others)` tries the models in order. Before moving on it reports
+    `ModelEvent("fallback", ...)` through `on_event`; the reply's `model` names the model that answered, and its
+    cost uses that model's price. The settings (`name`, `provider`, ...) are the primary's; `context_window` is
+    the smallest of all, so a context that fits is never too long for a later model. Each model's own
+    `mark_cache` is applied to the request it gets. `compact`/`acompact` fall back the same way.
+    """
+
+    def __init__(self, primary: Model, *others: Model) -> None:
+        example = "Fallback(Anthropic('claude-sonnet-5'), OpenAICompatible('gpt-5'))"
+        models = [_check_model(primary, "Fallback's primary model", example)]
+        models.extend(_check_model(m, "Each model given to Fallback", example) for m in others)
+        if not others:
+            raise ValueError(
+                fix_message(
+                    "Fallback got only one model, so it has nothing to fall back to",
+                    "Give the primary model and at least one other",
+                    example,
+                )
+            )
+        self.models: tuple[Model, ...] = tuple(models)
+        """The models, in the order they are tried."""
+        self._inner = models[0]
+        self._copy_settings(self._inner)
+
+    def __repr__(self) -> str:
+        return f"Fallback({', '.join(repr(m) for m in self.models)})"
+
+    @property
+    def context_window(self) -> int:
+        """The smallest context window of the models."""
+        return min(m.context_window for m in self.models)
+
+    def mark_cache(self, request: Request) -> Request:
+        """The request unchanged; each model places its own markers when it is asked."""
+        return request
+
+    def _event(self, error: BaseException, failed: Model, following: Model, chars: int) -> ModelEvent:
+        streamed = f"; {chars} characters of streamed text are discarded" if chars else ""
+        return ModelEvent(
+            "fallback",
+            f"{failed.name} failed ({_describe(error)}){streamed}; switching to {following.name}",
+            {
+                "from": failed.name,
+                "to": following.name,
+                "error": type(error).__name__,
+                "streamed_chars": chars,
+            },
+        )
+
+    def _run(
+        self,
+        call: Callable[[Model, OnText | None], Reply],
+        on_text: OnText | None,
+        on_event: OnEvent | None,
+    ) -> Reply:
+        last = len(self.models) - 1
+        for index, model in enumerate(self.models):
+            counter = _Counter(on_text)
+            try:
+                return call(model, counter.wrap())
+            except ProviderError as error:
+                if index == last or not is_retryable(error):
+                    raise
+                if on_event is not None:
+                    on_event(self._event(error, model, self.models[index + 1], counter.chars))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _arun(
+        self,
+        call: Callable[[Model, OnText | None], Awaitable[Reply]],
+        on_text: OnText | None,
+        on_event: OnEvent | None,
+    ) -> Reply:
+        last = len(self.models) - 1
+        for index, model in enumerate(self.models):
+            counter = _Counter(on_text)
+            try:
+                return await call(model, counter.wrap())
+            except ProviderError as error:
+                if index == last or not is_retryable(error):
+                    raise
+                if on_event is not None:
+                    on_event(self._event(error, model, self.models[index + 1], counter.chars))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """The first reply a model gives, moving on after a retryable failure."""
+        return self._run(lambda m, text: m.respond(m.mark_cache(request), text, on_event), on_text, on_event)
+
+    async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """Async twin of `respond`."""
+        return await self._arun(lambda m, text: m.arespond(m.mark_cache(request), text, on_event), on_text, on_event)
+
+    def compact(self, request: Request, instructions: str | None = None, on_event: OnEvent | None = None) -> Reply:
+        """The first summary a model gives, moving on after a retryable failure."""
+        return self._run(lambda m, _text: m.compact(m.mark_cache(request), instructions, on_event), None, on_event)
+
+    async def acompact(
+        self, request: Request, instructions: str | None = None, on_event: OnEvent | None = None
+    ) -> Reply:
+        """Async twin of `compact`."""
+        return await self._arun(
+            lambda m, _text: m.acompact(m.mark_cache(request), instructions, on_event), None, on_event
+        )
