@@ -1,0 +1,52 @@
+"""Pytest fixtures for the fake provider server (import them into a test module to use them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import alpineagents.models.anthropic as anthropic_adapter
+from servers.provider import ProviderServer
+
+_SERVER: ProviderServer | None = None
+
+
+def _shared() -> ProviderServer:
+    global _SERVER
+    if _SERVER is None:
+        _SERVER = ProviderServer().start()
+    return _SERVER
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderServer]:
+    """The fake provider server on 127.0.0.1, emptied for this test; the output-limit cache is emptied too, and
+    the provider credentials and URLs of the environment are removed."""
+    shared = _shared()
+    shared.reset()
+    monkeypatch.setattr(anthropic_adapter, "_OUTPUT_LIMITS", {})
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    yield shared
+    shared.reset()
+
+
+@pytest.fixture
+def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Remove every provider credential and URL from the environment, and empty the output-limit cache."""
+    monkeypatch.setattr(anthropic_adapter, "_OUTPUT_LIMITS", {})
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
