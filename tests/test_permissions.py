@@ -1,0 +1,720 @@
+"""Permissions: verdicts, kinds, built-ins, the effective list, run-start checks and the run-level phase
+(07 §1; checks 1-33)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import warnings
+from typing import Any
+
+import pytest
+
+from alpineagents import permissions as permissions_module
+from alpineagents.errors import NoHumanError, PermissionWarning, ToolError
+from alpineagents.human import Human, parse_answer
+from alpineagents.permissions import (
+    AllowByDefault,
+    AllowByName,
+    AllowByReadOnly,
+    Allowed,
+    AllowPermission,
+    DecideByHuman,
+    DecidePermission,
+    Denied,
+    DenyByName,
+    DenyPermission,
+    Owner,
+    Permission,
+    PermissionList,
+    adecide,
+    check_run_start,
+    check_verdict,
+    decide,
+    effective_permissions,
+)
+from alpineagents.types import ToolCall
+
+
+def call(name: str, **args: Any) -> ToolCall:
+    return ToolCall(name, args, f"id_{name}")
+
+
+class Recorder(DecidePermission):
+    def __init__(self, verdict: Any = None, log: list[str] | None = None, name: str = "r") -> None:
+        self.verdict = verdict
+        self.log = log if log is not None else []
+        self.name = name
+
+    def check(self, state: Any, call: ToolCall, tool: Any) -> Any:
+        self.log.append(self.name)
+        return self.verdict
+
+    def __repr__(self) -> str:
+        return f"Recorder({self.name!r})"
+
+
+class SyncHuman(Human):
+    def __init__(self, answer: Any = "yes") -> None:
+        self.answer = answer
+
+    def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+        return parse_answer(self.answer, returns)
+
+
+class AsyncHuman(Human):
+    async def aask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+        return parse_answer("yes", returns)
+
+
+# --- 1. exports ------------------------------------------------------------------------------------------------
+
+
+def test_01_exports():
+    assert permissions_module.__all__ == [
+        "Permission",
+        "DenyPermission",
+        "AllowPermission",
+        "DecidePermission",
+        "Allowed",
+        "Denied",
+        "DenyByName",
+        "AllowByName",
+        "AllowByReadOnly",
+        "DecideByHuman",
+        "AllowByDefault",
+    ]
+    import alpineagents
+
+    for name in permissions_module.__all__:
+        assert not hasattr(alpineagents, name)
+    from alpineagents.permissions import DecideByHuman as imported
+
+    assert imported is DecideByHuman
+
+
+def test_01_root_exports_of_io_roles():
+    import alpineagents
+    from alpineagents.human import Human as H
+    from alpineagents.reporter import Reporter as R
+    from alpineagents.terminal import Terminal as T
+
+    assert alpineagents.Reporter is R  # type: ignore[attr-defined]
+    assert alpineagents.Human is H  # type: ignore[attr-defined]
+    assert alpineagents.Terminal is T  # type: ignore[attr-defined]
+
+
+def test_importing_permissions_does_not_load_mcp():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, alpineagents.permissions, alpineagents.terminal;"
+        "assert 'mcp' not in sys.modules and 'alpineagents.mcp_tools' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- 2. verdicts -----------------------------------------------------------------------------------------------
+
+
+def test_02_verdicts():
+    with pytest.raises(ValueError) as info:
+        Denied("  ")
+    assert "Denied got an empty reason" in str(info.value)
+    assert "Fix:" in str(info.value)
+    with pytest.raises(TypeError, match="Denied takes a reason string") as info:
+        Denied(None)  # type: ignore[arg-type]
+    assert "Fix:" in str(info.value)
+    with pytest.raises(TypeError, match="stop= takes True or False") as info:
+        Denied("x", stop="yes")  # type: ignore[arg-type]
+    assert "Fix:" in str(info.value)
+    with pytest.raises(TypeError, match=r"Denied: stop= takes True or False \(got: 1\)"):
+        Denied("x", stop=1)  # type: ignore[arg-type]
+    assert Denied("no") == Denied("no", stop=False)
+    assert Denied("no") != Denied("no", stop=True)
+    with pytest.raises(AttributeError):
+        Denied("no").reason = "x"  # type: ignore[misc]
+    assert Allowed() == Allowed()
+    assert hash(Allowed()) == hash(Allowed())
+    assert repr(Allowed()) == "Allowed()"
+    assert repr(Denied("no")) == "Denied(reason='no', stop=False)"
+    assert Denied(reason="r", stop=True).stop is True
+    assert dataclasses.is_dataclass(Denied)
+
+
+# --- 3-6. kinds ------------------------------------------------------------------------------------------------
+
+
+def test_03_direct_subclass():
+    class P(Permission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return None
+
+    with pytest.raises(TypeError, match="P subclasses Permission directly") as info:
+        P()
+    fix = str(info.value).split("Fix:")[1]
+    for kind in ("DenyPermission", "AllowPermission", "DecidePermission"):
+        assert kind in fix
+
+
+def test_04_two_kinds():
+    class B(DenyPermission, AllowPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return None
+
+    with pytest.raises(TypeError, match=r"more than one kind of permission \(DenyPermission, AllowPermission\)"):
+        B()
+
+    class C(DecidePermission, DenyPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return None
+
+    with pytest.raises(TypeError, match=r"C subclasses more than one kind of permission \(DenyPermission, Decide"):
+        C()
+
+
+def test_05_neither_check_nor_acheck():
+    class N(DecidePermission):
+        pass
+
+    with pytest.raises(TypeError, match="N implements neither check nor acheck"):
+        N()
+    with pytest.raises(TypeError, match="DenyPermission implements neither check nor acheck"):
+        DenyPermission()
+    with pytest.raises(TypeError, match="implements neither check nor acheck"):
+        AllowPermission()
+
+    class Middle(AllowPermission):  # abstract intermediate: declaring is fine
+        pass
+
+    class Leaf(Middle):
+        def __init__(self, a: int, *, b: str = "x") -> None:
+            self.a = a
+
+    with pytest.raises(TypeError, match="Leaf implements neither"):
+        Leaf(1, b="y")
+
+    class Ok(Middle):
+        def __init__(self, a: int, *, b: str = "x") -> None:
+            self.a = a
+
+        async def acheck(self, state: Any, call: Any, tool: Any) -> Any:
+            return None
+
+    assert Ok(1, b="y").a == 1
+
+
+def test_06_default_repr():
+    class Mine(AllowPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return None
+
+    assert repr(Mine()) == "Mine()"
+
+
+def test_acheck_only_sync_check_raises():
+    class AsyncOnly(DecidePermission):
+        async def acheck(self, state: Any, call: Any, tool: Any) -> Any:
+            return Allowed()
+
+    with pytest.raises(TypeError, match=r"AsyncOnly\(\) checks calls only asynchronously") as info:
+        AsyncOnly().check(None, call("x"), None)  # type: ignore[arg-type]
+    assert "arun" in str(info.value)
+    assert asyncio.run(AsyncOnly().acheck(None, call("x"), None)) == Allowed()  # type: ignore[arg-type]
+
+
+def test_default_acheck_runs_check_on_worker_thread():
+    threads: list[int] = []
+
+    class Sync(AllowPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            threads.append(threading.get_ident())
+            return Allowed()
+
+    async def main() -> tuple[Any, int]:
+        return await Sync().acheck(None, call("x"), None), threading.get_ident()  # type: ignore[arg-type]
+
+    verdict, loop_thread = asyncio.run(main())
+    assert verdict == Allowed()
+    assert threads[0] != loop_thread
+
+
+# --- 7-9. by name ----------------------------------------------------------------------------------------------
+
+
+def test_07_deny_by_name():
+    p = DenyByName(["github__*", "rm"])
+    assert p.check(None, call("github__delete_repo"), None) == Denied("github__delete_repo is not allowed.")  # type: ignore[arg-type]
+    assert p.check(None, call("rm"), None) == Denied("rm is not allowed.")  # type: ignore[arg-type]
+    assert p.check(None, call("rmdir"), None) is None  # type: ignore[arg-type]
+    assert p.check(None, call("GITHUB__x"), None) is None  # type: ignore[arg-type]  # case-sensitive
+    assert DenyByName(["rm"], reason="Use trash").check(None, call("rm"), None) == Denied("Use trash")  # type: ignore[arg-type]
+    assert p.patterns == ("github__*", "rm")
+    assert p.reason is None
+    assert DenyByName([]).check(None, call("rm"), None) is None  # type: ignore[arg-type]
+    assert DenyByName(["r?", "[ab]*"]).check(None, call("rm"), None) == Denied("rm is not allowed.")  # type: ignore[arg-type]
+    assert DenyByName(["[!a]*"]).check(None, call("abc"), None) is None  # type: ignore[arg-type]
+    assert isinstance(p, DenyPermission)
+
+
+def test_allow_by_name_and_default():
+    p = AllowByName(["read_*"])
+    assert p.check(None, call("read_file"), None) == Allowed()  # type: ignore[arg-type]
+    assert p.check(None, call("write_file"), None) is None  # type: ignore[arg-type]
+    assert p.patterns == ("read_*",)
+    assert AllowByDefault().check(None, call("anything"), None) == Allowed()  # type: ignore[arg-type]
+    assert repr(AllowByDefault()) == "AllowByDefault()"
+    with pytest.raises(TypeError):
+        AllowByDefault(1)  # type: ignore[call-arg]
+
+
+def test_08_reprs():
+    assert repr(DenyByName(("rm",))) == "DenyByName(['rm'])"
+    assert repr(DenyByName(["rm"], reason="No")) == "DenyByName(['rm'], reason='No')"
+    assert repr(AllowByName(["read_*"])) == "AllowByName(['read_*'])"
+
+    class DenyShell(DenyByName):
+        pass
+
+    assert repr(DenyShell(["bash"], reason="No")) == "DenyShell(['bash'], reason='No')"
+    assert repr(DenyShell(["bash"])) == "DenyShell(['bash'])"
+
+
+def test_09_pattern_and_reason_errors():
+    with pytest.raises(TypeError) as info:
+        DenyByName("rm")  # type: ignore[arg-type]
+    assert "DenyByName takes a list of name patterns (got: 'rm')" in str(info.value)
+    assert "square brackets" in str(info.value)
+    with pytest.raises(TypeError, match="DenyByName takes a list of name patterns"):
+        DenyByName(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as info:
+        AllowByName([1])  # type: ignore[list-item]
+    assert "AllowByName takes name patterns as strings (got: 1)" in str(info.value)
+    with pytest.raises(TypeError, match="AllowByName takes a list of name patterns"):
+        AllowByName("read_*")  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as type_info:
+        DenyByName(["rm"], reason=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError) as value_info:
+        DenyByName(["rm"], reason="")
+    assert "DenyByName: reason= takes a string, what the model is told (got: 3)" in str(type_info.value)
+    assert "DenyByName got an empty reason=. Providers reject empty tool results" in str(value_info.value)
+    with pytest.raises(ValueError):
+        DenyByName(["rm"], reason="   ")
+    for text in (str(type_info.value), str(value_info.value)):
+        assert 'DenyByName(["delete_*"], reason="Deleting files is not allowed")' in text
+        assert "reason=" in text
+        assert "Denied" not in text.replace("DenyByName", "")
+
+
+# --- 10-11. read-only ------------------------------------------------------------------------------------------
+
+
+def test_10_allow_by_read_only():
+    from alpineagents.tool import Hints, tool
+
+    @tool(read_only=True)
+    def look(path: str) -> str:
+        """Look."""
+        return path
+
+    @tool
+    def write(path: str) -> str:
+        """Write."""
+        return path
+
+    def shell_hints(args: dict) -> Hints | None:
+        return Hints(read_only=True) if args.get("command") == "ls" else None
+
+    @tool(hints_for=shell_hints)
+    def shell(command: str) -> str:
+        """Run."""
+        return command
+
+    p = AllowByReadOnly()
+    assert p.check(None, call("look", path="a"), look) == Allowed()  # type: ignore[arg-type]
+    assert p.check(None, call("write", path="a"), write) is None  # type: ignore[arg-type]
+    assert p.check(None, call("shell", command="ls"), shell) == Allowed()  # type: ignore[arg-type]
+    assert p.check(None, call("shell", command="rm -rf /"), shell) is None  # type: ignore[arg-type]
+    assert p.check(None, call("shell", command=42), shell) is None  # type: ignore[arg-type]  # unvalidated args
+
+
+def test_10_hint_function_errors_behave_like_permission_errors():
+    from alpineagents.tool import tool
+
+    def raising_hints(args: dict) -> Any:
+        if args.get("command") == "ls":
+            raise ToolError("cannot tell")
+        raise RuntimeError("hints broke")
+
+    @tool(hints_for=raising_hints)
+    def shell(command: str) -> str:
+        """Run."""
+        return command
+
+    decision = decide([AllowByReadOnly()], None, call("shell", command="ls"), shell)  # type: ignore[arg-type]
+    assert decision.verdict == Denied("cannot tell")
+    assert decision.decided_by == "AllowByReadOnly()"
+    assert isinstance(decision.error, ToolError)
+    with pytest.raises(RuntimeError) as info:
+        decide([AllowByReadOnly()], None, call("shell", command="rm"), shell)  # type: ignore[arg-type]
+    assert info.value.__notes__ == ['exception raised in permission AllowByReadOnly() checking shell(command="rm")']
+
+
+def test_11_read_only_settings():
+    with pytest.raises(TypeError, match="trust_mcp= takes True or False") as info:
+        AllowByReadOnly(trust_mcp="yes")  # type: ignore[arg-type]
+    assert "AllowByReadOnly: trust_mcp= takes True or False (got: 'yes')" in str(info.value)
+    assert repr(AllowByReadOnly()) == "AllowByReadOnly()"
+    assert repr(AllowByReadOnly(trust_mcp=True)) == "AllowByReadOnly(trust_mcp=True)"
+    assert AllowByReadOnly().trust_mcp is False
+
+
+def _mcp_tool(read_only: bool) -> Any:
+    from types import SimpleNamespace
+
+    from alpineagents.mcp_tools import MCP, MCPTool
+
+    server = MCP("demo", command="true")  # type: ignore[call-arg]
+    remote = SimpleNamespace(
+        name="ro",
+        description="reads",
+        inputSchema={"type": "object", "properties": {}},
+        annotations=SimpleNamespace(
+            readOnlyHint=read_only, destructiveHint=None, idempotentHint=None, openWorldHint=None
+        ),
+    )
+    return MCPTool(server, remote)
+
+
+def test_11_mcp_hints_are_not_believed_by_default():
+    pytest.importorskip("alpineagents.mcp_tools")
+    mcp_tool = _mcp_tool(True)
+    assert mcp_tool.read_only is True
+    c = call(mcp_tool.name)
+    assert AllowByReadOnly().check(None, c, mcp_tool) is None  # type: ignore[arg-type]
+    assert AllowByReadOnly(trust_mcp=True).check(None, c, mcp_tool) == Allowed()  # type: ignore[arg-type]
+    assert AllowByReadOnly(trust_mcp=True).check(None, c, _mcp_tool(False)) is None  # type: ignore[arg-type]
+
+
+# --- verdict type check, decide --------------------------------------------------------------------------------
+
+
+def test_check_verdict_messages():
+    class Wrong(DenyPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return Allowed()
+
+    class WrongAllow(AllowPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return Denied("no")
+
+    class WrongDecide(DecidePermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return True
+
+    with pytest.raises(TypeError) as info:
+        check_verdict(Wrong(), Allowed())
+    text = str(info.value)
+    assert "Wrong() returned Allowed(), and a DenyPermission may return only Denied(...) or None" in text
+    assert "DecidePermission" in text.split("Fix:")[1]
+    assert "Denied(" in text.split("Example:")[1]
+    with pytest.raises(TypeError) as info:
+        check_verdict(WrongAllow(), Denied("no"))
+    text = str(info.value)
+    assert "an AllowPermission may return only Allowed() or None" in text
+    example = text.split("Example:")[1]
+    assert "Allowed()" in example and "Denied" not in example
+    with pytest.raises(TypeError) as info:
+        check_verdict(WrongDecide(), True)
+    text = str(info.value)
+    assert (
+        "WrongDecide() returned True, and a DecidePermission may return only Allowed() or Denied(...) or None" in text
+    )
+    assert "Denied(" in text.split("Example:")[1]
+    with pytest.raises(TypeError):
+        check_verdict(WrongDecide(), "yes")
+    for p in (Wrong(), WrongAllow(), WrongDecide()):
+        check_verdict(p, None)
+
+
+def test_decide_passes_and_nobody():
+    log: list[str] = []
+    perms = [
+        Recorder(None, log, "allow1"),
+        DenyRec(None, log, "deny1"),
+        Recorder(None, log, "decide"),
+        DenyRec(None, log, "deny2"),
+        Recorder(Allowed(), log, "allow2"),
+    ]
+    decision = decide(perms, None, call("x"), None)  # type: ignore[arg-type]
+    assert log == ["deny1", "deny2", "allow1", "decide", "allow2"]
+    assert decision.verdict == Allowed()
+    assert decision.decided_by == "Recorder('allow2')"
+
+    log.clear()
+    perms[3] = DenyRec(Denied("no"), log, "deny2")
+    decision = decide(perms, None, call("x"), None)  # type: ignore[arg-type]
+    assert log == ["deny1", "deny2"]
+    assert decision.verdict == Denied("no")
+    assert decision.decided_by == "DenyRec('deny2')"
+
+    with pytest.warns(PermissionWarning) as record:
+        decision = decide([], None, call("read_file"), None)  # type: ignore[arg-type]
+    assert decision.verdict == Denied("No permission allowed this call.")
+    assert decision.decided_by is None and decision.error is None
+    message = str(record[0].message)
+    assert "No permission allowed or denied the call to read_file, so it was denied" in message
+    assert "AllowByDefault()" in message
+
+
+def test_decide_errors_and_async_twin():
+    class Raising(DecidePermission):
+        def __init__(self, error: BaseException) -> None:
+            self.error = error
+
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            raise self.error
+
+        def __repr__(self) -> str:
+            return "Raising()"
+
+    err = ToolError("Could not check")
+    decision = decide([Raising(err), AllowByDefault()], None, call("bash"), None)  # type: ignore[arg-type]
+    assert decision.verdict == Denied("Could not check")
+    assert decision.error is err and decision.decided_by == "Raising()"
+    boom = RuntimeError("checker broke")
+    with pytest.raises(RuntimeError) as info:
+        decide([Raising(boom)], None, call("bash", command="ls"), None)  # type: ignore[arg-type]
+    assert info.value.__notes__ == ['exception raised in permission Raising() checking bash(command="ls")']
+    with pytest.raises(KeyboardInterrupt) as kb:
+        decide([Raising(KeyboardInterrupt())], None, call("bash"), None)  # type: ignore[arg-type]
+    assert not getattr(kb.value, "__notes__", None)
+
+    class Wrong(DenyPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return Allowed()
+
+    with pytest.raises(TypeError) as type_info:
+        decide([Wrong()], None, call("bash"), None)  # type: ignore[arg-type]
+    assert not getattr(type_info.value, "__notes__", None)
+
+    async def main() -> Any:
+        d1 = await adecide([DenyByName(["bash"]), AllowByDefault()], None, call("bash"), None)  # type: ignore[arg-type]
+        d2 = await adecide([Raising(ToolError("nope"))], None, call("bash"), None)  # type: ignore[arg-type]
+        with pytest.raises(RuntimeError) as info:
+            await adecide([Raising(RuntimeError("x"))], None, call("bash"), None)  # type: ignore[arg-type]
+        return d1, d2, info.value.__notes__
+
+    d1, d2, notes = asyncio.run(main())
+    assert d1.verdict == Denied("bash is not allowed.") and d1.decided_by == "DenyByName(['bash'])"
+    assert d2.verdict == Denied("nope")
+    assert notes == ["exception raised in permission Raising() checking bash()"]
+
+
+class DenyRec(DenyPermission):
+    def __init__(self, verdict: Any = None, log: list[str] | None = None, name: str = "d") -> None:
+        self.verdict = verdict
+        self.log = log if log is not None else []
+        self.name = name
+
+    def check(self, state: Any, call: ToolCall, tool: Any) -> Any:
+        self.log.append(self.name)
+        return self.verdict
+
+    def __repr__(self) -> str:
+        return f"DenyRec({self.name!r})"
+
+
+# --- effective list and run-start checks ---------------------------------------------------------------------
+
+
+def test_effective_permissions():
+    lead_human, sub_human = SyncHuman(), SyncHuman()
+    deny, allow, decide_p = DenyByName(["rm"]), AllowByDefault(), DecideByHuman()
+    assert effective_permissions(None, lead_human) is None
+    top = effective_permissions((allow, deny, decide_p), lead_human)
+    assert isinstance(top, PermissionList)
+    assert tuple(top) == (allow, deny, decide_p)
+    assert top.owners == (Owner(lead_human),) * 3
+    empty = effective_permissions((), lead_human)
+    assert empty is not None and tuple(empty) == ()
+
+    # a subagent without a list inherits the whole list with its owners
+    assert effective_permissions(None, sub_human, above=top, subagent=True) is top
+    assert effective_permissions(None, sub_human, above=None, subagent=True) is None
+    # a subagent with a list: the denials above, then its own list
+    own_allow = AllowByName(["read_*"])
+    sub = effective_permissions((own_allow,), sub_human, inherited=True, above=top, subagent=True)
+    assert sub is not None
+    assert tuple(sub) == (deny, own_allow)
+    assert sub.owners == (Owner(lead_human), Owner(sub_human, True))
+    # another Agent inside: denials above only, and undecided calls are allowed
+    other = effective_permissions(None, sub_human, above=top)
+    assert other is not None and tuple(other)[0] is deny
+    assert decide(other, None, call("ls"), None).verdict == Allowed()  # type: ignore[arg-type]
+    assert decide(other, None, call("rm"), None).verdict == Denied("rm is not allowed.")  # type: ignore[arg-type]
+    assert effective_permissions(None, sub_human, above=(allow,)) is None
+    mine = effective_permissions((allow,), sub_human, above=top)
+    assert mine is not None and tuple(mine) == (deny, allow)
+
+
+def test_owner_is_the_default_human_of_decide_by_human():
+    seen: list[Any] = []
+
+    class Probe(DecideByHuman):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            seen.append(permissions_module._OWNER.get())
+            return Allowed()
+
+    owner_human = SyncHuman()
+    listed = effective_permissions((Probe(),), owner_human)
+    assert listed is not None
+    decide(listed, None, call("x"), None)  # type: ignore[arg-type]
+    assert seen[-1] == Owner(owner_human)
+    decide([Probe()], None, call("x"), None, owners=[owner_human])  # type: ignore[arg-type]
+    assert seen[-1] == Owner(owner_human)
+
+    async def main() -> None:
+        await adecide(listed, None, call("x"), None)  # type: ignore[arg-type]
+
+    asyncio.run(main())
+    assert seen[-1] == Owner(owner_human)
+    assert permissions_module._OWNER.get() is permissions_module._NO_OWNER
+
+
+def test_check_run_start_rules():
+    class AsyncOnly(DecidePermission):
+        async def acheck(self, state: Any, call: Any, tool: Any) -> Any:
+            return Allowed()
+
+    with pytest.raises(TypeError) as info:
+        check_run_start((AllowByDefault(), AsyncOnly()), method="run", human=SyncHuman())
+    text = str(info.value)
+    assert "AsyncOnly() in permissions= checks calls only asynchronously" in text
+    assert "so this Agent cannot run with run()" in text
+    assert "arun()" in text
+    check_run_start((AsyncOnly(),), method="arun", human=SyncHuman())
+
+    with pytest.raises(NoHumanError) as no_human:
+        check_run_start((DecideByHuman(),), method="run", human=None)
+    assert "DecideByHuman() in permissions= asks the Agent's human, and this Agent has human=None" in str(
+        no_human.value
+    )
+    with pytest.raises(NoHumanError):
+        check_run_start((DecideByHuman(),), method="arun", human=None)
+    with pytest.raises(NoHumanError) as inherited:
+        check_run_start((DecideByHuman(),), method="arun", human=None, inherited=True)
+    text = str(inherited.value)
+    assert "asks the Agent's human, and this subagent has no human to ask" in text
+    assert "(it was not given a human and the run that started it has human=None)" in text
+    assert "give one to the Agent that runs it" in text
+    check_run_start((DecideByHuman(human=SyncHuman()),), method="run", human=None)
+
+    with pytest.raises(TypeError) as async_human:
+        check_run_start((DecideByHuman(),), method="run", human=AsyncHuman())
+    text = str(async_human.value)
+    assert "DecideByHuman() in permissions= asks AsyncHuman, which answers only asynchronously" in text
+    assert "(it implements aask, not ask), so this Agent cannot run with run()" in text
+    assert "await agent.arun(" in text and "aask_human" not in text
+    check_run_start((DecideByHuman(),), method="arun", human=AsyncHuman())
+
+    class DuckAsync:
+        async def aask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            return "yes"
+
+    with pytest.raises(TypeError, match="asks DuckAsync, which answers only asynchronously"):
+        check_run_start((DecideByHuman(human=DuckAsync()),), method="run")
+
+    class NeverAsks(DecideByHuman):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return Allowed()
+
+    check_run_start((NeverAsks(),), method="run", human=AsyncHuman())  # exempt from rule 3
+
+    class AsyncSub(DecideByHuman):
+        async def acheck(self, state: Any, call: Any, tool: Any) -> Any:
+            return await super().acheck(state, call, tool)
+
+    with pytest.raises(TypeError, match=r"AsyncSub\(\) in permissions= checks calls only asynchronously"):
+        check_run_start((AsyncSub(),), method="run", human=SyncHuman())
+    # list order: the first failing permission raises
+    with pytest.raises(NoHumanError):
+        check_run_start((DecideByHuman(), AsyncOnly()), method="run", human=None)
+    # owners from a PermissionList / owners=
+    listed = effective_permissions((DecideByHuman(),), None, inherited=True)
+    with pytest.raises(NoHumanError, match="this subagent has no human to ask"):
+        check_run_start(listed, method="run")
+    check_run_start((DecideByHuman(),), method="run", owners=[SyncHuman()])
+    check_run_start(None, method="run")
+
+
+# --- 28. DecideByHuman construction and repr -------------------------------------------------------------------
+
+
+def test_28_decide_by_human_rejects_non_humans():
+    from alpineagents.testing import FakeHuman
+
+    for bad in (FakeHuman, object(), SyncHuman):
+        with pytest.raises(TypeError, match="is not a Human object") as info:
+            DecideByHuman(human=bad)  # type: ignore[arg-type]
+        assert f"DecideByHuman: human={bad!r} is not a Human object" in str(info.value)
+
+    class Duck:
+        def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            return "yes"
+
+    assert isinstance(DecideByHuman(human=Duck()).human, Duck)  # type: ignore[arg-type]
+
+
+def test_27_decide_by_human_repr():
+    from alpineagents.testing import FakeHuman
+
+    class Named(Human):
+        def __init__(self, channel: str) -> None:
+            self.channel = channel
+
+        def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            return "yes"
+
+        def __repr__(self) -> str:
+            return f"Named({self.channel!r})"
+
+    assert repr(DecideByHuman()) == "DecideByHuman()"
+    assert repr(DecideByHuman(human=FakeHuman(["yes"]))) == "DecideByHuman(human=FakeHuman())"
+    assert repr(DecideByHuman(human=Named("#ops"))) == "DecideByHuman(human=Named('#ops'))"
+    shown = repr(DecideByHuman(human=SyncHuman()))
+    assert shown == "DecideByHuman(human=SyncHuman())"
+    assert "0x" not in shown
+
+    class Mine(DecideByHuman):
+        pass
+
+    assert repr(Mine()) == "Mine()"
+    q = DecideByHuman().question(ToolCall("write_file", {"path": "a", "content": "x"}, "c"), None)  # type: ignore[arg-type]
+    assert q == 'Run write_file(path="a", content="x")?'
+
+
+def test_29_no_agent_yet():
+    state = _state()
+    with pytest.raises(ValueError, match="no Agent yet") as info:
+        DecideByHuman().check(state, call("x"), None)  # type: ignore[arg-type]
+    assert "DecideByHuman() asks through the Agent running the State, and this State has no Agent yet" in str(
+        info.value
+    )
+
+
+def _state() -> Any:
+    from alpineagents.state import State
+    from alpineagents.types import Message
+
+    return State(messages=[Message.user("Task")])
+
+
+def test_warnings_filter_silences_permission_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=PermissionWarning)
+        decision = decide([], None, call("x"), None)  # type: ignore[arg-type]
+    assert decision.verdict == Denied("No permission allowed this call.")
