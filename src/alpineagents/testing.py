@@ -1,0 +1,162 @@
+"""Test doubles that need no API key and no network: `tool_call`, `FakeModel` and `FakeHuman` (08 §5).
+
+Typical use::
+
+    fake = FakeModel([tool_call("read_file", path="main.py"), "Line 1 is wrong"])
+    agent.copy(model=fake, reporter=None).run(state)
+    assert fake.remaining == 0
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from alpineagents._tokens import estimate_text_tokens
+from alpineagents.errors import ContextTooLongError
+from alpineagents.human import Human, parse_answer
+from alpineagents.models.base import Model
+from alpineagents.types import Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, Usage
+
+__all__ = ["FakeModel", "FakeHuman", "tool_call"]
+
+
+def tool_call(name: str, /, **args: Any) -> ToolCall:
+    """Return `ToolCall(name, args, id="call_" + 12 random lowercase hex digits)`, a fresh id on every call."""
+    return ToolCall(name=name, args=dict(args), id="call_" + os.urandom(6).hex())
+
+
+class FakeModel(Model):
+    """A Model that answers each request with the next prepared item, in order (thread-safe).
+
+    Items: an exception instance is raised; a `Reply` is returned as is; a `ToolCall` becomes a reply with that
+    call; a list or tuple becomes a reply with those blocks (each `str` a `TextBlock`); a `str` a text reply; a
+    callable is called with the `Request` and its return value converted by the same rules.
+    """
+
+    provider = "fake"
+
+    def __init__(
+        self,
+        replies: Iterable[Any],
+        *,
+        name: str = "fake",
+        context_window: int = 200_000,
+        price: Price | None = None,
+    ) -> None:
+        self.name = name
+        self.price = price
+        self._context_window = context_window
+        self._items: deque[Any] = deque(replies)
+        self._count = len(self._items)
+        self._lock = threading.Lock()
+        self.requests: list[Request] = []
+
+    @property
+    def context_window(self) -> int:
+        """The context window given to the constructor."""
+        return self._context_window
+
+    @property
+    def remaining(self) -> int:
+        """The number of prepared items not used yet."""
+        return len(self._items)
+
+    def respond(self, request: Request, on_text: Any = None, on_event: Any = None) -> Reply:
+        """Answer `request` with the next prepared item (08 §5.2)."""
+        with self._lock:
+            self.requests.append(request)
+            size = self.count_tokens(request)
+            if size > self._context_window:
+                raise ContextTooLongError(
+                    f"FakeModel({self.name!r}): estimated input of {size} tokens is larger than "
+                    f"context_window={self._context_window}"
+                )
+            if not self._items:
+                last = request.messages[-1].text if request.messages else ""
+                raise RuntimeError(
+                    f"FakeModel: ran out of prepared replies (all {self._count} used). Last message: {last!r}"
+                )
+            item = self._items.popleft()
+        if callable(item) and not isinstance(item, (BaseException, Reply, ToolCall)):
+            item = item(request)
+        return self._convert(item, size, on_text)
+
+    def _convert(self, item: Any, input_tokens: int, on_text: Any) -> Reply:
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, Reply):
+            return item
+        if isinstance(item, ToolCall):
+            blocks: tuple[Any, ...] = (item,)
+        elif isinstance(item, str):
+            blocks = (TextBlock(item),)
+        elif isinstance(item, (list, tuple)):
+            converted: list[Any] = []
+            for part in item:
+                if isinstance(part, str):
+                    converted.append(TextBlock(part))
+                elif isinstance(part, (ToolCall, RawBlock, TextBlock)):
+                    converted.append(part)
+                else:
+                    raise TypeError(f"FakeModel: unsupported reply item {part!r}")
+            blocks = tuple(converted)
+        else:
+            raise TypeError(f"FakeModel: unsupported reply item {item!r}")
+        output_tokens = 0
+        has_call = False
+        for block in blocks:
+            if isinstance(block, TextBlock):
+                output_tokens += estimate_text_tokens(block.text)
+                if on_text is not None:
+                    on_text(block.text)
+            elif isinstance(block, ToolCall):
+                has_call = True
+        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens, requests=1)
+        if self.price is not None:
+            usage = Usage(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                requests=1,
+                cost=self.price.cost(usage),
+            )
+        return Reply(
+            Message("assistant", blocks),
+            usage,
+            context_tokens=input_tokens + output_tokens,
+            stop_reason="tool_use" if has_call else "end_turn",
+            model=self.name,
+        )
+
+
+class FakeHuman(Human):
+    """A Human that answers with prepared answers, in order; answers that do not fit `returns` are skipped."""
+
+    def __init__(self, answers: Iterable[Any]) -> None:
+        self._answers: deque[Any] = deque(answers)
+        self._lock = threading.Lock()
+        self.questions: list[str] = []
+
+    @property
+    def remaining(self) -> int:
+        """The number of prepared answers not used yet."""
+        return len(self._answers)
+
+    def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+        """Answer `prompt` with the next prepared answer that fits `returns` (08 §5.3)."""
+        with self._lock:
+            self.questions.append(prompt)
+            while True:
+                if not self._answers:
+                    raise RuntimeError(f"FakeHuman: ran out of prepared answers. Last question: {prompt!r}")
+                answer = self._answers.popleft()
+                try:
+                    return parse_answer(answer, returns)
+                except ValueError:
+                    continue
+
+    def __repr__(self) -> str:
+        return "FakeHuman()"
