@@ -1,0 +1,699 @@
+"""The fold of a State's history: ``StateSnapshot`` and ``fold(snapshot, entry)`` (private helpers of ``state``).
+
+A snapshot is frozen. The two sequences that grow with history (``history`` and ``messages``) live in shared,
+append-only lists: a snapshot remembers a list and its length, and builds its tuple the first time the field is
+read. Recording an entry therefore costs the same at 10 or 100,000 entries. Appending to a list that a newer
+snapshot already extended (an old snapshot folded again) copies the prefix first, so every snapshot keeps its
+value and ``fold`` stays a pure function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from alpineagents._frozen import FrozenDict, freeze
+from alpineagents.errors import fix_message
+from alpineagents.types import (
+    ContextChangeEntry,
+    ErrorEntry,
+    ExchangeEntry,
+    ExtraDataEntry,
+    HistoryEntry,
+    Message,
+    MessageEntry,
+    ModelEventEntry,
+    ModelReplyEntry,
+    ModelRequestEntry,
+    RunStartEntry,
+    StopEntry,
+    StoppedByFinish,
+    ToolCall,
+    ToolResultBlock,
+    ToolResultEntry,
+    Usage,
+    format_call,
+    result_text,
+)
+
+if TYPE_CHECKING:
+    from alpineagents.types import Stopped
+
+__all__ = [
+    "CLEARED",
+    "LATE_RESULT",
+    "SUMMARY_PREFIX",
+    "StateSnapshot",
+    "fold",
+    "replay",
+]
+
+CLEARED = "(cleared: kept in history)"
+SUMMARY_PREFIX = "[notice] Summary so far:\n"
+LATE_RESULT = "[notice] interrupted {call} finished later: {content}"
+
+_ENTRY_CLASSES: tuple[type, ...] = (
+    MessageEntry,
+    ModelRequestEntry,
+    ModelReplyEntry,
+    ModelEventEntry,
+    ToolResultEntry,
+    ExchangeEntry,
+    ContextChangeEntry,
+    RunStartEntry,
+    StopEntry,
+    ExtraDataEntry,
+    ErrorEntry,
+)
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class StateSnapshot:
+    """The frozen value of a State at one moment.
+
+    ``==`` compares the public fields except the two times. Build an equal value in another process with
+    ``State(history=snapshot.history)``.
+    """
+
+    history: tuple[HistoryEntry, ...] = ()
+    messages: tuple[Message, ...] = ()
+    pending_calls: tuple[ToolCall, ...] = ()
+    turn: int = 0
+    usage: Usage = Usage()
+    extra_data: FrozenDict[str, Any] = field(default_factory=FrozenDict)
+    finished: bool = False
+    answer: Any = None
+    stopped: Stopped | None = None
+    created_at: datetime | None = field(default=None, compare=False)
+    updated_at: datetime | None = field(default=None, compare=False)
+    _turn_calls: tuple[ToolCall, ...] = field(default=(), compare=False, repr=False)
+    _turn_results: tuple[ToolResultBlock | None, ...] = field(default=(), compare=False, repr=False)
+    _queued: tuple[Message, ...] = field(default=(), compare=False, repr=False)
+    _waiting: bool = field(default=False, compare=False, repr=False)
+    _late_notices: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    _first_user_message: Message | None = field(default=None, compare=False, repr=False)
+    _last_reply_text: str | None = field(default=None, compare=False, repr=False)
+    _finish_answer: Any = field(default=None, compare=False, repr=False)
+    _parent_id: str | None = field(default=None, compare=False, repr=False)
+    _parent_call_id: str | None = field(default=None, compare=False, repr=False)
+    _memo: dict[int, StateSnapshot] = field(default_factory=dict, compare=False, repr=False)
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            # ``history`` and ``messages`` of a folded snapshot are built on first read, once.
+            d = self.__dict__
+            if name == "history" and "_h" in d:
+                value = tuple(d["_h"][: d["_hn"]])
+            elif name == "messages" and "_m" in d:
+                value = tuple(d["_m"][: d["_mn"]])
+            else:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
+            d[name] = value
+            return value
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | {"history", "messages"})
+
+    def __repr__(self) -> str:
+        d = self.__dict__
+        n_history = d["_hn"] if "_h" in d else len(self.history)
+        n_messages = d["_mn"] if "_m" in d else len(self.messages)
+        end = " finished>" if self.finished else ">"
+        return (
+            f"<StateSnapshot turn={self.turn} history={n_history} messages={n_messages} "
+            f"pending={len(self.pending_calls)}{end}"
+        )
+
+
+# The generated __init__ keeps its defaults; without these class attributes a folded snapshot's unread
+# ``history``/``messages`` reach ``__getattr__``, which builds them.
+del StateSnapshot.history  # type: ignore[misc]
+del StateSnapshot.messages  # type: ignore[misc]
+
+_new = object.__new__
+_set = object.__setattr__
+_EMPTY_USAGE = Usage()
+
+
+def _freeze(d: dict[str, Any]) -> StateSnapshot:
+    """Wrap an accumulator dict (now owned by the snapshot) as a StateSnapshot."""
+    snap = _new(StateSnapshot)
+    _set(snap, "__dict__", d)
+    return snap
+
+
+def _acc(snap: StateSnapshot) -> dict[str, Any]:
+    """A mutable accumulator holding the values of ``snap`` (shares its immutable parts and its lists)."""
+    d = dict(snap.__dict__)
+    if "_h" not in d:
+        d["_h"] = list(snap.history)
+        d["_hn"] = len(d["_h"])
+    if "_m" not in d:
+        d["_m"] = list(snap.messages)
+        d["_mn"] = len(d["_m"])
+    return d
+
+
+def empty_acc(memo: dict[int, StateSnapshot] | None = None) -> dict[str, Any]:
+    """The accumulator of an empty history."""
+    return {
+        "pending_calls": (),
+        "turn": 0,
+        "usage": _EMPTY_USAGE,
+        "extra_data": FrozenDict(),
+        "finished": False,
+        "answer": None,
+        "stopped": None,
+        "created_at": None,
+        "updated_at": None,
+        "_turn_calls": (),
+        "_turn_results": (),
+        "_queued": (),
+        "_waiting": False,
+        "_late_notices": (),
+        "_first_user_message": None,
+        "_last_reply_text": None,
+        "_finish_answer": None,
+        "_parent_id": None,
+        "_parent_call_id": None,
+        "_memo": {} if memo is None else memo,
+        "_h": [],
+        "_hn": 0,
+        "_m": [],
+        "_mn": 0,
+    }
+
+
+def _grow(d: dict[str, Any], key: str, nkey: str, item: Any) -> None:
+    """Append ``item`` to the shared list ``d[key]`` of length ``d[nkey]``, copying it if it grew elsewhere."""
+    lst = d[key]
+    n = d[nkey]
+    if len(lst) == n:
+        lst.append(item)
+        if lst[n] is not item:  # another fold of the same list won the slot
+            lst = lst[:n]
+            lst.append(item)
+            d[key] = lst
+            if key == "_h":
+                _branch_memo(d, n)
+    else:
+        lst = lst[:n]
+        lst.append(item)
+        d[key] = lst
+        if key == "_h":
+            _branch_memo(d, n)
+    d[nkey] = n + 1
+
+
+def _branch_memo(d: dict[str, Any], n: int) -> None:
+    # A new branch of history: cached restore targets beyond the branch point belong to the other branch.
+    d["_memo"] = {k: v for k, v in d["_memo"].items() if k <= n}
+
+
+def _add_message(d: dict[str, Any], message: Message) -> None:
+    _grow(d, "_m", "_mn", message)
+    d.pop("messages", None)
+
+
+def _set_messages(d: dict[str, Any], messages: list[Message]) -> None:
+    d["_m"] = messages
+    d["_mn"] = len(messages)
+    d.pop("messages", None)
+
+
+def current_messages(d: dict[str, Any]) -> list[Message]:
+    """The messages of an accumulator, as a new list."""
+    return d["_m"][: d["_mn"]]
+
+
+def _release_queued(d: dict[str, Any]) -> None:
+    queued = d["_queued"]
+    if queued:
+        for message in queued:
+            _add_message(d, message)
+        d["_queued"] = ()
+
+
+def _answer(d: dict[str, Any]) -> None:
+    finish = d["_finish_answer"]
+    d["answer"] = finish if finish is not None else d["_last_reply_text"]
+
+
+def _add_usage(d: dict[str, Any], usage: Usage | None) -> None:
+    if usage is not None:
+        d["usage"] = d["usage"] + usage
+
+
+# --- rules per entry (each checks its precondition before changing anything) ---------------------------------
+
+
+def _message(d: dict[str, Any], entry: MessageEntry) -> None:
+    message = entry.message
+    if d["_first_user_message"] is None and entry.kind == "user":
+        d["_first_user_message"] = message
+    if d["_waiting"] or d["_turn_calls"]:
+        d["_queued"] = (*d["_queued"], message)
+    else:
+        _add_message(d, message)
+
+
+def _request(d: dict[str, Any], entry: ModelRequestEntry) -> None:
+    if d["_waiting"]:
+        raise ValueError("a request is already waiting on the model")
+    if d["_turn_calls"]:
+        raise ValueError("calls of the last reply have no result yet")
+    notices = d["_late_notices"]
+    if notices:
+        for text in notices:
+            _add_message(d, Message.user(text))
+        d["_late_notices"] = ()
+    d["_waiting"] = True
+    d["turn"] += 1
+
+
+def _reply(d: dict[str, Any], entry: ModelReplyEntry) -> None:
+    if not d["_waiting"]:
+        raise ValueError("no request is waiting for this reply")
+    reply = entry.content
+    message = reply.message
+    usage = d["usage"] + reply.usage
+    calls = message.tool_calls
+    d["_waiting"] = False
+    _add_message(d, Message("assistant", message.content, tokens=reply.context_tokens, stop_reason=reply.stop_reason))
+    d["usage"] = usage
+    if calls:
+        d["_turn_calls"] = calls
+        d["_turn_results"] = (None,) * len(calls)
+        d["pending_calls"] = calls
+    else:
+        d["_last_reply_text"] = message.text
+        _answer(d)
+        _release_queued(d)
+
+
+def _event(d: dict[str, Any], entry: ModelEventEntry) -> None:
+    pass
+
+
+def _error(d: dict[str, Any], entry: ErrorEntry) -> None:
+    if d["_waiting"] and entry.call is None:
+        d["_waiting"] = False
+        d["turn"] -= 1
+        _release_queued(d)
+
+
+def _tool_result(d: dict[str, Any], entry: ToolResultEntry) -> None:
+    if entry.late:
+        _add_usage(d, entry.usage)
+        notice = LATE_RESULT.format(call=format_call(entry.call), content=result_text(entry.content))
+        d["_late_notices"] = (*d["_late_notices"], notice)
+        return
+    call_id = getattr(entry.call, "id", None)
+    calls: tuple[ToolCall, ...] = d["_turn_calls"]
+    results: tuple[ToolResultBlock | None, ...] = d["_turn_results"]
+    index = -1
+    for i, call in enumerate(calls):
+        if results[i] is None and call.id == call_id:
+            index = i
+            break
+    if index < 0:
+        shown = format_call(entry.call) if isinstance(entry.call, ToolCall) else repr(entry.call)
+        raise ValueError(f"{shown} is not a pending call, so it cannot get a result")
+    slot = calls[index]
+    block = ToolResultBlock(slot.id, entry.content, name=slot.name, is_error=entry.is_error)
+    _add_usage(d, entry.usage)
+    results = (*results[:index], block, *results[index + 1 :])
+    pending = tuple(call for call, result in zip(calls, results, strict=True) if result is None)
+    if pending:
+        d["_turn_results"] = results
+        d["pending_calls"] = pending
+        return
+    _add_message(d, Message("user", results))  # type: ignore[arg-type]  # every slot is filled
+    d["_turn_calls"] = ()
+    d["_turn_results"] = ()
+    d["pending_calls"] = ()
+    _release_queued(d)
+
+
+def _exchange(d: dict[str, Any], entry: ExchangeEntry) -> None:
+    _add_usage(d, entry.usage)
+
+
+def _run_start(d: dict[str, Any], entry: RunStartEntry) -> None:
+    d["stopped"] = None
+    if d["_parent_id"] is None and entry.parent_id is not None:
+        d["_parent_id"] = entry.parent_id
+        d["_parent_call_id"] = entry.parent_call_id
+
+
+def _stop(d: dict[str, Any], entry: StopEntry) -> None:
+    stopped = entry.content
+    d["stopped"] = stopped
+    if isinstance(stopped, StoppedByFinish):
+        d["finished"] = True
+        if stopped.answer is not None:
+            d["_finish_answer"] = stopped.answer
+            _answer(d)
+
+
+def _extra_data(d: dict[str, Any], entry: ExtraDataEntry) -> None:
+    current: FrozenDict[str, Any] = d["extra_data"]
+    removed = entry.removed
+    if removed:
+        gone = set(removed)
+        values = {key: value for key, value in current.items() if key not in gone}
+    else:
+        values = dict(current)
+    values.update(entry.content)
+    d["extra_data"] = FrozenDict(values)
+
+
+def _context_change(d: dict[str, Any], entry: ContextChangeEntry) -> None:
+    change = entry.content
+    kind = change.kind
+    if kind == "import":
+        if d["_waiting"] or d["_turn_calls"]:
+            raise ValueError("messages can only be imported between turns")
+        for message in change.messages:
+            _add_message(d, message)
+        if d["_first_user_message"] is None:
+            for message in change.messages:
+                if message.role == "user":
+                    d["_first_user_message"] = message
+                    break
+    elif kind == "compact":
+        if d["_turn_calls"]:
+            raise ValueError("cannot compact while calls are pending")
+        if change.summary is None:
+            raise ValueError("a compact entry needs its summary")
+        kept = change.kept
+        if kept < 0:
+            raise ValueError(f"a compact entry cannot keep {kept} messages")
+        head = d["_first_user_message"]
+        messages: list[Message] = [] if head is None else [head]
+        messages.append(Message.user(SUMMARY_PREFIX + change.summary))
+        if kept:
+            messages.extend(current_messages(d)[-kept:])
+        _add_usage(d, change.usage)
+        _set_messages(d, messages)
+    elif kind == "clear_tool_results":
+        _set_messages(d, cleared_messages(current_messages(d), set(change.cleared)))
+    elif kind == "restore":
+        restored_to = change.restored_to
+        n = d["_hn"]
+        if type(restored_to) is not int or not 0 <= restored_to <= n:
+            raise ValueError(f"cannot restore to {restored_to!r}: the history has {n} entries before it")
+        _take(d, target(d, restored_to))
+    else:
+        raise ValueError(f"unknown context change kind {kind!r}")
+
+
+def cleared_messages(messages: list[Message], cleared: set[str]) -> list[Message]:
+    """``messages`` with the results of ``cleared`` calls blanked and every token anchor dropped."""
+    out: list[Message] = []
+    for message in messages:
+        content = message.content
+        if cleared and any(isinstance(block, ToolResultBlock) and block.call_id in cleared for block in content):
+            content = tuple(
+                ToolResultBlock(block.call_id, CLEARED, name=block.name, is_error=block.is_error)
+                if isinstance(block, ToolResultBlock) and block.call_id in cleared
+                else block
+                for block in content
+            )
+        elif message.tokens is None:
+            out.append(message)
+            continue
+        out.append(Message(message.role, content, tokens=None, stop_reason=message.stop_reason))
+    return out
+
+
+_TAKEN = (
+    "pending_calls",
+    "turn",
+    "extra_data",
+    "finished",
+    "answer",
+    "stopped",
+    "_turn_calls",
+    "_turn_results",
+    "_queued",
+    "_waiting",
+    "_late_notices",
+    "_first_user_message",
+    "_last_reply_text",
+    "_finish_answer",
+)
+
+
+def _take(d: dict[str, Any], snap: StateSnapshot) -> None:
+    """Restore: take every value of ``snap`` except history, usage, times, parent link and memo."""
+    source = snap.__dict__
+    for key in _TAKEN:
+        d[key] = source[key] if key in source else getattr(snap, key)
+    if "_m" in source:
+        d["_m"] = source["_m"]
+        d["_mn"] = source["_mn"]
+        if "messages" in source:
+            d["messages"] = source["messages"]
+        else:
+            d.pop("messages", None)
+    else:
+        d["messages"] = snap.messages
+        d["_m"] = list(snap.messages)
+        d["_mn"] = len(d["_m"])
+
+
+def target(d: dict[str, Any], restored_to: int) -> StateSnapshot:
+    """The fold of the first ``restored_to`` entries of ``d``'s history (cached in the shared memo)."""
+    memo: dict[int, StateSnapshot] = d["_memo"]
+    snap = memo.get(restored_to)
+    if snap is None:
+        snap = replay(d["_h"][:restored_to], memo)
+        memo[restored_to] = snap
+    return snap
+
+
+_RULES: dict[type, Any] = {
+    MessageEntry: _message,
+    ModelRequestEntry: _request,
+    ModelReplyEntry: _reply,
+    ModelEventEntry: _event,
+    ToolResultEntry: _tool_result,
+    ExchangeEntry: _exchange,
+    ContextChangeEntry: _context_change,
+    RunStartEntry: _run_start,
+    StopEntry: _stop,
+    ExtraDataEntry: _extra_data,
+    ErrorEntry: _error,
+}
+
+
+def apply(d: dict[str, Any], entry: Any) -> None:
+    """Fold ``entry`` into the accumulator ``d`` (raises the fold ``ValueError`` before changing anything)."""
+    rule = _RULES.get(type(entry))
+    if rule is None:
+        for cls in _ENTRY_CLASSES:
+            if isinstance(entry, cls):
+                rule = _RULES[cls]
+                break
+        else:
+            raise ValueError(f"cannot record an entry of type {type(entry).__name__}")
+    rule(d, entry)
+    if d["_hn"] == 0:
+        d["created_at"] = entry.at
+    _grow(d, "_h", "_hn", entry)
+    d.pop("history", None)
+    d["updated_at"] = entry.at
+
+
+def is_entry(value: Any) -> bool:
+    """Whether ``value`` is an instance of one of the 11 history entry classes."""
+    return type(value) in _RULES or isinstance(value, _ENTRY_CLASSES)
+
+
+def fold(snap: StateSnapshot, entry: HistoryEntry) -> StateSnapshot:
+    """The pure fold: the snapshot reached by recording ``entry`` after ``snap``.
+
+    Raises ``ValueError`` when the entry cannot follow (a result for a call that is not pending, a reply with no
+    waiting request, ...); ``snap`` never changes.
+    """
+    d = _acc(snap)
+    apply(d, entry)
+    return _freeze(d)
+
+
+def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None, start: int = 0) -> StateSnapshot:
+    """Fold ``entries`` from an empty snapshot with one mutable accumulator, frozen once at the end.
+
+    The snapshots that restore entries go back to are cached in ``memo`` on the way, so a history with many
+    restores replays in one linear pass. A fold ``ValueError`` gets ``index`` and ``entry`` attributes.
+    """
+    if memo is None:
+        memo = {}
+    targets: set[int] = set()
+    for entry in entries:
+        if type(entry) is ContextChangeEntry and entry.content.kind == "restore":
+            restored_to = entry.content.restored_to
+            if type(restored_to) is int and restored_to not in memo:
+                targets.add(restored_to)
+    d = empty_acc(memo)
+    for index, entry in enumerate(entries):
+        if targets and index in targets:
+            memo[index] = _freeze(dict(d))
+        try:
+            apply(d, entry)
+        except ValueError as error:
+            error.index = index  # type: ignore[attr-defined]
+            raise
+    return _freeze(d)
+
+
+def snapshot_from(d: dict[str, Any]) -> StateSnapshot:
+    """Freeze a copy of the accumulator ``d`` (which stays usable)."""
+    return _freeze(dict(d))
+
+
+def history_list(snap: StateSnapshot) -> tuple[list[HistoryEntry], int]:
+    """The shared history list of a snapshot and its length (without building the tuple)."""
+    d = snap.__dict__
+    if "_h" in d:
+        return d["_h"], d["_hn"]
+    history = snap.history
+    return list(history), len(history)
+
+
+def message_count(snap: StateSnapshot) -> int:
+    """``len(snap.messages)`` without building the tuple."""
+    d = snap.__dict__
+    return d["_mn"] if "_m" in d else len(snap.messages)
+
+
+def last_message(snap: StateSnapshot) -> Message | None:
+    """The last message of ``snap`` (``None`` when there is none), without building the tuple."""
+    d = snap.__dict__
+    if "_m" in d:
+        n = d["_mn"]
+        return d["_m"][n - 1] if n else None
+    messages = snap.messages
+    return messages[-1] if messages else None
+
+
+def fork_snapshot(snap: StateSnapshot) -> StateSnapshot:
+    """An equal snapshot that shares no list with ``snap`` and has its own (empty) restore memo."""
+    d = dict(snap.__dict__)
+    history, n = history_list(snap)
+    d["_h"] = history[:n]
+    d["_hn"] = n
+    d["_m"] = list(snap.messages)
+    d["_mn"] = len(d["_m"])
+    d["_memo"] = {}
+    return _freeze(d)
+
+
+# --- JSON values ----------------------------------------------------------------------------------------------
+
+JSON_EXAMPLE = "with state.edit_extra_data() as data:\n    data['seen'] = sorted(seen)  # a list, not a set"
+_HINTS = {
+    "set": "use a list: sorted(seen)",
+    "frozenset": "use a list: sorted(seen)",
+    "bytes": "use text: base64.b64encode(data).decode()",
+    "datetime": "use value.isoformat()",
+}
+_OTHER_HINT = "turn it into a dict, list, str, int, float, bool or None first (a dataclass: dataclasses.asdict)"
+
+
+def json_copy(value: Any, where: str) -> Any:
+    """A plain deep copy of a JSON value (``extra_data`` rules); ``TypeError`` names ``where`` otherwise."""
+    cls = type(value)
+    if value is None or cls is bool or cls is int or cls is str:
+        return value
+    if cls is float:
+        if math.isfinite(value):
+            return value
+        raise TypeError(
+            fix_message(
+                f"{where} must be JSON (got {value!r}, which JSON cannot hold)",
+                'use a finite number, or None for "no value"',
+                JSON_EXAMPLE,
+            )
+        )
+    if isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return json_copy(float(value), where)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    fix_message(
+                        f"{where} must be JSON, and its key {key!r} is a {type(key).__name__} (JSON keys are strings)",
+                        "use str(key) as the key",
+                        JSON_EXAMPLE,
+                    )
+                )
+            out[key] = json_copy(item, f"{where}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [json_copy(item, f"{where}[{index}]") for index, item in enumerate(value)]
+    hint = _HINTS.get(cls.__name__, _OTHER_HINT)
+    raise TypeError(fix_message(f"{where} must be JSON (got {cls.__name__}); {hint}", hint, JSON_EXAMPLE))
+
+
+_ANSWER_FIX = (
+    "with a store, keep dicts (string keys), lists, str, int, float, bool or None there "
+    "(turn other values into one of these first)"
+)
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _not_json(where: str, value: Any) -> TypeError:
+    return TypeError(
+        fix_message(
+            f"{where} holds {type(value).__name__} {_short_repr(value)}, which cannot be saved as JSON",
+            _ANSWER_FIX,
+            JSON_EXAMPLE,
+        )
+    )
+
+
+def _answer_copy(value: Any, where: str) -> Any:
+    cls = type(value)
+    if value is None or cls is bool or cls is int or cls is str:
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        raise _not_json(where, value)
+    if isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _not_json(f"{where} key {key!r}", key)
+            out[key] = _answer_copy(item, f"{where}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_answer_copy(item, f"{where}[{index}]") for index, item in enumerate(value)]
+    raise _not_json(where, value)
+
+
+def json_form(value: Any, where: str) -> Any:
+    """The frozen JSON form of an answer: a Pydantic model dumped, a dataclass as a dict, then a deep JSON copy."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        value = value.model_dump(mode="json")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    return freeze(_answer_copy(value, where))

@@ -1,0 +1,1186 @@
+"""``State``: one conversation and its complete record, and ``StateSnapshot``, its frozen value at one moment.
+
+History is the only source of truth: every value of a State is the fold of its history entries (``fold``). A State
+changes only through its own methods, each of which validates first and then records entries under the State's
+lock. The underscore methods of section "recording operations" are what the Agent, the loops, the tool runner and
+the stores use to record what happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from alpineagents._fold import (
+    CLEARED,
+    LATE_RESULT,
+    SUMMARY_PREFIX,
+    StateSnapshot,
+    cleared_messages,
+    fold,
+    fork_snapshot,
+    history_list,
+    is_entry,
+    json_copy,
+    json_form,
+    message_count,
+    replay,
+)
+from alpineagents._fold import (
+    _acc as _accumulate,
+)
+from alpineagents._fold import (
+    _freeze as _publish,
+)
+from alpineagents._fold import (
+    apply as _apply,
+)
+from alpineagents._frozen import FrozenDict, thaw
+from alpineagents._state_parts import (
+    ACCEPTED,
+    GET_RETIRED,
+    MESSAGES_EXAMPLE,
+    Joined,
+    assignment_error,
+    line,
+    messages_type_error,
+    turns,
+    unknown_keyword,
+)
+from alpineagents._tokens import context_tokens
+from alpineagents.errors import fix_message
+from alpineagents.types import (
+    AgentInfo,
+    ContextChange,
+    ContextChangeEntry,
+    ErrorEntry,
+    Exchange,
+    ExchangeEntry,
+    ExtraDataEntry,
+    HistoryEntry,
+    Image,
+    Message,
+    MessageEntry,
+    ModelEvent,
+    ModelEventEntry,
+    ModelReplyEntry,
+    ModelRequestEntry,
+    Reply,
+    RunStartEntry,
+    StopEntry,
+    StoppedByFinish,
+    StoppedByPermission,
+    ToolCall,
+    ToolOutcome,
+    ToolOutcomeKind,
+    ToolResultBlock,
+    ToolResultContent,
+    ToolResultEntry,
+    Usage,
+    format_call,
+)
+
+if TYPE_CHECKING:
+    from alpineagents.types import Stopped
+
+__all__ = ["State", "StateSnapshot"]
+
+INTERRUPTED = "(interrupted by user)"
+STOPPED_TURN = "(not run: the user stopped this turn)"
+NOT_RUN_YET = "(not run yet)"
+UNSAVED_RESULT = (
+    "(unknown: the run stopped before this result was saved, so the tool may or may not have run. "
+    "Check whether it took effect before relying on it or running it again)"
+)
+STOPPED_WAITING = "(process stopped while waiting for the model)"
+
+_ = (CLEARED, LATE_RESULT, SUMMARY_PREFIX, fold)  # public names of this module, defined in _fold
+
+_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_ID_EXAMPLE = 'State(id="bug-hunt-1")'
+
+
+def closed_result(error: BaseException) -> str:
+    """The result text of a call closed by ``error``: ``INTERRUPTED`` for an interrupt, else ``(aborted: Type)``."""
+    if isinstance(error, (KeyboardInterrupt, asyncio.CancelledError)):
+        return INTERRUPTED
+    return f"(aborted: {type(error).__name__})"
+
+
+def closed_outcome(error: BaseException) -> ToolOutcome:
+    """The outcome of a call closed by ``error``: ``INTERRUPTED`` for an interrupt, else ``ABORTED``."""
+    if isinstance(error, (KeyboardInterrupt, asyncio.CancelledError)):
+        return ToolOutcome(ToolOutcomeKind.INTERRUPTED, error)
+    return ToolOutcome(ToolOutcomeKind.ABORTED, error)
+
+
+def check_id(value: Any, where: str) -> str:
+    """Return ``value`` if it is a valid State id (``[A-Za-z0-9_-]{1,128}``).
+
+    Raises:
+        TypeError: ``value`` is not a string.
+        ValueError: it has other characters, or is empty or longer than 128 characters.
+    """
+    if not isinstance(value, str):
+        raise TypeError(
+            fix_message(
+                f"{where} needs the id as a string (got: {type(value).__name__})",
+                "use letters, digits, _ and -",
+                _ID_EXAMPLE,
+            )
+        )
+    if _ID.fullmatch(value) is None:
+        raise ValueError(
+            fix_message(
+                f"{where} got the id {value!r}, which may only have letters, digits, _ and - (1 to 128 characters)",
+                "leave out dots, slashes and spaces (a FileStore uses the id as a file name)",
+                _ID_EXAMPLE,
+            )
+        )
+    return value
+
+
+class State:
+    """One conversation: an id and an append-only history; every other value is derived from the history.
+
+    Build it with keywords only: ``State(messages=[Message.user("Fix the bug")])``, ``State(history=...)`` or
+    ``State()``. All methods are thread-safe. ``==`` is identity; compare values through ``snapshot()``.
+    """
+
+    _id: str
+    _lock: threading.RLock
+    _edit_lock: threading.RLock
+    _snap: StateSnapshot
+    _agent: Any
+    _running: bool
+    _compacting: int | None
+    _depth: int
+    _run_context: Any
+    _saved_store: Any
+    _saved_count: int
+    _child_store: Any
+    _resume_info: AgentInfo | None
+    _children: dict[str, State]
+    _call_children: dict[str, Joined]
+    _closed_calls: dict[int, Joined]
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            id: str | None = None,
+            messages: Iterable[Message] = (),
+            extra_data: Mapping[str, Any] | None = None,
+            history: Iterable[HistoryEntry] | None = None,
+        ) -> None: ...
+
+    else:
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            if args:
+                raise TypeError(
+                    fix_message(
+                        f"State takes keyword arguments only (got the positional argument {args[0]!r})",
+                        "give the starting messages with messages=",
+                        'State(messages=[Message.user("Find the bug in this repo")])',
+                    )
+                )
+            for name in kwargs:
+                if name not in ACCEPTED:
+                    raise unknown_keyword(name)
+            self._setup(kwargs.get("id"))
+            history = kwargs.get("history")
+            messages = kwargs.get("messages", ())
+            extra_data = kwargs.get("extra_data")
+            if history is not None:
+                self._init_history(history, messages, extra_data)
+            else:
+                self._init_messages(messages, extra_data)
+
+    def _setup(self, state_id: Any) -> None:
+        d = self.__dict__
+        d["_id"] = uuid.uuid4().hex if state_id is None else check_id(state_id, "State(id=...)")
+        d["_lock"] = threading.RLock()
+        d["_edit_lock"] = threading.RLock()
+        d["_snap"] = StateSnapshot()
+        d["_agent"] = None
+        d["_running"] = False
+        d["_compacting"] = None
+        d["_depth"] = 0
+        d["_run_context"] = None
+        d["_saved_store"] = None
+        d["_saved_count"] = 0
+        d["_child_store"] = None
+        d["_resume_info"] = None
+        d["_children"] = {}
+        d["_call_children"] = {}
+        d["_closed_calls"] = {}
+
+    def _init_history(self, history: Any, messages: Any, extra_data: Any) -> None:
+        if extra_data is not None or _non_empty(messages):
+            raise TypeError(
+                fix_message(
+                    "State(history=...) cannot be combined with messages= or extra_data=: the history already holds "
+                    "them",
+                    "pass the history alone, or leave it out and build the State from messages=",
+                    "State(history=other.history)\nState(messages=[Message.user('...')], extra_data={'repo': 'api'})",
+                )
+            )
+        if isinstance(history, StateSnapshot):
+            history = history.history
+        entries = list(history)
+        for index, item in enumerate(entries):
+            if not is_entry(item):
+                raise TypeError(
+                    fix_message(
+                        f"State(history=...) takes history entries (history[{index}] is {item!r})",
+                        "pass state.history, or the entries a store loaded",
+                        "State(history=state.history)",
+                    )
+                )
+        try:
+            snap = replay(entries)
+        except ValueError as error:
+            index: int = getattr(error, "index", 0)
+            raise ValueError(
+                fix_message(
+                    f"history entry {index} ({entries[index].kind}) cannot follow the entries before it: {error}",
+                    "pass a history that a State recorded (state.history), without leaving entries out",
+                    "State(history=state.history)",
+                )
+            ) from error
+        self.__dict__["_snap"] = snap
+
+    def _init_messages(self, messages: Any, extra_data: Any) -> None:
+        if isinstance(messages, (str, bytes, Message)):
+            raise messages_type_error(
+                messages, "wrap each message with Message.user(...), Message.notice(...) or Message.assistant(...)"
+            )
+        try:
+            iterator = iter(messages)
+        except TypeError:
+            raise messages_type_error(
+                messages,
+                "pass a list of messages, wrapping each one with Message.user(...), Message.notice(...) or "
+                "Message.assistant(...)",
+            ) from None
+        items: list[Message] = []
+        for item in iterator:
+            if not isinstance(item, Message):
+                raise TypeError(
+                    fix_message(
+                        f"State(messages=...) takes Message objects only (got: {item!r})",
+                        "wrap text with Message.user(...), Message.notice(...) or Message.assistant(...)",
+                        MESSAGES_EXAMPLE,
+                    )
+                )
+            items.append(item)
+        values: dict[str, Any] = {}
+        if extra_data is not None:
+            if not isinstance(extra_data, Mapping):
+                raise TypeError(
+                    fix_message(
+                        f"State(extra_data=...) takes a dict (got: {type(extra_data).__name__})",
+                        "pass your values as a dict with string keys",
+                        'State(extra_data={"repo": "api"})',
+                    )
+                )
+            values = json_copy(extra_data, "State(extra_data=...)")
+        if items:
+            found = tuple(items)
+            change = ContextChange("import", before_tokens=0, after_tokens=context_tokens(found, 0), messages=found)
+            self._commit_locked(ContextChangeEntry(content=change, turn=0))
+        if values:
+            self._commit_locked(ExtraDataEntry(content=values, removed=(), turn=0))
+
+    # --- properties ----------------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The store name of the State (given or random)."""
+        return self._id
+
+    @property
+    def parent_id(self) -> str | None:
+        """The id of the State whose tool call first ran this one (its first linked ``RunStartEntry``), or None."""
+        return self._snap._parent_id
+
+    @property
+    def parent_call_id(self) -> str | None:
+        """The id of that tool call; ``None`` together with ``parent_id``."""
+        return self._snap._parent_call_id
+
+    @property
+    def history(self) -> tuple[HistoryEntry, ...]:
+        """Every entry, oldest first."""
+        return self._snap.history
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """What the model sees at the next ``think``."""
+        return self._snap.messages
+
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """The calls of the open turn that have no result yet, in request order."""
+        return self._snap.pending_calls
+
+    @property
+    def turn(self) -> int:
+        """Completed model replies, plus one while a request waits; a failed request takes its turn back."""
+        return self._snap.turn
+
+    @property
+    def usage(self) -> Usage:
+        """Summed usage of replies, asks, model compactions and subagents. Never lowered by ``restore``."""
+        return self._snap.usage
+
+    @property
+    def extra_data(self) -> FrozenDict[str, Any]:
+        """The user's JSON values (read-only; change them inside ``edit_extra_data()``). The model never sees them."""
+        return self._snap.extra_data
+
+    @property
+    def finished(self) -> bool:
+        """Whether ``finish()`` was called (and not undone by ``restore``)."""
+        return self._snap.finished
+
+    @property
+    def answer(self) -> Any:
+        """The latest non-None ``finish`` answer, else the text of the latest reply without tool calls, else None."""
+        return self._snap.answer
+
+    @property
+    def stopped(self) -> Stopped | None:
+        """Why the current or last run is set to stop, or None."""
+        return self._snap.stopped
+
+    @property
+    def created_at(self) -> datetime | None:
+        """The time of the first history entry; None while history is empty."""
+        return self._snap.created_at
+
+    @property
+    def updated_at(self) -> datetime | None:
+        """The time of the latest history entry; None while history is empty."""
+        return self._snap.updated_at
+
+    # --- public methods ------------------------------------------------------------------------------------
+
+    def snapshot(self) -> StateSnapshot:
+        """The current value of the State: the same object until something is recorded, and frozen."""
+        return self._snap
+
+    def add_message(self, message: Message) -> None:
+        """Add a user message or a notice. Allowed at any time; held until the turn in flight ends.
+
+        Raises:
+            TypeError: ``message`` is not a ``Message``.
+            ValueError: it is not a user message, it is empty, or it has blocks other than text and images.
+        """
+        example = 'state.add_message(Message.user("Next step: run the tests"))'
+        if not isinstance(message, Message):
+            raise TypeError(
+                fix_message(
+                    f"add_message() takes a Message (got: {type(message).__name__})",
+                    "wrap the text with Message.user(...) or Message.notice(...)",
+                    example,
+                )
+            )
+        if message.role != "user":
+            raise ValueError(
+                fix_message(
+                    f"add_message() takes user messages only (got a {message.role} message)",
+                    "assistant messages come from the model; to start from a conversation that has them, use "
+                    "State(messages=[...])",
+                    example,
+                )
+            )
+        text = message.text
+        if text.startswith("[notice] "):
+            text = text[len("[notice] ") :]
+        if not text.strip() and not any(isinstance(block, Image) for block in message.content):
+            raise ValueError(
+                fix_message(
+                    f"add_message() got a message with no text and no image (text: {message.text!r}). Providers "
+                    "reject empty messages",
+                    "pass a message with text (if the human's input was empty, ask again)",
+                    example,
+                )
+            )
+        with self._lock:
+            snap = self._snap
+            entry = MessageEntry.from_message(message, turn=snap.turn)
+            straight = not snap._waiting and not snap._turn_calls
+            self._commit_locked(entry)
+            if straight and self._compacting is not None:
+                self._compacting += 1
+
+    def finish(self, answer: Any = None) -> None:
+        """End the State for good, with an optional answer (kept in its JSON form; the last non-None one wins).
+
+        Raises:
+            TypeError: the answer cannot be saved as JSON.
+        """
+        content = StoppedByFinish(json_form(answer, "the finish() answer"))
+        with self._lock:
+            self._commit_locked(StopEntry(content=content, turn=self._snap.turn))
+
+    def compact(self, summary: str) -> None:
+        """Replace the messages with the first user message and ``summary``, without a model request.
+
+        Raises:
+            TypeError: ``summary`` is not a string.
+            ValueError: it is empty, or calls are pending.
+        """
+        change = self._record_compact(summary, None, hand=True)
+        self._notify(change)
+
+    @contextmanager
+    def edit_extra_data(self) -> Iterator[dict[str, Any]]:
+        """Edit ``extra_data`` atomically: ``with state.edit_extra_data() as data: data["n"] = 1``.
+
+        Blocks run one after another. The changes are recorded as one entry when the block ends normally (nothing
+        when nothing changed or the block raised).
+
+        Raises:
+            TypeError: a value is not JSON.
+        """
+        with self._edit_lock:
+            old = self._snap.extra_data
+            data = thaw(old)
+            yield data
+            new = json_copy(data, "state.extra_data")
+            changed: dict[str, Any] = {}
+            for key, value in new.items():
+                if key not in old or _canonical(old[key]) != _canonical(value):
+                    changed[key] = value
+            removed = tuple(key for key in old if key not in new)
+            if not changed and not removed:
+                return
+            with self._lock:
+                self._commit_locked(ExtraDataEntry(content=changed, removed=removed, turn=self._snap.turn))
+
+    def clear_tool_results(self, keep_last: int = 5) -> None:
+        """Blank all but the last ``keep_last`` tool results in ``messages`` (history keeps them).
+
+        Raises:
+            ValueError: ``keep_last`` is not an integer >= 0, or calls are pending.
+        """
+        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
+            raise ValueError(
+                fix_message(
+                    f"keep_last must be an integer >= 0 (got: {keep_last!r})",
+                    "pass the number of recent tool results to keep as an integer",
+                    "state.clear_tool_results(keep_last=5)",
+                )
+            )
+        with self._lock:
+            self._ensure_no_pending("clear_tool_results")
+            messages = list(self._snap.messages)
+            blocks = [block for m in messages for block in m.content if isinstance(block, ToolResultBlock)]
+            candidates = blocks[: max(len(blocks) - keep_last, 0)]
+            cleared: list[str] = []
+            seen: set[str] = set()
+            for block in candidates:
+                if block.content != CLEARED and block.call_id not in seen:
+                    seen.add(block.call_id)
+                    cleared.append(block.call_id)
+            if not cleared:
+                return
+            after = context_tokens(cleared_messages(messages, seen), 0)
+            change = ContextChange(
+                "clear_tool_results",
+                before_tokens=context_tokens(messages, 0),
+                after_tokens=after,
+                cleared=tuple(cleared),
+            )
+            self._commit_locked(ContextChangeEntry(content=change, turn=self._snap.turn))
+        self._notify(change)
+
+    def restore(self, snapshot: StateSnapshot) -> None:
+        """Go back to an earlier snapshot of this State (usage stays; history grows by one entry).
+
+        Raises:
+            TypeError: ``snapshot`` is not a ``StateSnapshot``.
+            ValueError: it is not from this State, calls are pending, the model is being waited on, a compaction
+                is under way, or the snapshot was taken while the model was being waited on.
+        """
+        if not isinstance(snapshot, StateSnapshot):
+            raise TypeError(
+                fix_message(
+                    f"restore() takes a StateSnapshot (got: {type(snapshot).__name__})",
+                    "pass what state.snapshot() returned",
+                    "before = state.snapshot()\n...\nstate.restore(before)",
+                )
+            )
+        with self._lock:
+            snap = self._snap
+            if not self._is_prefix(snapshot):
+                raise ValueError(
+                    fix_message(
+                        "restore takes a snapshot taken from this State (its history is not the start of this "
+                        "State's history)",
+                        "for a snapshot of another State, build a new State from it: State(history=snapshot.history)",
+                        "copy = State(history=snapshot.history)",
+                    )
+                )
+            self._ensure_no_pending("restore")
+            wait_fix = "wait for the think or compact to end, then restore"
+            wait_example = "agent.think(state)\nstate.restore(before)"
+            if snap._waiting:
+                raise ValueError(
+                    fix_message("cannot call restore() while the model is being waited on", wait_fix, wait_example)
+                )
+            if self._compacting is not None:
+                raise ValueError(
+                    fix_message("cannot call restore() while a compaction is under way", wait_fix, wait_example)
+                )
+            if snapshot._waiting:
+                raise ValueError(
+                    fix_message(
+                        "this snapshot was taken while the model was being waited on, so there is no complete turn "
+                        "to go back to",
+                        "take snapshots between turns (before think, or after use_tools)",
+                        "before = state.snapshot()  # not inside a think",
+                    )
+                )
+            restored_to = _history_length(snapshot)
+            memo = snap._memo
+            if restored_to not in memo:
+                memo[restored_to] = snapshot if "_h" in snapshot.__dict__ else self._replay_prefix(restored_to)
+            target = memo[restored_to]
+            change = ContextChange(
+                "restore",
+                before_tokens=context_tokens(snap.messages, 0),
+                after_tokens=context_tokens(target.messages, 0),
+                restored_to=restored_to,
+            )
+            self._commit_locked(ContextChangeEntry(content=change, turn=snap.turn))
+        self._notify(change)
+
+    def fork(self) -> State:
+        """A new, independent State with this history (new random id, no store, not running, no linked Agent).
+
+        Raises:
+            ValueError: the model is being waited on.
+        """
+        with self._lock:
+            snap = self._snap
+            if snap._waiting:
+                raise ValueError(
+                    fix_message(
+                        "cannot call fork() while the model is being waited on: the copy would be waiting for a "
+                        "reply that no think() will record",
+                        "fork before think, or after think returns (e.g. in Reporter.on_think_end)",
+                        "attempt = state.fork()\nagent.think(state)",
+                    )
+                )
+            copy = State.__new__(State)
+            copy._setup(None)
+            d = copy.__dict__
+            d["_snap"] = fork_snapshot(snap)
+            d["_children"] = dict(self._children)
+            d["_child_store"] = self._child_store
+        return copy
+
+    def child(self, child_id: str) -> State:
+        """The State of a subagent that a tool call of this State started (from memory, else from its store).
+
+        Raises:
+            KeyError: ``child_id`` is not a direct child of this State.
+            ValueError: the child is not in memory and this State has no store to load it from.
+            LookupError: the store has no such State.
+        """
+        found = self._children.get(child_id)
+        if found is not None:
+            return found
+        return self._child_store_for(child_id).load(child_id)
+
+    async def achild(self, child_id: str) -> State:
+        """The async twin of ``child``: loads with ``await store.aload(child_id)``."""
+        found = self._children.get(child_id)
+        if found is not None:
+            return found
+        return await self._child_store_for(child_id).aload(child_id)
+
+    def _child_store_for(self, child_id: str) -> Any:
+        if not any(type(entry) is ToolResultEntry and child_id in entry.child_ids for entry in self._snap.history):
+            raise KeyError(
+                f"{child_id!r} is not a subagent of State {self._id!r} (state.child() finds direct children)"
+            )
+        store = self._child_store if self._child_store is not None else self._saved_store
+        if store is None:
+            raise ValueError(
+                fix_message(
+                    f"subagent {child_id!r} is not in memory, and State {self._id!r} has no store to load it from "
+                    "(it was not loaded from a store or saved in one)",
+                    "run the subagents with Agent(store=...), which saves them in that store, and load this State "
+                    "from it",
+                    "store = FileStore('.alpine/states')\nagent = Agent(model=..., store=store)\n"
+                    "state = store.load(state_id)\nstate.child(child_id)",
+                )
+            )
+        return store
+
+    # --- printed forms -------------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        snap = self._snap
+        end = " finished>" if snap.finished else ">"
+        n_history = history_list(snap)[1]
+        return (
+            f"<State id={self._id!r} turn={snap.turn} history={n_history} messages={message_count(snap)} "
+            f"pending={len(snap.pending_calls)}{end}"
+        )
+
+    def __str__(self) -> str:
+        snap = self._snap
+        lines = [line(entry) for entry in snap.history]
+        if snap.stopped is not None:
+            lines.append(f"done: {snap.stopped} ({turns(snap.turn)})")
+        elif snap.finished:
+            lines.append(f"done: stopped by finish ({turns(snap.turn)})")
+        return "\n".join(lines)
+
+    # --- attribute guard (hidden from type checkers, so typos are still reported statically) ---------------
+
+    if not TYPE_CHECKING:
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name.startswith("_"):
+                object.__setattr__(self, name, value)
+                return
+            raise assignment_error(type(self), name)
+
+        def __delattr__(self, name: str) -> None:
+            if name.startswith("_"):
+                object.__delattr__(self, name)
+                return
+            raise assignment_error(type(self), name)
+
+        def __getattr__(self, name: str) -> Any:
+            if name in GET_RETIRED:
+                raise AttributeError(fix_message(*GET_RETIRED[name]), name=name, obj=self)
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
+
+    # --- recording operations (fixed names; used by the Agent, loops, runner and stores) -------------------
+
+    def _commit_locked(self, entry: Any) -> None:
+        """Fold one prepared entry into the State (the caller holds the lock, or the State is being built)."""
+        d = _accumulate(self._snap)
+        _apply(d, entry)
+        self.__dict__["_snap"] = _publish(d)
+
+    def _commit(self, entry: HistoryEntry) -> None:
+        """Record one prepared history entry through the fold, under the State lock.
+
+        Raises:
+            ValueError: the entry cannot follow the history (nothing changes).
+        """
+        with self._lock:
+            self._commit_locked(entry)
+
+    def _notify(self, change: ContextChange) -> None:
+        agent = self._agent
+        if agent is None:
+            return
+        reporter = agent._reporter_for(self)
+        if reporter is not None:
+            reporter.on_context_change(self, change)
+
+    def _ensure_open(self, action: str) -> None:
+        """Raise the ``ValueError`` for ``action`` on a finished State."""
+        if self._snap.finished:
+            raise ValueError(
+                fix_message(
+                    f"cannot call {action}() on a finished State (finish() ends the whole run)",
+                    "if a block called state.finish(), return from the loop body right away",
+                    "submit(agent, state)\nif state.finished:\n    return\nagent.think(state)",
+                )
+            )
+
+    def _ensure_no_pending(self, action: str) -> None:
+        """Raise the ``ValueError`` for ``action`` while calls are pending."""
+        pending = self._snap.pending_calls
+        if pending:
+            shown = ", ".join(format_call(call) for call in pending)
+            raise ValueError(
+                fix_message(
+                    f"cannot call {action}() while calls are pending ({shown})",
+                    "run them first with agent.use_tools(state) (its permissions decide which ones run)",
+                    "agent.think(state)\nif state.pending_calls:\n    agent.use_tools(state)",
+                )
+            )
+
+    def _attach(self, agent: Any) -> None:
+        """Link the State to ``agent`` (the latest Agent that used it)."""
+        self._agent = agent
+
+    def _start_run(
+        self,
+        agent: Any,
+        info: AgentInfo,
+        parent: tuple[str, str] | None = None,
+        parent_depth: int = -1,
+        context: Any = None,
+    ) -> None:
+        """Record ``run_start`` and take the running mark, in one step.
+
+        Raises:
+            ValueError: the State is already being run.
+        """
+        with self._lock:
+            if self._running:
+                raise ValueError(
+                    fix_message(
+                        "this State is already being run by another run() or arun() call, and a State runs one at a "
+                        "time",
+                        "wait for that run to end, then run the State again",
+                        "agent.run(state)\nagent.run(state)  # one after the other",
+                    )
+                )
+            parent_id, parent_call_id = parent if parent is not None else (None, None)
+            self._commit_locked(
+                RunStartEntry(content=info, parent_id=parent_id, parent_call_id=parent_call_id, turn=self._snap.turn)
+            )
+            self._running = True
+            self._agent = agent
+            self._run_context = context
+            self._depth = parent_depth + 1
+
+    def _end_run(self) -> None:
+        """Release the running mark and forget the run context (the linked Agent stays)."""
+        with self._lock:
+            self._running = False
+            self._run_context = None
+
+    def _record_stop(self, stopped: Stopped | None) -> None:
+        """Record ``StopEntry(stopped)``; ``None`` clears the stop."""
+        with self._lock:
+            self._commit_locked(StopEntry(content=stopped, turn=self._snap.turn))
+
+    def _clear_stop(self) -> None:
+        """Record ``StopEntry(None)`` only if a stop is set."""
+        with self._lock:
+            if self._snap.stopped is not None:
+                self._commit_locked(StopEntry(content=None, turn=self._snap.turn))
+
+    def _begin_think(self, model: str) -> None:
+        """Record ``model_request`` for the next turn.
+
+        Raises:
+            ValueError: finished, calls pending, another think waiting, or no messages (nothing recorded).
+        """
+        with self._lock:
+            self._ensure_open("think")
+            self._ensure_no_pending("think")
+            snap = self._snap
+            if snap._waiting:
+                raise ValueError(
+                    fix_message(
+                        "cannot call think() while another think() is waiting on the model",
+                        "wait for that think() to end",
+                        "agent.think(state)\nagent.think(state)  # one after the other",
+                    )
+                )
+            if message_count(snap) == 0 and not snap._late_notices:
+                raise ValueError(
+                    fix_message(
+                        "cannot call think() on a State with no messages (the model would get an empty request)",
+                        "start the State with messages, or add one first",
+                        'state = State(messages=[Message.user("Find the bug")])\n# or\n'
+                        'state.add_message(Message.user("Find the bug"))',
+                    )
+                )
+            self._commit_locked(ModelRequestEntry(content=model, turn=snap.turn + 1))
+
+    def _record_reply(self, reply: Reply) -> None:
+        """Record ``model_reply``: the message joins the context, usage grows, its calls become pending."""
+        with self._lock:
+            self._commit_locked(ModelReplyEntry(content=reply, turn=self._snap.turn))
+
+    def _record_model_event(self, event: ModelEvent) -> None:
+        """Record ``model_event``."""
+        with self._lock:
+            self._commit_locked(ModelEventEntry(content=event, turn=self._snap.turn))
+
+    def _pending_slot(self, call: Any, same_object: bool = False) -> ToolCall | None:
+        snap = self._snap
+        call_id = getattr(call, "id", None)
+        for slot, result in zip(snap._turn_calls, snap._turn_results, strict=True):
+            if result is None and (slot is call if same_object else slot.id == call_id):
+                return slot
+        return None
+
+    def _close_slot(self, slot: ToolCall, content: Any, outcome: Any, error: BaseException | None) -> None:
+        joined = self._call_children.get(slot.id)
+        child_ids, usage = joined.peek() if joined is not None else ((), None)
+        self._commit_locked(
+            ToolResultEntry(
+                content=content,
+                call=slot,
+                outcome=outcome,
+                error=error,
+                child_ids=child_ids,
+                usage=usage,
+                turn=self._snap.turn,
+            )
+        )
+        if joined is not None:
+            del self._call_children[slot.id]
+            joined.count()
+            joined.call = slot
+        else:
+            joined = Joined(slot)
+        self._closed_calls[id(slot)] = joined
+
+    def _tool_result(
+        self,
+        call: ToolCall,
+        content: ToolResultContent,
+        outcome: ToolOutcomeKind,
+        *,
+        error: BaseException | None = None,
+        if_pending: bool = False,
+    ) -> bool:
+        """Record the result of the first pending call with ``call.id``; return whether it was recorded.
+
+        Raises:
+            ValueError: no such call is pending (unless ``if_pending``, which returns False instead).
+        """
+        with self._lock:
+            slot = self._pending_slot(call)
+            if slot is None:
+                if if_pending:
+                    return False
+                shown = format_call(call) if isinstance(call, ToolCall) else repr(call)
+                raise ValueError(f"cannot record a result for a call that is not pending: {shown}")
+            self._close_slot(slot, content, outcome, error)
+            return True
+
+    def _late_result(
+        self,
+        call: ToolCall,
+        content: ToolResultContent,
+        outcome: ToolOutcomeKind,
+        *,
+        error: BaseException | None = None,
+    ) -> None:
+        """Record the result of a call that finished after it was closed (a normal result if still pending)."""
+        with self._lock:
+            slot = self._pending_slot(call, same_object=True)
+            if slot is not None:
+                self._close_slot(slot, content, outcome, error)
+                return
+            joined = self._closed_calls.get(id(call))
+            if joined is not None and joined.call is call:
+                child_ids, usage = joined.peek()
+            else:
+                joined = None
+                child_ids, usage = (), None
+            self._commit_locked(
+                ToolResultEntry(
+                    content=content,
+                    call=call,
+                    outcome=outcome,
+                    late=True,
+                    error=error,
+                    child_ids=child_ids,
+                    usage=usage,
+                    turn=self._snap.turn,
+                )
+            )
+            if joined is not None:
+                joined.count()
+
+    def _stop_turn(self, call: ToolCall, reason: str, permission: str) -> list[ToolCall]:
+        """A permission denied ``call`` with ``stop=True``: deny it, cancel the other pending calls, record the stop.
+
+        Returns the cancelled calls in request order.
+
+        Raises:
+            ValueError: ``call`` is not pending.
+        """
+        with self._lock:
+            slot = self._pending_slot(call)
+            if slot is None:
+                shown = format_call(call) if isinstance(call, ToolCall) else repr(call)
+                raise ValueError(f"cannot deny a call that is not pending: {shown}")
+            self._close_slot(slot, reason, ToolOutcomeKind.DENIED, None)
+            cancelled = list(self._snap.pending_calls)
+            for other in cancelled:
+                self._close_slot(other, STOPPED_TURN, ToolOutcomeKind.CANCELLED, None)
+            if not self._snap.finished:
+                self._commit_locked(StopEntry(content=StoppedByPermission(slot, permission), turn=self._snap.turn))
+            return cancelled
+
+    def _close_pending(self, error: BaseException) -> list[ToolCall]:
+        """Close every pending call, in request order, because ``error`` left the run. Returns them."""
+        with self._lock:
+            calls = list(self._snap.pending_calls)
+            content = closed_result(error)
+            kind = closed_outcome(error).kind
+            for call in calls:
+                self._close_slot(call, content, kind, error)
+            return calls
+
+    def _record_error(self, error: BaseException, call: ToolCall | None = None) -> None:
+        """Record ``error`` once (an exception already recorded since the latest request or run start is skipped)."""
+        text = str(error)
+        content = f"{type(error).__name__}: {text}" if text else type(error).__name__
+        with self._lock:
+            snap = self._snap
+            if not (snap._waiting and call is None):
+                history, n = history_list(snap)
+                for index in range(n - 1, -1, -1):
+                    entry = history[index]
+                    if type(entry) is ErrorEntry and entry.error is error:
+                        return
+                    if type(entry) is ModelRequestEntry or type(entry) is RunStartEntry:
+                        break
+            self._commit_locked(ErrorEntry(content=content, error=error, call=call, turn=snap.turn))
+
+    def _record_ask(self, question: str, answer: Any, usage: Usage | None = None) -> None:
+        """Record an ``ask`` exchange (answer in JSON form, or its repr); ``usage`` is added to the State's."""
+        value = _exchange_answer(question, answer)
+        with self._lock:
+            self._commit_locked(
+                ExchangeEntry(kind="ask", content=Exchange(question, value), usage=usage, turn=self._snap.turn)
+            )
+
+    def _record_human(self, question: str, answer: Any) -> None:
+        """Record a ``human`` exchange (answer in JSON form, or its repr)."""
+        value = _exchange_answer(question, answer)
+        with self._lock:
+            self._commit_locked(
+                ExchangeEntry(kind="human", content=Exchange(question, value), usage=None, turn=self._snap.turn)
+            )
+
+    def _context_for_question(self) -> tuple[Message, ...]:
+        """The messages an ``ask`` is built on: the messages, plus the open turn's results (or placeholders)."""
+        snap = self._snap
+        if not snap._turn_calls:
+            return snap.messages
+        blocks = tuple(
+            result if result is not None else ToolResultBlock(call.id, NOT_RUN_YET, name=call.name)
+            for call, result in zip(snap._turn_calls, snap._turn_results, strict=True)
+        )
+        return (*snap.messages, Message("user", blocks))
+
+    def _begin_compact(self) -> None:
+        """Open the model compaction window (count 0).
+
+        Raises:
+            ValueError: calls are pending, or another compaction is under way.
+        """
+        with self._lock:
+            self._ensure_no_pending("compact")
+            if self._compacting is not None:
+                raise ValueError(
+                    fix_message(
+                        "cannot call compact() while another compaction of this State is under way",
+                        "wait for it to end",
+                        "agent.compact(state)\nagent.compact(state)  # one after the other",
+                    )
+                )
+            self._compacting = 0
+
+    def _compact_done(self, summary: str, usage: Usage | None) -> None:
+        """Record the model's summary, keeping the messages added during the window, and close the window."""
+        change = self._record_compact(summary, usage, hand=False)
+        self._notify(change)
+
+    def _end_compact(self) -> None:
+        """Close the model compaction window (idempotent)."""
+        with self._lock:
+            self._compacting = None
+
+    def _record_compact(self, summary: Any, usage: Usage | None, *, hand: bool) -> ContextChange:
+        example = 'summary = agent.ask(state, "Summarize the work so far")\nstate.compact(summary)'
+        if not isinstance(summary, str):
+            raise TypeError(
+                fix_message(
+                    f"compact() needs summary to be a string (got: {type(summary).__name__})",
+                    "pass summary as a str",
+                    example,
+                )
+            )
+        if not summary.strip():
+            raise ValueError(
+                fix_message(
+                    f"compact() got an empty summary (got: {summary!r}). Providers reject empty messages",
+                    "pass a non-empty summary (if the human's input was empty, ask again)",
+                    example,
+                )
+            )
+        with self._lock:
+            self._ensure_no_pending("compact")
+            snap = self._snap
+            kept = 0 if hand or self._compacting is None else self._compacting
+            messages = snap.messages
+            head = snap._first_user_message
+            after: list[Message] = [] if head is None else [head]
+            after.append(Message.user(SUMMARY_PREFIX + summary))
+            if kept:
+                after.extend(messages[-kept:])
+            change = ContextChange(
+                "compact",
+                before_tokens=context_tokens(messages, 0),
+                after_tokens=context_tokens(after, 0),
+                summary=summary,
+                kept=kept,
+                usage=usage,
+            )
+            self._commit_locked(ContextChangeEntry(content=change, turn=snap.turn))
+            if hand:
+                if self._compacting is not None:
+                    self._compacting = 0
+            else:
+                self._compacting = None
+        return change
+
+    # --- subagents -------------------------------------------------------------------------------------------
+
+    def _children_of(self, call_id: str) -> tuple[str, ...]:
+        """The ids of the children started by the open call ``call_id``, in start order."""
+        joined = self._call_children.get(call_id)
+        if joined is None:
+            return ()
+        return tuple(child.id for child, _ in joined.children)
+
+    def _add_child(self, call_id: str, child: State, call: ToolCall | None = None) -> None:
+        """Register ``child`` as started by the call ``call_id`` (or by the closed call object ``call``)."""
+        with self._lock:
+            self._children[child.id] = child
+            child._depth = self._depth + 1
+            if call is not None and self._pending_slot(call, same_object=True) is None:
+                closed = self._closed_calls.get(id(call))
+                if closed is not None and closed.call is call:
+                    closed.add(child)
+                    return
+            joined = self._call_children.get(call_id)
+            if joined is None:
+                joined = self._call_children[call_id] = Joined(None)
+            joined.add(child)
+
+    # --- store support ---------------------------------------------------------------------------------------
+
+    def _save_batch(self, store: Any) -> tuple[bool, int, int, StateSnapshot]:
+        """Under the lock: check the store binding; return ``(create, start, end, snapshot)`` of what to write.
+
+        Raises:
+            ValueError: the State is saved in another store.
+        """
+        with self._lock:
+            bound = self._saved_store
+            if bound is not None and not (bound == store):
+                raise ValueError(
+                    fix_message(
+                        f"State {self._id!r} is saved in another store ({bound!r}), and a State is saved in one store "
+                        f"only (this one is {store!r})",
+                        "save it in the store it was saved in, or start a new State (State(messages=state.messages) "
+                        "keeps the messages)",
+                        'state = store.load("task-1")\nstore.save(state)',
+                    )
+                )
+            snap = self._snap
+            return bound is None, self._saved_count, history_list(snap)[1], snap
+
+    def _mark_saved(self, store: Any, end: int) -> None:
+        """After a successful write: bind to ``store`` and count the entries up to ``end`` as saved."""
+        with self._lock:
+            if self._saved_store is None:
+                self._saved_store = store
+            if self._child_store is None:
+                self._child_store = store
+            self._saved_count = max(self._saved_count, end)
+
+    @classmethod
+    def _from_saved(cls, state_id: str, entries: Iterable[HistoryEntry], store: Any) -> State:
+        """Rebuild a saved State (02 §8.8): replay, bind to ``store``, and close a turn left open (unsaved).
+
+        Raises:
+            ValueError: the entries cannot be replayed (the saved State is damaged).
+        """
+        entries = list(entries)
+        try:
+            state = State(id=state_id, history=entries)
+        except ValueError as error:
+            reason = str(error).split("\nFix: ", 1)[0]
+            raise ValueError(
+                fix_message(
+                    f"saved State {state_id!r} is damaged: {reason}",
+                    "restore the store's data from a backup, or start a new State",
+                )
+            ) from error
+        state._saved_store = store
+        state._child_store = store
+        state._saved_count = len(entries)
+        for entry in reversed(entries):
+            if type(entry) is RunStartEntry:
+                state._resume_info = entry.content
+                break
+        with state._lock:
+            if state._snap._waiting:
+                state._commit_locked(ErrorEntry(content=STOPPED_WAITING, call=None, turn=state._snap.turn))
+            for call in state._snap.pending_calls:
+                state._commit_locked(
+                    ToolResultEntry(
+                        content=UNSAVED_RESULT, call=call, outcome=ToolOutcomeKind.ABORTED, turn=state._snap.turn
+                    )
+                )
+        return state
+
+    # --- helpers ---------------------------------------------------------------------------------------------
+
+    def _is_prefix(self, snapshot: StateSnapshot) -> bool:
+        mine, n = history_list(self._snap)
+        theirs, m = history_list(snapshot)
+        if m > n:
+            return False
+        if theirs is mine:
+            return True
+        for index in range(m):
+            a = theirs[index]
+            b = mine[index]
+            if a is not b and a != b:
+                return False
+        return True
+
+    def _replay_prefix(self, length: int) -> StateSnapshot:
+        history, _ = history_list(self._snap)
+        return replay(history[:length], self._snap._memo)
+
+
+def _history_length(snapshot: StateSnapshot) -> int:
+    """``len(snapshot.history)`` without building the tuple."""
+    return history_list(snapshot)[1]
+
+
+def _non_empty(messages: Any) -> bool:
+    if messages is None:
+        return False
+    try:
+        return len(list(messages)) > 0
+    except TypeError:
+        return True
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _exchange_answer(question: str, answer: Any) -> Any:
+    try:
+        return json_form(answer, f"the answer to {question!r}")
+    except TypeError:
+        return repr(answer)
