@@ -1,0 +1,382 @@
+"""`SQLiteStore`: many States in one SQLite file (standard library `sqlite3`, WAL journal).
+
+Tables (created on the first write):
+
+```
+alpine_states (id TEXT PRIMARY KEY, count INTEGER, info TEXT, updated TEXT)   one row per State
+alpine_entries (state_id TEXT, seq INTEGER, line TEXT, PRIMARY KEY (state_id, seq))
+```
+
+`line` is the same compact JSON text a `FileStore` writes as a line of `log.jsonl`; `info` the same as
+`info.json`; `updated` the info's `updated_at` in UTC, for `list()` to sort in the query. One save point is one
+transaction (`BEGIN IMMEDIATE` ... `COMMIT`, `synchronous=FULL`: one flush of the WAL per commit), so a crash
+leaves either all of a save point or nothing of it. Writers of one State are kept apart as described in
+`alpineagents.store` (a byte-range lock per State in the file `{path}-lock`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC
+from typing import Any
+
+from alpineagents._serial import time_from_str
+from alpineagents.errors import fix_message
+from alpineagents.state import check_id
+from alpineagents.store import (
+    Record,
+    StateInfo,
+    Store,
+    _check_batch,  # pyright: ignore[reportPrivateUsage]
+    _check_overlap,  # pyright: ignore[reportPrivateUsage]
+    _drop,  # pyright: ignore[reportPrivateUsage]
+    _dump,  # pyright: ignore[reportPrivateUsage]
+    _hold,  # pyright: ignore[reportPrivateUsage]
+    _locked_error,  # pyright: ignore[reportPrivateUsage]
+    _settle,  # pyright: ignore[reportPrivateUsage]
+)
+
+__all__ = ["SQLiteStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS alpine_states (
+    id TEXT PRIMARY KEY, count INTEGER NOT NULL, info TEXT NOT NULL, updated TEXT
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS alpine_states_updated ON alpine_states (updated);
+CREATE TABLE IF NOT EXISTS alpine_entries (
+    state_id TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL, PRIMARY KEY (state_id, seq)
+) WITHOUT ROWID;
+"""
+
+_LOCK_FILES: dict[str, int] = {}  # lock file path -> the one descriptor this process keeps open on it
+_LOCK_FILES_GUARD = threading.Lock()
+
+
+def _lock_fd(path: str) -> int:
+    with _LOCK_FILES_GUARD:
+        fd = _LOCK_FILES.get(path)
+        if fd is None:
+            # Never closed: closing any descriptor of a file drops every POSIX lock the process has on it.
+            fd = _LOCK_FILES[path] = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        return fd
+
+
+def _offset(state_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(state_id.encode(), digest_size=7).digest(), "big")
+
+
+def _sort_key(info: Mapping[str, Any]) -> str | None:
+    updated = info.get("updated_at")
+    if updated is None:
+        return None
+    try:
+        at = time_from_str(updated)
+    except (TypeError, ValueError):
+        return None
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC).replace(tzinfo=None)
+    return at.isoformat(timespec="microseconds")
+
+
+class SQLiteStore(Store):
+    """A store that keeps many States in one SQLite file: each entry a row, each save point one transaction.
+
+    `SQLiteStore(path)` takes the database file (created with its parent folders by the first save of a new
+    State; construction does no I/O). `":memory:"` keeps the States in this object only. `list()` is one query,
+    newest first. The stored JSON of each entry and of the info is the same as a `FileStore`'s, and it follows the
+    same `Store` contract (`StateInfo`, `create`, `LookupError` for a deleted State, entries sent again skipped).
+    Two `SQLiteStore`s for the same file are equal. Safe to use from many threads (one connection, used by one
+    thread at a time); one process at a time writes a given State (see `alpineagents.store`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(
+                fix_message(
+                    f"SQLiteStore takes the path of a database file (got: {type(path).__name__})",
+                    "pass the file as a str or pathlib.Path",
+                    'store = SQLiteStore("runs.db")',
+                )
+            )
+        self._given = str(path)
+        self._memory = self._given == ":memory:"
+        self._resolved: str | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._mutex = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._given!r})"
+
+    def _real(self) -> str:
+        if self._resolved is None:
+            self._resolved = self._given if self._memory else os.path.realpath(self._given)
+        return self._resolved
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SQLiteStore):
+            return NotImplemented
+        if self._memory or other._memory:
+            return self is other
+        return self._real() == other._real()
+
+    def __hash__(self) -> int:
+        return id(self) if self._memory else hash(self._real())
+
+    def close(self) -> None:
+        """Close the database connection (the next call opens it again)."""
+        with self._mutex:
+            if self._conn is not None and not self._memory:
+                self._conn.close()
+                self._conn = None
+
+    # -- connection and errors ----------------------------------------------------------------------------------
+
+    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        if self._conn is not None:
+            return self._conn
+        if not self._memory:
+            path = self._real()
+            if not os.path.exists(path):
+                if not create:
+                    return None
+                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        conn = sqlite3.connect(self._given, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
+            if not self._memory:
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            text = str(error)
+            if "full" in text:
+                code = errno.ENOSPC
+            elif "readonly" in text or "unable to open" in text:
+                code = errno.EACCES
+            else:
+                code = errno.EIO
+            raise OSError(code, f"{self!r} could not reach its database: {text}", self._given) from error
+        except sqlite3.DatabaseError as error:
+            raise ValueError(
+                fix_message(
+                    f"the database of {self!r} is damaged ({error})",
+                    "restore the file from a backup, or point the store at a new file",
+                    'store = SQLiteStore("runs.db")',
+                )
+            ) from error
+
+    def _key(self, state_id: str) -> str:
+        return f"sqlite:{self._real() if not self._memory else id(self)}:{state_id}"
+
+    def _acquire(self, state_id: str) -> Callable[[], None]:
+        if self._memory:
+            return lambda: None
+        fd = _lock_fd(self._real() + "-lock")
+        offset = _offset(state_id)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+        except OSError as error:
+            if error.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise _locked_error(state_id, self) from None
+            raise
+        return lambda: fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+
+    # -- the role -----------------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        state_id: str,
+        entries: Sequence[dict[str, Any]],
+        info: Mapping[str, Any],
+        *,
+        create: bool = False,
+    ) -> None:
+        """Add the entries the database lacks and replace the info, in one transaction.
+
+        Raises:
+            ValueError: `create=True` and the id exists; the entries leave a gap or differ from saved ones.
+            LookupError: `create=False` and the id does not exist.
+            StateLockedError: Another process is writing this State.
+            OSError: The database could not be written (e.g. a full disk); nothing of this write is kept.
+        """
+        check_id(state_id, "SQLiteStore.write()")
+        info = dict(info)
+        info_text = _dump(info).decode()
+        key = self._key(state_id)
+        with self._mutex, self._errors():
+            conn = self._connect(create=True)
+            assert conn is not None
+            _hold(key, lambda: self._acquire(state_id))
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._write(conn, state_id, entries, info, info_text, create)
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            finally:
+                _settle(key)
+
+    def _write(
+        self,
+        conn: sqlite3.Connection,
+        state_id: str,
+        entries: Sequence[dict[str, Any]],
+        info: dict[str, Any],
+        info_text: str,
+        create: bool,
+    ) -> None:
+        row = conn.execute("SELECT count FROM alpine_states WHERE id = ?", (state_id,)).fetchone()
+        if create:
+            if row is not None:
+                raise ValueError(
+                    fix_message(
+                        f"a State with id {state_id!r} is already saved in {self!r}",
+                        "continue it with store.load(id), or give the new State another id (or none, for a random one)",
+                        f'state = store.load("{state_id}")\nagent.run(state)',
+                    )
+                )
+            have = 0
+        else:
+            if row is None:
+                raise LookupError(f"no saved State with id {state_id!r} in {self!r} (was it deleted?)")
+            have = row[0]
+        if entries and entries[0]["seq"] < have:
+            saved = dict(
+                conn.execute(
+                    "SELECT seq, line FROM alpine_entries WHERE state_id = ? AND seq >= ? AND seq < ?",
+                    (state_id, entries[0]["seq"], have),
+                ).fetchall()
+            )
+            _check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
+        new = _check_batch(state_id, self, entries, have)
+        if new:
+            conn.executemany(
+                "INSERT INTO alpine_entries (state_id, seq, line) VALUES (?, ?, ?)",
+                [(state_id, entry["seq"], _dump(entry).decode()) for entry in new],
+            )
+        count = have + len(new)
+        if create:
+            conn.execute(
+                "INSERT INTO alpine_states (id, count, info, updated) VALUES (?, ?, ?, ?)",
+                (state_id, count, info_text, _sort_key(info)),
+            )
+        else:
+            conn.execute(
+                "UPDATE alpine_states SET count = ?, info = ?, updated = ? WHERE id = ?",
+                (count, info_text, _sort_key(info), state_id),
+            )
+
+    def read(self, state_id: str) -> Record | None:
+        """The saved entries and info of `state_id` (one consistent read), or `None`.
+
+        Raises:
+            ValueError: A stored entry or the info is not valid JSON, or the database is damaged.
+        """
+        check_id(state_id, "SQLiteStore.read()")
+        with self._mutex, self._errors():
+            conn = self._connect(create=False)
+            if conn is None:
+                return None
+            conn.execute("BEGIN")
+            try:
+                row = conn.execute("SELECT info FROM alpine_states WHERE id = ?", (state_id,)).fetchone()
+                lines: builtins.list[tuple[int, str]] = (
+                    []
+                    if row is None
+                    else conn.execute(
+                        "SELECT seq, line FROM alpine_entries WHERE state_id = ? ORDER BY seq", (state_id,)
+                    ).fetchall()
+                )
+            finally:
+                conn.execute("COMMIT")
+        if row is None:
+            return None
+        return Record(self._parse_entries(state_id, lines), self._parse_info(state_id, row[0]))
+
+    def _parse_info(self, state_id: str, text: Any) -> Any:
+        try:
+            return json.loads(text)
+        except (ValueError, TypeError) as error:
+            raise ValueError(
+                f"saved State {state_id!r} is damaged: its info in {self!r} is not valid JSON ({error})"
+            ) from error
+
+    def _parse_entries(self, state_id: str, rows: builtins.list[tuple[int, str]]) -> builtins.list[Any]:
+        try:
+            values = json.loads("[" + ",".join(line for _, line in rows) + "]")
+            if len(values) == len(rows) and all(type(v) is dict for v in values):
+                return values
+        except (ValueError, TypeError):
+            pass
+        values = []
+        for seq, line in rows:
+            try:
+                values.append(json.loads(line))
+            except (ValueError, TypeError) as error:
+                raise ValueError(
+                    f"saved State {state_id!r} is damaged: entry {seq} in {self!r} is not valid JSON ({error})"
+                ) from error
+        return values
+
+    def list(self) -> builtins.list[StateInfo]:
+        """One `StateInfo` per saved State (one query): newest `updated_at` first, States with no history last,
+        ties by id.
+
+        Raises:
+            ValueError: An info is not valid JSON, is from another format version, or misses a key.
+        """
+        with self._mutex, self._errors():
+            conn = self._connect(create=False)
+            if conn is None:
+                return []
+            rows = conn.execute(
+                "SELECT id, info FROM alpine_states ORDER BY updated IS NULL, updated DESC, id"
+            ).fetchall()
+        return [StateInfo.from_info(state_id, self._parse_info(state_id, text)) for state_id, text in rows]
+
+    def delete(self, state_id: str) -> None:
+        """Remove the State's rows in one transaction; nothing happens when it does not exist.
+
+        Raises:
+            StateLockedError: Another process is writing this State.
+        """
+        check_id(state_id, "SQLiteStore.delete()")
+        key = self._key(state_id)
+        with self._mutex, self._errors():
+            conn = self._connect(create=False)
+            if conn is None:
+                return
+            _hold(key, lambda: self._acquire(state_id))
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("DELETE FROM alpine_entries WHERE state_id = ?", (state_id,))
+                    conn.execute("DELETE FROM alpine_states WHERE id = ?", (state_id,))
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            finally:
+                _drop(key)

@@ -1,0 +1,849 @@
+"""Stores: keeping a State outside the process and rebuilding it later (06).
+
+A store keeps two things per State id: the entries (one JSON object per history entry, only ever appended) and a
+small info dict (what a listing shows, plus the format version). `Store.save` writes what the store lacks;
+`Store.load` replays the saved entries through the State's fold. `FileStore` keeps each State in a folder of its
+own; `SQLiteStore` (an extra, not in `__all__`) keeps many States in one SQLite file.
+
+One writer per State: a process that writes a State holds an advisory lock on it (`FileStore`: `fcntl.flock` on
+the State's folder; `SQLiteStore`: an `fcntl` byte-range lock in the file `{path}-lock`) from its first write
+until the State objects it saved are gone (garbage collected), the State is deleted, or the process ends (a
+killed process releases it at once). Another process that tries to write the State meanwhile gets
+`StateLockedError` before anything is written. Threads and store objects of one process share the lock. A write
+whose entries overlap what the store already has must carry the very same entries (a batch sent again after a
+failed write); different ones mean that someone else continued the State, and the write raises `ValueError`.
+"""
+
+from __future__ import annotations
+
+import abc
+import builtins
+import contextvars
+import errno
+import fcntl
+import json
+import os
+import shutil
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from alpineagents._async import blocks_event_loop, run_in_thread
+from alpineagents._serial import check_version, entry_from_dict, entry_to_dict, info_from_dict, info_to_dict
+from alpineagents.errors import AlpineAgentsError, fix_message
+from alpineagents.state import State, StateSnapshot, check_id
+from alpineagents.types import Stopped
+
+__all__ = ["Store", "FileStore", "Record", "StateInfo"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Record and StateInfo
+
+
+@dataclass(frozen=True)
+class Record:
+    """What `Store.read` returns for one id: the saved entry dicts in `seq` order from 0, and the latest info dict
+    exactly as `write` received it (with `"v"`)."""
+
+    entries: list[dict[str, Any]]
+    info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StateInfo:
+    """One saved State as a listing shows it, read from its info dict without loading the State.
+
+    Each field is its value at the last successful write: `first_message` is the full text of the first user
+    message (`None` when there is none or it is `""`), `created_at`/`updated_at` the times of the first and the
+    latest saved entry (`None` with no history), `turn`, `stopped` and `finished` as on the State, and `parent_id`
+    the id of the State whose tool call started this one as a subagent (`None` for a top-level State).
+    """
+
+    id: str
+    first_message: str | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    turn: int
+    stopped: Stopped | None
+    finished: bool
+    parent_id: str | None = None
+
+    @classmethod
+    def from_info(cls, state_id: str, info: Mapping[str, Any]) -> StateInfo:
+        """`StateInfo(id=state_id, **info_from_dict(state_id, info))`, for Store implementations that build their
+        listing.
+
+        Raises:
+            ValueError: The info has no, an older or a newer format version, or misses a key.
+        """
+        if not isinstance(info, Mapping):
+            raise ValueError(f"saved State {state_id!r} is damaged: its info is not a dict")
+        return cls(id=state_id, **info_from_dict(state_id, info))
+
+
+class StateLockedError(AlpineAgentsError):
+    """Another process is writing this State (it holds the State's lock), so this process may not write it."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The Store role
+
+_SAVING: contextvars.ContextVar[State | None] = contextvars.ContextVar("alpineagents_saving", default=None)
+"""The State whose `save`/`asave` is calling `write` now (stores tie their writer lock to it)."""
+
+
+def _overrides(cls: type, name: str) -> bool:
+    return getattr(cls, name, None) is not getattr(Store, name)
+
+
+def _async_only(store: Store, async_name: str, sync_name: str) -> TypeError:
+    return TypeError(
+        fix_message(
+            f"{type(store).__name__} works only asynchronously (it implements {async_name}, not {sync_name})",
+            "run the agent with await agent.arun(...), and use the a* methods of the store",
+            "state = await store.aload(state_id)\nawait agent.arun(state)",
+        )
+    )
+
+
+_STORE_EXAMPLE = (
+    "class RedisStore(Store):\n"
+    "    async def awrite(self, state_id, entries, info, *, create=False): ...\n"
+    "    async def aread(self, state_id): ..."
+)
+
+
+def _info_of(snap: StateSnapshot) -> dict[str, Any]:
+    first = snap._first_user_message  # pyright: ignore[reportPrivateUsage]
+    return dict(
+        info_to_dict(
+            first_message=None if first is None else first.text,
+            created_at=snap.created_at,
+            updated_at=snap.updated_at,
+            turn=snap.turn,
+            stopped=snap.stopped,
+            finished=snap.finished,
+            parent_id=snap._parent_id,  # pyright: ignore[reportPrivateUsage]
+        )
+    )
+
+
+class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replaces abstract methods
+    """The role of a place that keeps States: it appends entries and replaces a small info dict per State id.
+
+    A subclass implements `write` and `read` (a store used synchronously), or `awrite` and `aread` (a store
+    reached only asynchronously), or both; `list`/`alist` and `delete`/`adelete` are optional. The library builds
+    `save`/`asave` and `load`/`aload` on them; those are not meant to be overridden.
+
+    Contract of `write(state_id, entries, info, *, create=False)`: skip every entry whose `seq` is below the number
+    of entries the store has, append the rest (they continue with no gap), then replace the info. With
+    `create=True`, raise `ValueError` if the id exists, else write everything or nothing. With `create=False`,
+    raise `LookupError` if the id does not exist. `read(state_id)` returns `Record(entries, info)` or `None`.
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Store:
+        if not (_overrides(cls, "write") or _overrides(cls, "awrite")):
+            raise TypeError(
+                fix_message(
+                    f"{cls.__name__} implements neither write nor awrite",
+                    "implement write(...), or async awrite(...) for a store reached asynchronously",
+                    _STORE_EXAMPLE,
+                )
+            )
+        if not (_overrides(cls, "read") or _overrides(cls, "aread")):
+            raise TypeError(
+                fix_message(
+                    f"{cls.__name__} implements neither read nor aread",
+                    "implement read(...), or async aread(...) for a store reached asynchronously",
+                    _STORE_EXAMPLE,
+                )
+            )
+        return super().__new__(cls)
+
+    # -- role methods -------------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        state_id: str,
+        entries: Sequence[dict[str, Any]],
+        info: Mapping[str, Any],
+        *,
+        create: bool = False,
+    ) -> None:
+        """Add `entries` (skipping those the store has) and replace the info of one State.
+
+        Raises:
+            ValueError: `create=True` and the store already has `state_id`.
+            LookupError: `create=False` and the store does not have `state_id`.
+        """
+        raise _async_only(self, "awrite", "write")
+
+    async def awrite(
+        self,
+        state_id: str,
+        entries: Sequence[dict[str, Any]],
+        info: Mapping[str, Any],
+        *,
+        create: bool = False,
+    ) -> None:
+        """`write` for async code; by default it runs `write` on a worker thread."""
+        await run_in_thread(self.write, state_id, entries, info, create=create)
+
+    def read(self, state_id: str) -> Record | None:
+        """The saved entries and info of `state_id`, or `None` when the store does not have it."""
+        raise _async_only(self, "aread", "read")
+
+    async def aread(self, state_id: str) -> Record | None:
+        """`read` for async code; by default it runs `read` on a worker thread."""
+        return await run_in_thread(self.read, state_id)
+
+    def list(self) -> builtins.list[StateInfo]:
+        """One `StateInfo` per saved State, most recently updated first.
+
+        Raises:
+            NotImplementedError: The store cannot list.
+        """
+        if _overrides(type(self), "alist"):
+            raise _async_only(self, "alist", "list")
+        raise NotImplementedError(f"{type(self).__name__} does not implement list")
+
+    async def alist(self) -> builtins.list[StateInfo]:
+        """`list` for async code; by default it runs `list` on a worker thread."""
+        if not _overrides(type(self), "list"):
+            raise NotImplementedError(f"{type(self).__name__} does not implement list")
+        return await run_in_thread(self.list)
+
+    def delete(self, state_id: str) -> None:
+        """Remove a saved State (nothing happens when the id does not exist).
+
+        Raises:
+            NotImplementedError: The store cannot delete.
+        """
+        if _overrides(type(self), "adelete"):
+            raise _async_only(self, "adelete", "delete")
+        raise NotImplementedError(f"{type(self).__name__} does not implement delete")
+
+    async def adelete(self, state_id: str) -> None:
+        """`delete` for async code; by default it runs `delete` on a worker thread."""
+        if not _overrides(type(self), "delete"):
+            raise NotImplementedError(f"{type(self).__name__} does not implement delete")
+        await run_in_thread(self.delete, state_id)
+
+    # -- built on them ------------------------------------------------------------------------------------------
+
+    def _batch(self, state: Any, method: str) -> tuple[bool, builtins.list[dict[str, Any]], dict[str, Any], int] | None:
+        if not isinstance(state, State):
+            raise TypeError(
+                fix_message(
+                    f"{method}() takes a State (got: {state!r})", "pass the State to save", f"store.{method}(state)"
+                )
+            )
+        create, start, end, snap = state._save_batch(self)  # pyright: ignore[reportPrivateUsage]
+        if not create and start >= end:
+            return None
+        history = snap.history
+        entries = [entry_to_dict(history[index], index) for index in range(start, end)]
+        return create, entries, _info_of(snap), end
+
+    def save(self, state: State) -> None:
+        """Write what this store does not have yet of `state`: its new history entries and its info.
+
+        Only the entries after the ones already saved are converted and sent; with nothing new, `write` is not
+        called. After the write the State is bound to this store.
+
+        Raises:
+            TypeError: Called on the event-loop thread of an async run; `state` is not a State; a value in an entry
+                cannot be saved as JSON; the store works only asynchronously.
+            ValueError: The State is saved in another store; the store already has a new State's id.
+            LookupError: The State was deleted from the store.
+            OSError: The store could not write (e.g. a full disk); nothing is marked saved.
+        """
+        if blocks_event_loop():
+            raise TypeError(
+                fix_message(
+                    "store.save() was called inside an async run, where it would block the event loop",
+                    "Use the async version, await store.asave(...)",
+                    "await store.asave(state)",
+                )
+            )
+        batch = self._batch(state, "save")
+        if batch is None:
+            return
+        create, entries, info, end = batch
+        token = _SAVING.set(state)
+        try:
+            self.write(state.id, entries, info, create=create)
+        finally:
+            _SAVING.reset(token)
+        state._mark_saved(self, end)  # pyright: ignore[reportPrivateUsage]
+
+    async def asave(self, state: State) -> None:
+        """`save` for async code: the same steps, awaiting `awrite`."""
+        batch = self._batch(state, "asave")
+        if batch is None:
+            return
+        create, entries, info, end = batch
+        token = _SAVING.set(state)
+        try:
+            await self.awrite(state.id, entries, info, create=create)
+        finally:
+            _SAVING.reset(token)
+        state._mark_saved(self, end)  # pyright: ignore[reportPrivateUsage]
+
+    def load(self, state_id: str) -> State:
+        """Rebuild a saved State, ready to continue with `agent.run(state)`.
+
+        A State saved in the middle of a turn is closed on loading (not saved): a request that was waiting gets an
+        error entry, and every pending call the unknown-result text, so no tool runs twice.
+
+        Raises:
+            LookupError: The store has no State with this id.
+            ValueError: A bad id; the saved State is from another format version or is damaged.
+            TypeError: The store works only asynchronously.
+        """
+        check_id(state_id, "load()")
+        return self._rebuild(state_id, self.read(state_id))
+
+    async def aload(self, state_id: str) -> State:
+        """`load` for async code: the same steps, awaiting `aread`."""
+        check_id(state_id, "aload()")
+        return self._rebuild(state_id, await self.aread(state_id))
+
+    def _rebuild(self, state_id: str, record: Record | None) -> State:
+        if record is None:
+            raise LookupError(f"no saved State with id {state_id!r} in {self!r}")
+        info = record.info
+        if not isinstance(info, Mapping):
+            raise ValueError(f"saved State {state_id!r} is damaged: its info is not a dict")
+        check_version(state_id, info)
+        raw = record.entries
+        for index, item in enumerate(raw):
+            seq = item.get("seq") if isinstance(item, Mapping) else None
+            if type(seq) is not int or seq != index:
+                raise ValueError(f"saved State {state_id!r} is damaged: history entry {index} has seq {seq!r}")
+        entries = [entry_from_dict(item) for item in raw]
+        return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writer locks shared by the stores of one process
+
+
+class _Hold:
+    __slots__ = ("release", "claims")
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self.release = release
+        self.claims = 0
+
+
+_HOLDS: dict[str, _Hold] = {}
+_HOLDS_LOCK = threading.Lock()
+_CLAIMED: weakref.WeakKeyDictionary[State, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _locked_error(state_id: str, store: Store) -> StateLockedError:
+    return StateLockedError(
+        fix_message(
+            f"State {state_id!r} in {store!r} is being written by another process, and one process at a time "
+            "writes a State",
+            "let that process finish with it (its lock goes when it exits or drops the State), then load it "
+            "again with store.load(id) and continue; or give this run a new State",
+            f'state = store.load("{state_id}")\nagent.run(state)',
+        )
+    )
+
+
+def _hold(key: str, acquire: Callable[[], Callable[[], None]]) -> None:
+    """Take the process's writer lock for `key` (a no-op when this process holds it already)."""
+    with _HOLDS_LOCK:
+        if key not in _HOLDS:
+            _HOLDS[key] = _Hold(acquire())
+
+
+def _settle(key: str) -> None:
+    """After a write: tie the lock to the State being saved, or let it go when no State is being saved."""
+    state = _SAVING.get()
+    with _HOLDS_LOCK:
+        hold = _HOLDS.get(key)
+        if hold is None:
+            return
+        if state is not None:
+            try:
+                keys = _CLAIMED.setdefault(state, set())
+            except TypeError:  # a State that cannot be weakly referenced: hold only during the write
+                keys = None
+            if keys is not None:
+                if key not in keys:
+                    keys.add(key)
+                    hold.claims += 1
+                    weakref.finalize(state, _unclaim, key, hold)
+                return
+        if hold.claims == 0:
+            del _HOLDS[key]
+            hold.release()
+
+
+def _unclaim(key: str, hold: _Hold) -> None:
+    with _HOLDS_LOCK:
+        if _HOLDS.get(key) is not hold:
+            return
+        hold.claims -= 1
+        if hold.claims <= 0:
+            del _HOLDS[key]
+            hold.release()
+
+
+def _drop(key: str) -> None:
+    """Forget the lock of a deleted State (whatever claims it)."""
+    with _HOLDS_LOCK:
+        hold = _HOLDS.pop(key, None)
+    if hold is not None:
+        hold.release()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# File helpers (fixed hooks of 06 §11)
+
+
+def _dump(value: Any) -> bytes:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except UnicodeEncodeError:  # a lone surrogate: ASCII escapes read back as the same string
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _lines(entries: Sequence[Mapping[str, Any]]) -> bytes:
+    """The log bytes of these entry dicts: one compact JSON line each, `"\\n"`-terminated, UTF-8 (a line that
+    UTF-8 cannot hold is written with ASCII escapes).
+
+    Raises:
+        ValueError: A value is NaN or infinite.
+        TypeError: A value is not JSON.
+    """
+    if not entries:
+        return b""
+    try:
+        text = "\n".join(json.dumps(e, ensure_ascii=False, separators=(",", ":"), allow_nan=False) for e in entries)
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        return b"".join(_dump(e) + b"\n" for e in entries)
+
+
+def _sync(fd: int) -> None:
+    sync = getattr(os, "fdatasync", None) or os.fsync
+    sync(fd)
+
+
+def _write_file(path: str | os.PathLike[str], data: bytes, *, append: bool) -> None:
+    """Write all of `data` to `path`, appending or replacing, creating the file with mode 0o600, and flush it to
+    disk (one `fdatasync`) before returning."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if append else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        _sync(fd)
+    finally:
+        os.close(fd)
+
+
+def _replace_file(folder: Path, name: str, data: bytes) -> None:
+    """Write `data` to a temporary file in `folder`, then rename it over `name` (atomic, not flushed)."""
+    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temp, os.path.join(folder, name))
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def _fsync_dir(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
+    """The JSON values of the complete lines of `data` (a torn last segment is ignored), in one parse."""
+    end = data.rfind(b"\n") + 1
+    if end == 0:
+        return []
+    count = data.count(b"\n", 0, end)
+    try:
+        values = json.loads(b"[" + data[: end - 1].replace(b"\n", b",") + b"]")
+        if len(values) == count and all(type(v) is dict for v in values):
+            return values
+    except (ValueError, UnicodeDecodeError):
+        pass
+    values = []
+    for number, line in enumerate(data[: end - 1].split(b"\n"), 1):
+        try:
+            values.append(json.loads(line.decode()))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ValueError(
+                f"saved State {state_id!r} is damaged: line {number} of {where} is not valid JSON ({error})"
+            ) from error
+    return values
+
+
+def _check_batch(
+    state_id: str, store: Store, entries: Sequence[Mapping[str, Any]], have: int
+) -> builtins.list[Mapping[str, Any]]:
+    """The entries with `seq >= have`, checked to continue right after what the store has, with no gap."""
+    new = [e for e in entries if e["seq"] >= have]
+    for offset, entry in enumerate(new):
+        if entry["seq"] != have + offset:
+            raise ValueError(f"history entries for {state_id!r} start at seq {new[0]['seq']}, but {store!r} has {have}")
+    return new
+
+
+def _conflict(state_id: str, store: Store, seq: int) -> ValueError:
+    return ValueError(
+        fix_message(
+            f"history entry {seq} of State {state_id!r} differs from the one {store!r} has: another process or "
+            "another State object wrote this State after this one was loaded or saved",
+            "load it again with store.load(id) and continue from there (one writer at a time per State)",
+            f'state = store.load("{state_id}")\nagent.run(state)',
+        )
+    )
+
+
+def _check_overlap(
+    state_id: str, store: Store, entries: Sequence[Mapping[str, Any]], have: int, saved: Callable[[int], Any]
+) -> None:
+    """Entries the store already has must be the very same (a batch sent again); else another writer was here."""
+    for entry in entries:
+        seq = entry["seq"]
+        if seq < have and saved(seq) != entry:
+            raise _conflict(state_id, store, seq)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# FileStore
+
+_LOG = "log.jsonl"
+_INFO = "info.json"
+
+
+def _flock_dir(folder: str, state_id: str, store: Store) -> Callable[[], None]:
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        raise LookupError(f"no saved State with id {state_id!r} in {store!r} (was it deleted?)") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        os.close(fd)
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise _locked_error(state_id, store) from None
+        raise
+    return lambda: os.close(fd)
+
+
+class FileStore(Store):
+    """The store that ships: each State in a folder of its own under `path` (the root).
+
+    ```
+    {root}/{state_id}/log.jsonl   the entries, one compact JSON line each, in seq order (mode 0o600)
+    {root}/{state_id}/info.json   the info dict (mode 0o600); the folder is 0o700
+    ```
+
+    Construction does no I/O: the root (with missing parents) is created by the first save of a new State. A
+    save appends only the new lines and flushes the log once; the info is replaced whole (written aside, then
+    renamed). Creating a State folder and deleting one are all or nothing. A line torn by a crash is ignored by
+    reads and cut off by the next write. Two `FileStore`s for the same folder are equal.
+
+    Safe to use from many threads; one process at a time writes a given State (see the module docs).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(
+                fix_message(
+                    f"FileStore takes the path of a folder (got: {type(path).__name__})",
+                    "pass the folder that holds the saved States as a str or pathlib.Path",
+                    'store = FileStore(".agent-runs")',
+                )
+            )
+        self._given = str(path)
+        self._root = Path(path)
+        self._resolved: str | None = None
+        self._known: dict[str, tuple[int, int]] = {}  # id -> (lines, log size) after this object's last write
+        self._guard = threading.Lock()
+        self._id_locks: dict[str, threading.RLock] = {}
+
+    def __repr__(self) -> str:
+        return f"FileStore({self._given!r})"
+
+    def _real(self) -> str:
+        if self._resolved is None:
+            self._resolved = os.path.realpath(self._root)
+        return self._resolved
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileStore):
+            return NotImplemented
+        return self._real() == other._real()
+
+    def __hash__(self) -> int:
+        return hash(self._real())
+
+    def _lock(self, state_id: str) -> threading.RLock:
+        with self._guard:
+            lock = self._id_locks.get(state_id)
+            if lock is None:
+                lock = self._id_locks[state_id] = threading.RLock()
+            return lock
+
+    def _key(self, state_id: str) -> str:
+        return os.path.join(self._real(), state_id)
+
+    # -- write --------------------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        state_id: str,
+        entries: Sequence[dict[str, Any]],
+        info: Mapping[str, Any],
+        *,
+        create: bool = False,
+    ) -> None:
+        """Append the entries the log lacks (flushed to disk) and replace `info.json`.
+
+        Raises:
+            ValueError: `create=True` and the folder exists; the entries leave a gap or differ from saved ones.
+            LookupError: `create=False` and the State's folder does not exist.
+            StateLockedError: Another process is writing this State.
+            OSError: The disk refused (e.g. full, not writable); what was saved before stays intact.
+        """
+        check_id(state_id, "FileStore.write()")
+        info_bytes = _dump(dict(info))
+        with self._lock(state_id):
+            if create:
+                self._create(state_id, entries, info_bytes)
+            else:
+                self._append(state_id, entries, info_bytes)
+
+    def _already(self, state_id: str) -> ValueError:
+        return ValueError(
+            fix_message(
+                f"a State with id {state_id!r} is already saved in {self!r}",
+                "continue it with store.load(id), or give the new State another id (or none, for a random one)",
+                f'state = store.load("{state_id}")\nagent.run(state)',
+            )
+        )
+
+    def _create(self, state_id: str, entries: Sequence[dict[str, Any]], info_bytes: bytes) -> None:
+        new = _check_batch(state_id, self, entries, 0)
+        data = _lines(new)
+        self._root.mkdir(parents=True, exist_ok=True)
+        final = self._root / state_id
+        if os.path.lexists(final):
+            raise self._already(state_id)
+        temp = self._root / f".new-{state_id}-{os.urandom(6).hex()}"
+        os.mkdir(temp, 0o700)
+        fd = -1
+        try:
+            fd = os.open(temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _write_file(temp / _LOG, data, append=False)
+            _replace_file(temp, _INFO, info_bytes)
+            try:
+                os.rename(temp, final)
+            except OSError as error:
+                if os.path.lexists(final):
+                    raise self._already(state_id) from error
+                raise
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
+        key = self._key(state_id)
+        with _HOLDS_LOCK:
+            old = _HOLDS.pop(key, None)
+            _HOLDS[key] = _Hold(lambda: os.close(fd))
+        if old is not None:  # a lock of a State deleted by another process
+            old.release()
+        self._known[state_id] = (len(new), len(data))
+        try:
+            _fsync_dir(self._root)  # the new folder's name is durable too
+        finally:
+            _settle(key)
+
+    def _append(self, state_id: str, entries: Sequence[dict[str, Any]], info_bytes: bytes) -> None:
+        folder = self._root / state_id
+        log = folder / _LOG
+        key = self._key(state_id)
+        _hold(key, lambda: _flock_dir(str(folder), state_id, self))
+        try:
+            try:
+                size = os.stat(log).st_size
+            except FileNotFoundError:
+                if not folder.is_dir():
+                    raise LookupError(f"no saved State with id {state_id!r} in {self!r} (was it deleted?)") from None
+                size = 0
+            known = self._known.get(state_id)
+            if known is not None and known[1] == size:
+                have = known[0]
+                lines: builtins.list[bytes] | None = None
+            else:
+                have, size, lines = self._recount(log, size)
+            if entries and entries[0]["seq"] < have:
+                if lines is None:
+                    lines = self._log_lines(log)
+                _check_overlap(state_id, self, entries, have, lambda seq: json.loads(lines[seq]))
+            new = _check_batch(state_id, self, entries, have)
+            data = _lines(new)
+            if data:
+                self._known.pop(state_id, None)
+                _write_file(log, data, append=True)
+                have, size = have + len(new), size + len(data)
+            self._known[state_id] = (have, size)
+            _replace_file(folder, _INFO, info_bytes)
+        finally:
+            _settle(key)
+
+    @staticmethod
+    def _log_lines(log: Path) -> builtins.list[bytes]:
+        data = log.read_bytes()
+        return data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
+
+    def _recount(self, log: Path, size: int) -> tuple[int, int, builtins.list[bytes] | None]:
+        """Count the complete lines of the log, cutting off (and flushing) a torn last line."""
+        if size == 0:
+            return 0, 0, None
+        data = log.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            fd = os.open(log, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.ftruncate(fd, end)
+                _sync(fd)
+            finally:
+                os.close(fd)
+        lines = data[:end].split(b"\n")[:-1]
+        return len(lines), end, lines
+
+    # -- read, list, delete -------------------------------------------------------------------------------------
+
+    def read(self, state_id: str) -> Record | None:
+        """The entries (every complete line of the log) and the info of `state_id`, or `None` without its folder.
+
+        Raises:
+            ValueError: A line or the info is not valid JSON, or the folder has no info.
+        """
+        check_id(state_id, "FileStore.read()")
+        folder = self._root / state_id
+        with self._lock(state_id):
+            if not folder.is_dir():
+                return None
+            try:
+                data = (folder / _LOG).read_bytes()
+            except FileNotFoundError:
+                data = b""
+            entries = _parse_log(data, state_id, folder / _LOG)
+            info = self._read_info(state_id, folder)
+        if info is None:
+            raise ValueError(f"saved State {state_id!r} is damaged: {folder} has no info.json")
+        return Record(entries, info)
+
+    @staticmethod
+    def _read_info(state_id: str, folder: Path, *, old: bool = True) -> Any:
+        path = folder / _INFO
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            if not old:
+                return None
+            path = folder / "snapshot.json"
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                return None
+        try:
+            return json.loads(data)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ValueError(f"saved State {state_id!r} is damaged: {path} is not valid JSON ({error})") from error
+
+    def list(self) -> builtins.list[StateInfo]:
+        """One `StateInfo` per State folder that holds an `info.json`, newest `updated_at` first, States with no
+        history last, ties by id. Only the small info files are read.
+
+        Raises:
+            ValueError: An info file is not valid JSON, or is from another format version, or misses a key.
+        """
+        try:
+            items = builtins.list(os.scandir(self._root))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        infos: builtins.list[StateInfo] = []
+        for item in items:
+            if item.name.startswith(".") or not item.is_dir():
+                continue
+            info = self._read_info(item.name, Path(item.path), old=False)
+            if info is not None:
+                infos.append(StateInfo.from_info(item.name, info))
+        return _sorted(infos)
+
+    def delete(self, state_id: str) -> None:
+        """Remove the State's folder (renamed aside first, so a half-deleted State is never visible). Nothing
+        happens when it does not exist. Subagent States are not deleted.
+
+        Raises:
+            StateLockedError: Another process is writing this State.
+        """
+        check_id(state_id, "FileStore.delete()")
+        folder = self._root / state_id
+        key = self._key(state_id)
+        with self._lock(state_id):
+            self._known.pop(state_id, None)
+            if not folder.is_dir():
+                _drop(key)
+                return
+            try:
+                _hold(key, lambda: _flock_dir(str(folder), state_id, self))
+            except LookupError:
+                return
+            temp = self._root / f".deleted-{state_id}-{os.urandom(6).hex()}"
+            try:
+                os.rename(folder, temp)
+            finally:
+                _drop(key)
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def _sorted(infos: builtins.list[StateInfo]) -> builtins.list[StateInfo]:
+    dated = [i for i in infos if i.updated_at is not None]
+    undated = [i for i in infos if i.updated_at is None]
+    dated.sort(key=lambda i: i.id)
+    dated.sort(key=lambda i: i.updated_at.timestamp(), reverse=True)  # pyright: ignore[reportOptionalMemberAccess]
+    undated.sort(key=lambda i: i.id)
+    return dated + undated
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SQLiteStore":  # an extra store, outside __all__ (imported on first use: it loads sqlite3)
+        from alpineagents._sqlite import SQLiteStore
+
+        return SQLiteStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
