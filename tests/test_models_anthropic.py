@@ -1,0 +1,888 @@
+"""`Anthropic` (05 §3): construction, request mapping, streaming, reply mapping, output limit, errors.
+
+Most tests drive the real `anthropic` SDK against the fake provider server on 127.0.0.1 (`tests/servers/`);
+some replace the SDK client through the seams of 05 §7.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import anthropic as sdk
+import httpx2
+import pytest
+
+import alpineagents.models.anthropic as adapter
+from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
+from alpineagents.models import Anthropic
+from alpineagents.models.anthropic import DEFAULT_MAX_TOKENS, _looks_like_context_overflow
+from alpineagents.types import (
+    INVALID_ARGS_KEY,
+    TRUNCATED_ARGS_MESSAGE,
+    Image,
+    Message,
+    Price,
+    RawBlock,
+    Request,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    Usage,
+)
+from servers.fixtures import no_credentials, server  # noqa: F401 - pytest fixtures
+from servers.provider import (
+    ProviderServer,
+    ToolUse,
+    anthropic_error,
+    anthropic_events,
+    anthropic_stream,
+    slow,
+    sse,
+    status,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(100)
+GIF = b"GIF89a" + bytes(100)
+SPEC = ToolSpec("search", "Search the web", {"type": "object", "properties": {"q": {"type": "string"}}})
+
+
+def req(
+    *messages: Message, system: str | None = None, tools: tuple[ToolSpec, ...] = (), choice: str = "auto"
+) -> Request:
+    return Request(system, messages or (Message.user("hi"),), tools, choice)  # type: ignore[arg-type]
+
+
+def model(srv: ProviderServer, name: str = "claude-test", **kwargs: Any) -> Anthropic:
+    kwargs.setdefault("api_key", "sk-test")
+    kwargs.setdefault("retries", 0)
+    return Anthropic(name, base_url=srv.url, **kwargs)
+
+
+# -- fakes for the §7 seams ----------------------------------------------------------------------------------------
+
+
+class FakeStream:
+    def __init__(self, chunks: list[Any], final: Any) -> None:
+        self.chunks = chunks
+        self.final = final
+        self.exited = False
+
+    def __enter__(self) -> FakeStream:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.exited = True
+
+    @property
+    def text_stream(self) -> Iterator[str]:
+        for chunk in self.chunks:
+            if isinstance(chunk, BaseException):
+                raise chunk
+            yield chunk
+
+    def get_final_message(self) -> Any:
+        return self.final
+
+
+class FakeClient:
+    def __init__(self, stream: FakeStream) -> None:
+        self.stream_obj = stream
+        self.kwargs: list[dict[str, Any]] = []
+        self.messages = SimpleNamespace(stream=self._stream)
+
+    def _stream(self, **kwargs: Any) -> FakeStream:
+        self.kwargs.append(kwargs)
+        return self.stream_obj
+
+
+class Block(SimpleNamespace):
+    def model_dump(self, mode: str = "python", exclude_none: bool = False) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if not (exclude_none and v is None)}
+
+
+def final(*blocks: Any, stop_reason: str = "end_turn", usage: Any = None, **extra: Any) -> SimpleNamespace:
+    if usage is None:
+        usage = SimpleNamespace(
+            input_tokens=1, output_tokens=1, cache_read_input_tokens=None, cache_creation_input_tokens=None
+        )
+    return SimpleNamespace(content=list(blocks), usage=usage, stop_reason=stop_reason, **extra)
+
+
+def with_fake(m: Anthropic, chunks: list[Any], final_message: Any) -> tuple[FakeClient, FakeStream]:
+    stream = FakeStream(chunks, final_message)
+    client = FakeClient(stream)
+    m._client = lambda: client  # type: ignore[method-assign]
+    return client, stream
+
+
+@pytest.fixture(autouse=True)
+def _empty_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(adapter, "_OUTPUT_LIMITS", {})
+
+
+# -- construction (checks 11-17) -------------------------------------------------------------------------------------
+
+
+def test_check_11_defaults() -> None:
+    m = Anthropic("anthropic/claude-x")
+    assert m.name == "claude-x"
+    assert m.provider == "anthropic"
+    assert m.context_window == 200_000
+    assert m.supports == {"thinking", "cache", "vision"}
+    assert m.cache is True
+    assert m.max_tokens is None
+    assert m.retries == 2 and m.timeout is None and m.temperature is None and m.price is None
+    assert Anthropic("anthropic/anthropic/x").name == "anthropic/x"
+    assert Anthropic("c", context_window=1000).context_window == 1000
+
+
+def test_check_12_constructs_without_credentials(no_credentials: None) -> None:  # noqa: F811
+    from alpineagents.models import OpenAICompatible
+
+    m = Anthropic("claude-sonnet-5")
+    OpenAICompatible("gpt-5")
+    assert m._sdk_client is None
+
+
+def test_check_13_thinking_and_temperature() -> None:
+    with pytest.raises(ValueError, match="temperature") as info:
+        Anthropic("c", thinking=True, temperature=0.5)
+    assert "thinking is on, but temperature was also given" in str(info.value)
+    assert "\nFix: " in str(info.value)
+
+
+def test_check_14_thinking_budget_bounds() -> None:
+    for budget in (0, 1023):
+        with pytest.raises(ValueError, match="at least 1024") as info:
+            Anthropic("c", thinking=budget)
+        assert f"thinking={budget}, but it must be at least 1024" in str(info.value)
+        assert "thinking=False" in str(info.value)
+    with pytest.raises(ValueError, match="max_tokens=64000") as info:
+        Anthropic("c", thinking=64_000)
+    assert "thinking=64000, but max_tokens=64000" in str(info.value)
+    assert Anthropic("c", thinking=63_999)._thinking == {"type": "enabled", "budget_tokens": 63_999}
+    Anthropic("c", thinking=100_000, max_tokens=128_000)
+    with pytest.raises(ValueError, match="at least 1024"):
+        Anthropic("c", thinking=1)  # 1 is a budget, not True
+
+
+def test_check_15_unsupported_features() -> None:
+    with pytest.raises(ValueError) as info:
+        Anthropic("c", supports=[], thinking=True)
+    assert "does not support" in str(info.value) and "(none)" in str(info.value)
+    assert str(info.value).startswith("Anthropic('c') does not support thinking=True (required feature: 'thinking')")
+    with pytest.raises(ValueError, match="Features this adapter supports: vision"):
+        Anthropic("c", supports={"vision"}, cache=True)
+    with pytest.raises(ValueError, match="thinking=4096"):
+        Anthropic("c", supports=[], thinking=4096)
+
+
+def test_check_15_order_supported_before_temperature() -> None:
+    with pytest.raises(ValueError, match="does not support"):
+        Anthropic("c", supports=[], thinking=True, temperature=0.1)
+
+
+def test_check_16_cache_setting() -> None:
+    assert Anthropic("c", supports=[]).cache is False
+    assert "cache_control" not in Anthropic("c", cache=False)._build_request_kwargs(req())
+    assert Anthropic("c")._build_request_kwargs(req())["cache_control"] == {"type": "ephemeral"}
+    assert Anthropic("c", supports={"cache"}, cache=True).cache is True
+
+
+def test_check_17_temperature_goes_in_extra_body() -> None:
+    kwargs = Anthropic("c", temperature=0.2)._build_request_kwargs(req())
+    assert "temperature" not in kwargs
+    assert kwargs["extra_body"] == {"temperature": 0.2}
+    assert "extra_body" not in Anthropic("c")._build_request_kwargs(req())
+
+
+# -- request mapping (checks 18-22) -------------------------------------------------------------------------------
+
+
+def test_check_18_kwargs() -> None:
+    assert Anthropic("c", thinking=True)._build_request_kwargs(req())["thinking"] == {"type": "adaptive"}
+    assert Anthropic("c", thinking=4096)._build_request_kwargs(req())["thinking"] == {
+        "type": "enabled",
+        "budget_tokens": 4096,
+    }
+    assert Anthropic("c", thinking=True)._thinking == {"type": "adaptive"}
+    assert Anthropic("c")._thinking is None
+    kwargs = Anthropic("c")._build_request_kwargs(req(system="sys"))
+    assert kwargs["system"] == "sys"
+    assert kwargs["model"] == "c"
+    assert kwargs["max_tokens"] == DEFAULT_MAX_TOKENS
+    assert "tools" not in kwargs and "tool_choice" not in kwargs and "thinking" not in kwargs
+    assert "system" not in Anthropic("c")._build_request_kwargs(req())
+    assert Anthropic("c", max_tokens=5)._build_request_kwargs(req())["max_tokens"] == 5
+    assert Anthropic("c")._build_request_kwargs(req(), 77)["max_tokens"] == 77
+
+
+def test_tools_and_choice() -> None:
+    m = Anthropic("c")
+    kwargs = m._build_request_kwargs(req(tools=(SPEC,)))
+    assert kwargs["tools"] == [{"name": "search", "description": "Search the web", "input_schema": SPEC.input_schema}]
+    assert "tool_choice" not in kwargs
+    assert m._build_request_kwargs(req(tools=(SPEC,), choice="none"))["tool_choice"] == {"type": "none"}
+    assert m._build_request_kwargs(req(choice="none"))["tool_choice"] == {"type": "none"}
+    assert m._tool_defs_and_choice(req()) == ([], None)
+
+
+def test_check_19_placeholder_tool_definitions() -> None:
+    messages = (
+        Message.user("go"),
+        Message("assistant", (ToolCall("search", {"q": "x"}, "c1"), ToolCall("read", {}, "c2"))),
+        Message("user", (ToolResultBlock("c1", "found", "search"), ToolResultBlock("c2", "x", "zip"))),
+    )
+    kwargs = Anthropic("c")._build_request_kwargs(req(*messages))
+    assert kwargs["tools"] == [
+        {"name": n, "description": "", "input_schema": {"type": "object"}} for n in ("read", "search", "zip")
+    ]
+    assert kwargs["tool_choice"] == {"type": "none"}
+    only_call = Anthropic("c")._build_request_kwargs(req(Message("assistant", (ToolCall("search", {}, "c1"),))))
+    assert only_call["tools"] == [{"name": "search", "description": "", "input_schema": {"type": "object"}}]
+    assert only_call["tool_choice"] == {"type": "none"}
+
+
+def test_check_20_tool_results_first_and_same_role_merged() -> None:
+    m = Anthropic("c")
+    content = m._to_anthropic_content(Message("user", (TextBlock("t"), ToolResultBlock("c1", "(done)", "x"))))
+    assert [b["type"] for b in content] == ["tool_result", "text"]
+    assert content[0] == {"type": "tool_result", "tool_use_id": "c1", "content": "(done)", "is_error": False}
+    sent = m._to_anthropic_messages([Message.user("a"), Message.user("b"), Message.assistant("c")])
+    assert sent == [
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "c"}]},
+    ]
+    merged = m._to_anthropic_messages([Message.user("t"), Message("user", (ToolResultBlock("c1", "r", "x", True),))])
+    assert [b["type"] for b in merged[0]["content"]] == ["tool_result", "text"]
+    assert merged[0]["content"][0]["is_error"] is True
+
+
+def test_check_21_empty_content_placeholder_and_raw_blocks() -> None:
+    m = Anthropic("c")
+    sent = m._to_anthropic_messages([Message("assistant", ()), Message.user("next")])
+    assert sent[0]["content"] == [{"type": "text", "text": "(empty reply)"}]
+    assert m._to_anthropic_content(Message("assistant", (TextBlock("  "),))) == [
+        {"type": "text", "text": "(empty reply)"}
+    ]
+    assert m._to_anthropic_content(Message.user("")) == [{"type": "text", "text": "(empty reply)"}]
+    other = Message("assistant", (RawBlock("openai_compatible", {"reasoning_content": "x"}),))
+    assert m._to_anthropic_content(other) == []
+    data = {"type": "thinking", "thinking": "hm", "signature": "s", "nested": {"a": [1]}}
+    own = m._to_anthropic_content(Message("assistant", (RawBlock("anthropic", data),)))
+    assert own == [data]
+    assert type(own[0]) is dict and type(own[0]["nested"]) is dict and type(own[0]["nested"]["a"]) is list
+    own[0]["nested"]["a"].append(2)  # a plain copy: the recorded block does not change
+
+
+def test_check_22_user_image_block() -> None:
+    import base64
+
+    image = Image(PNG)
+    for m in (Anthropic("c"), Anthropic("c", supports=[])):
+        content = m._to_anthropic_content(Message.user("", image))
+        assert content == [
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(PNG).decode()},
+            }
+        ]
+    assistant = Message("assistant", (TextBlock("x"), image))
+    assert Anthropic("c")._to_anthropic_content(assistant) == [{"type": "text", "text": "x"}]
+    assert Anthropic("c")._to_anthropic_content(Message("assistant", (image,))) == []
+
+
+def test_tool_result_with_images_and_tool_use_args_are_plain() -> None:
+    m = Anthropic("c")
+    call = ToolCall("edit", {"path": "a", "lines": [1, 2]}, "c1")
+    sent = m._to_anthropic_content(Message("assistant", (TextBlock("doing"), call)))
+    assert sent[1] == {"type": "tool_use", "id": "c1", "name": "edit", "input": {"path": "a", "lines": [1, 2]}}
+    assert type(sent[1]["input"]) is dict and type(sent[1]["input"]["lines"]) is list
+    sent[1]["input"]["lines"].append(3)
+    assert call.args["lines"] == [1, 2]
+    result = ToolResultBlock("c1", (TextBlock("Loaded"), TextBlock(" "), Image(GIF)), "shot")
+    content = m._to_anthropic_content(Message("user", (result,)))
+    assert content[0]["content"] == [
+        {"type": "text", "text": "Loaded"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": Image(GIF).base64}},
+    ]
+
+
+# -- reply mapping (checks 23-25) --------------------------------------------------------------------------------
+
+
+def test_check_23_blocks_and_usage() -> None:
+    m = Anthropic("claude-sonnet-5")
+    thinking = Block(type="thinking", thinking="hmm", signature="sig", extra=None)
+    usage = SimpleNamespace(
+        input_tokens=100, output_tokens=20, cache_read_input_tokens=30, cache_creation_input_tokens=5
+    )
+    reply = m._to_reply(
+        final(
+            Block(type="text", text="Hi"),
+            Block(type="tool_use", name="search", input={"q": "x"}, id="t1"),
+            thinking,
+            usage=usage,
+            stop_reason="tool_use",
+        )
+    )
+    assert reply.message.content == (
+        TextBlock("Hi"),
+        ToolCall("search", {"q": "x"}, "t1"),
+        RawBlock("anthropic", {"type": "thinking", "thinking": "hmm", "signature": "sig"}),
+    )
+    assert reply.usage == Usage(100, 20, 30, 5, 1, None)
+    assert reply.usage.requests == 1 and reply.usage.cost is None
+    assert reply.context_tokens == 155
+    assert reply.stop_reason == "tool_use"
+    assert reply.message.tokens is None and reply.message.stop_reason is None
+    priced = Anthropic("c", price=Price(input=3, output=15))._to_reply(final(Block(type="text", text="x"), usage=usage))
+    assert priced.usage.cost == Price(input=3, output=15).cost(priced.usage)
+
+
+def test_check_24_reply_model() -> None:
+    m = Anthropic("claude-sonnet-5")
+    assert m._to_reply(final()).model == "claude-sonnet-5"
+    assert m._to_reply(final(model="")).model == "claude-sonnet-5"
+    assert m._to_reply(final(model=None)).model == "claude-sonnet-5"
+    assert m._to_reply(final(model="claude-sonnet-5-20260101")).model == "claude-sonnet-5-20260101"
+
+
+def test_check_25_truncated_tool_call() -> None:
+    m = Anthropic("c")
+    blocks = (
+        Block(type="tool_use", name="a", input={"x": 1}, id="t1"),
+        Block(type="tool_use", name="b", input={"y": 2}, id="t2"),
+    )
+    for reason in ("max_tokens", "model_context_window_exceeded"):
+        reply = m._to_reply(final(*blocks, stop_reason=reason))
+        assert reply.tool_calls == (
+            ToolCall("a", {"x": 1}, "t1"),
+            ToolCall("b", {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, "t2"),
+        )
+        assert reply.cut_off
+    intact = m._to_reply(final(*blocks, stop_reason="tool_use"))
+    assert intact.tool_calls == (ToolCall("a", {"x": 1}, "t1"), ToolCall("b", {"y": 2}, "t2"))
+    text_last = m._to_reply(final(blocks[0], Block(type="text", text="x"), stop_reason="max_tokens"))
+    assert text_last.tool_calls == (ToolCall("a", {"x": 1}, "t1"),)
+
+
+def test_no_usage_reported() -> None:
+    reply = Anthropic("c")._to_reply(SimpleNamespace(content=[], usage=None, stop_reason="end_turn"))
+    assert reply.usage == Usage(requests=1)
+    assert reply.context_tokens is None
+
+
+# -- errors through the seams (checks 26-29) ---------------------------------------------------------------------
+
+
+def _status_error(cls: type[sdk.APIStatusError], code: int, message: str) -> sdk.APIStatusError:
+    request = httpx2.Request("POST", "http://127.0.0.1/v1/messages")
+    return cls(message, response=httpx2.Response(code, request=request), body=None)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (lambda: _status_error(sdk.RateLimitError, 429, "slow down"), RateLimitError),
+        (lambda: _status_error(sdk.AuthenticationError, 401, "bad key"), AuthError),
+        (lambda: _status_error(sdk.PermissionDeniedError, 403, "no"), AuthError),
+        (lambda: _status_error(sdk.RequestTooLargeError, 413, "too big"), ContextTooLongError),
+        (
+            lambda: _status_error(sdk.BadRequestError, 400, "prompt is too long: 300000 tokens > 200000"),
+            ContextTooLongError,
+        ),
+        (lambda: _status_error(sdk.BadRequestError, 400, "messages: bad role"), ProviderError),
+        (lambda: sdk.APIConnectionError(request=httpx2.Request("POST", "http://x")), ProviderError),
+    ],
+)
+def test_check_26_error_mapping(error: Any, expected: type[Exception]) -> None:
+    m = Anthropic("c", max_tokens=10)
+    original = error()
+    with_fake(m, [original], final())
+    with pytest.raises(ProviderError) as info:
+        m.respond(req())
+    assert type(info.value) is expected
+    assert info.value.__cause__ is original
+
+
+def test_check_26_messages() -> None:
+    m = Anthropic("c", max_tokens=10)
+    with_fake(m, [_status_error(sdk.RateLimitError, 429, "slow down")], final())
+    with pytest.raises(RateLimitError, match=r"^Anthropic API rate limit \(429\): slow down"):
+        m.respond(req())
+    with_fake(m, [_status_error(sdk.BadRequestError, 400, "bad role")], final())
+    with pytest.raises(ProviderError, match=r"^Anthropic bad request \(400\): bad role"):
+        m.respond(req())
+    with_fake(m, [_status_error(sdk.BadRequestError, 400, "Exceeds Context of model")], final())
+    with pytest.raises(ContextTooLongError, match=r"^The context exceeds the model's context window: "):
+        m.respond(req())
+    with_fake(m, [TypeError("takes no keyword foo")], final())
+    with pytest.raises(ProviderError, match=r"^Error while building the Anthropic request: ") as info:
+        m.respond(req())
+    assert type(info.value) is ProviderError
+    with_fake(m, [TypeError("Could not resolve authentication method. Expected either api_key or auth_token")], final())
+    with pytest.raises(AuthError, match=r"^Anthropic authentication failed \(no credentials\): "):
+        m.respond(req())
+
+
+def test_looks_like_context_overflow() -> None:
+    for text in (
+        "prompt is too long: 1 > 0",
+        "Context Length exceeded",
+        "maximum context",
+        "too many tokens",
+        "input exceeds the model limit",
+        "exceeds context",
+    ):
+        assert _looks_like_context_overflow(text)
+    assert not _looks_like_context_overflow("messages.0: bad role")
+
+
+def test_check_27_transport_error_mid_stream() -> None:
+    m = Anthropic("c", max_tokens=10)
+    error = httpx2.ReadError("connection reset")
+    _, stream = with_fake(m, ["Hel", "lo", error], final())
+    got: list[str] = []
+    with pytest.raises(ProviderError) as info:
+        m.respond(req(), got.append)
+    assert type(info.value) is ProviderError
+    assert info.value.__cause__ is error
+    assert "ReadError" in str(info.value)
+    assert str(info.value).startswith("Anthropic stream failed mid-reply (ReadError): ")
+    assert got == ["Hel", "lo"]
+    assert stream.exited
+
+
+def test_check_28_callback_errors_propagate_unchanged() -> None:
+    m = Anthropic("c", max_tokens=10)
+    for error in (
+        TypeError("reporter bug"),
+        httpx2.ReadError("in the reporter"),
+        _status_error(sdk.AuthenticationError, 401, "x"),
+    ):
+        _, stream = with_fake(m, ["a", "b"], final())
+
+        def boom(_chunk: str, error: BaseException = error) -> None:
+            raise error
+
+        with pytest.raises(BaseException) as info:
+            m.respond(req(), boom)
+        assert info.value is error
+        assert stream.exited
+    interrupt = KeyboardInterrupt()
+    _, stream = with_fake(m, ["a", interrupt], final())
+    with pytest.raises(KeyboardInterrupt) as kinfo:
+        m.respond(req())
+    assert kinfo.value is interrupt
+    assert stream.exited
+
+
+def test_other_exceptions_propagate_unchanged() -> None:
+    m = Anthropic("c", max_tokens=10)
+    error = ValueError("something else")
+    with_fake(m, ["a", error], final())
+    with pytest.raises(ValueError) as info:
+        m.respond(req())
+    assert info.value is error
+
+
+def test_check_29_no_credentials_is_auth_error(no_credentials: None, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    monkeypatch.setenv("HOME", "/nonexistent-home")
+    m = Anthropic("claude-sonnet-5", base_url="http://127.0.0.1:9", retries=0)
+    with pytest.raises(AuthError) as info:
+        m.respond(req())
+    assert isinstance(info.value.__cause__, TypeError)
+
+
+# -- clients (check 35 and §3.6) ------------------------------------------------------------------------------------
+
+
+def test_check_35_async_client_per_loop() -> None:
+    m = Anthropic("c", api_key="k")
+
+    async def twice() -> tuple[Any, Any]:
+        return m._async_client(), m._async_client()
+
+    a1, a2 = asyncio.run(twice())
+    b1, _ = asyncio.run(twice())
+    assert a1 is a2
+    assert b1 is not a1
+    assert m._sdk_client is None
+    assert isinstance(a1, sdk.AsyncAnthropic)
+
+
+def test_client_kwargs_and_lazy_lookup_of_sdk_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[dict[str, Any]] = []
+
+    class Capture:
+        def __init__(self, **kwargs: Any) -> None:
+            made.append(kwargs)
+
+    monkeypatch.setattr(sdk, "Anthropic", Capture)
+    m = Anthropic("c")
+    assert m._sdk_client is None
+    client = m._client()
+    assert m._client() is client and m._sdk_client is client
+    assert made == [{"max_retries": 2}]
+    Anthropic("c", retries=5, api_key="k", base_url="http://h", timeout=3.0)._client()
+    assert made[-1] == {"max_retries": 5, "api_key": "k", "base_url": "http://h", "timeout": 3.0}
+
+
+# -- against the fake server: streaming, mapping on the wire ---------------------------------------------------------
+
+
+def test_stream_and_wire_request(server: ProviderServer) -> None:  # noqa: F811
+    server.script(
+        anthropic_stream(
+            ["Hel", "lo"],
+            thinking="let me think",
+            tools=[ToolUse("search", ['{"q": ', '"weather"}'], id="toolu_9")],
+            input_tokens=100,
+            output_tokens=20,
+            cache_read=30,
+            cache_write=5,
+        )
+    )
+    m = model(server, max_tokens=1000, temperature=0.3, supports={"cache", "vision"})
+    got: list[str] = []
+    request = req(Message.user("look", Image(PNG)), system="be brief", tools=(SPEC,))
+    reply = m.respond(request, got.append)
+    assert got == ["Hel", "lo"]
+    assert reply.text == "Hello"
+    assert reply.tool_calls == (ToolCall("search", {"q": "weather"}, "toolu_9"),)
+    raw = reply.message.content[0]
+    assert isinstance(raw, RawBlock) and raw.provider == "anthropic"
+    assert raw.data == {"type": "thinking", "thinking": "let me think", "signature": "sig=="}
+    assert reply.usage == Usage(100, 20, 30, 5, 1)
+    assert reply.context_tokens == 155
+    assert reply.stop_reason == "tool_use"
+    assert reply.model == "claude-test-20260101"
+    body = server.posts[-1].body
+    assert server.posts[-1].path == "/v1/messages"
+    headers = server.posts[-1].headers
+    assert headers.get("x-api-key") == "sk-test" or headers.get("authorization") == "Bearer sk-test"
+    assert body["model"] == "claude-test" and body["max_tokens"] == 1000 and body["stream"] is True
+    assert body["system"] == "be brief"
+    assert body["temperature"] == 0.3
+    assert body["cache_control"] == {"type": "ephemeral"}
+    assert body["tools"] == [{"name": "search", "description": "Search the web", "input_schema": SPEC.input_schema}]
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": Image(PNG).base64}},
+            ],
+        }
+    ]
+    assert server.lookups == []
+
+
+def test_thinking_raw_block_sent_back_as_received(server: ProviderServer) -> None:  # noqa: F811
+    server.script(anthropic_stream(["Done"], thinking="deep thought", tools=[ToolUse("search", ['{"q": "x"}'])]))
+    m = model(server, max_tokens=5000, thinking=2048)
+    first = m.respond(req(Message.user("q")))
+    result = Message("user", (ToolResultBlock("toolu_1", (TextBlock("found it"), Image(PNG)), "search"),))
+    foreign = Message("assistant", (RawBlock("openai_compatible", {"reasoning_content": "x"}), TextBlock("y")))
+    m.respond(req(Message.user("q"), first.message, result, Message.user("and?"), foreign, Message.user("z")))
+    body = server.posts[-1].body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assistant = body["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"][0] == {"type": "thinking", "thinking": "deep thought", "signature": "sig=="}
+    assert assistant["content"][1] == {"type": "text", "text": "Done"}
+    assert assistant["content"][2] == {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "x"}}
+    user = body["messages"][2]
+    assert [b["type"] for b in user["content"]] == ["tool_result", "text"]
+    assert user["content"][0]["content"] == [
+        {"type": "text", "text": "found it"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": Image(PNG).base64}},
+    ]
+    assert body["messages"][3] == {"role": "assistant", "content": [{"type": "text", "text": "y"}]}
+
+
+def test_arespond_against_server(server: ProviderServer) -> None:  # noqa: F811
+    server.script(anthropic_stream(["As", "ync"]))
+    m = model(server, max_tokens=100)
+    got: list[str] = []
+
+    async def main() -> Any:
+        return await m.arespond(req(), got.append)
+
+    reply = asyncio.run(main())
+    assert reply.text == "Async" and got == ["As", "ync"]
+    assert m._sdk_client is None
+
+
+def test_arespond_cancel_closes_stream(server: ProviderServer) -> None:  # noqa: F811
+    server.script(sse(anthropic_events([f"c{i}" for i in range(50)]), pause=0.05))
+    m = model(server, max_tokens=100)
+    got: list[str] = []
+
+    async def main() -> float:
+        task = asyncio.create_task(m.arespond(req(), got.append))
+        while not got:
+            await asyncio.sleep(0.01)
+        start = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - start
+
+    elapsed = asyncio.run(main())
+    assert elapsed < 1.0
+    assert 0 < len(got) < 50
+
+
+# -- against the fake server: failures ---------------------------------------------------------------------------
+
+
+def test_429_with_retry_after_then_success_through_sdk_retries(server: ProviderServer) -> None:  # noqa: F811
+    server.script(
+        anthropic_error(429, "rate_limit_error", "slow down", headers={"retry-after": "0"}), anthropic_stream(["ok"])
+    )
+    reply = model(server, max_tokens=100, retries=2).respond(req())
+    assert reply.text == "ok"
+    assert len(server.posts) == 2
+
+
+def test_429_outlasting_sdk_retries(server: ProviderServer) -> None:  # noqa: F811
+    server.script(*[anthropic_error(429, "rate_limit_error", "slow down")] * 2)
+    with pytest.raises(RateLimitError) as info:
+        model(server, max_tokens=100, retries=1).respond(req())
+    assert isinstance(info.value.__cause__, sdk.RateLimitError)
+    assert len(server.posts) == 2
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "cause"),
+    [
+        (500, "api_error", sdk.InternalServerError),
+        (503, "api_error", sdk.ServiceUnavailableError),
+        (529, "overloaded_error", sdk.OverloadedError),
+    ],
+)
+def test_server_errors_outlasting_retries(server: ProviderServer, code: int, kind: str, cause: type) -> None:  # noqa: F811
+    server.script(*[anthropic_error(code, kind, "trouble")] * 2)
+    with pytest.raises(ProviderError) as info:
+        model(server, max_tokens=100, retries=1).respond(req())
+    assert type(info.value) is ProviderError
+    assert isinstance(info.value.__cause__, cause)
+    assert str(info.value).startswith("Anthropic API error: ")
+    assert len(server.posts) == 2
+
+
+def test_529_then_success_through_sdk_retries(server: ProviderServer) -> None:  # noqa: F811
+    server.script(anthropic_error(529, "overloaded_error", "Overloaded"), anthropic_stream(["fine"]))
+    assert model(server, max_tokens=100, retries=1).respond(req()).text == "fine"
+
+
+def test_connection_dropped_mid_stream(server: ProviderServer) -> None:  # noqa: F811
+    events = anthropic_events(["Hel", "lo", " world"])
+    server.script(sse(events, drop_after=5))
+    got: list[str] = []
+    with pytest.raises(ProviderError) as info:
+        model(server, max_tokens=100, retries=2).respond(req(), got.append)
+    assert type(info.value) is ProviderError
+    assert isinstance(info.value.__cause__, httpx2.RequestError)
+    assert "stream failed mid-reply" in str(info.value)
+    assert got == ["Hel", "lo"]
+    assert len(server.posts) == 1  # a stream that broke after it started is not retried by the SDK
+
+
+def test_connection_dropped_mid_stream_async(server: ProviderServer) -> None:  # noqa: F811
+    server.script(sse(anthropic_events(["Hel", "lo", " world"]), drop_after=5))
+    got: list[str] = []
+    with pytest.raises(ProviderError) as info:
+        asyncio.run(model(server, max_tokens=100).arespond(req(), got.append))
+    assert type(info.value) is ProviderError
+    assert info.value.__cause__ is not None
+    assert got == ["Hel", "lo"]
+
+
+def test_stream_without_final_event(server: ProviderServer) -> None:  # noqa: F811
+    events = anthropic_events(["Hel", "lo"])
+    server.script(sse(events, end_after=len(events) - 3))
+    got: list[str] = []
+    with pytest.raises(ProviderError, match="ended before its final event") as info:
+        model(server, max_tokens=100).respond(req(), got.append)
+    assert type(info.value) is ProviderError
+    assert got == ["Hel", "lo"]
+    server.script(sse(events, end_after=len(events) - 3))
+    with pytest.raises(ProviderError, match="ended before its final event"):
+        asyncio.run(model(server, max_tokens=100).arespond(req()))
+
+
+def test_malformed_tool_json_is_provider_error(server: ProviderServer) -> None:  # noqa: F811
+    server.script(anthropic_stream(["x"], tools=[ToolUse("search", ['{"q": wea', "ther}"])]))
+    with pytest.raises(ProviderError) as info:
+        model(server, max_tokens=100).respond(req())
+    assert type(info.value) is ProviderError
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_error_event_inside_stream(server: ProviderServer) -> None:  # noqa: F811
+    events = anthropic_events(["Hel"])[:4] + [
+        ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    ]
+    server.script(sse(events))
+    with pytest.raises(ProviderError, match="Anthropic API error") as info:
+        model(server, max_tokens=100).respond(req())
+    assert isinstance(info.value.__cause__, sdk.APIStatusError)
+
+
+@pytest.mark.parametrize("code", [401, 403])
+def test_auth_errors(server: ProviderServer, code: int) -> None:  # noqa: F811
+    kind = "authentication_error" if code == 401 else "permission_error"
+    server.script(anthropic_error(code, kind, "invalid x-api-key"))
+    with pytest.raises(AuthError, match="Anthropic authentication failed") as info:
+        model(server, max_tokens=100, retries=2).respond(req())
+    assert isinstance(info.value.__cause__, sdk.APIStatusError)
+    assert len(server.posts) == 1
+
+
+def test_prompt_too_long(server: ProviderServer) -> None:  # noqa: F811
+    server.script(anthropic_error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"))
+    with pytest.raises(ContextTooLongError) as info:
+        model(server, max_tokens=100).respond(req())
+    assert isinstance(info.value.__cause__, sdk.BadRequestError)
+    server.script(anthropic_error(413, "request_too_large", "Request exceeds the maximum size"))
+    with pytest.raises(ContextTooLongError, match=r"request too large \(413\)"):
+        model(server, max_tokens=100).respond(req())
+
+
+def test_other_bad_request(server: ProviderServer) -> None:  # noqa: F811
+    server.script(anthropic_error(400, "invalid_request_error", "messages.0.role: bad"))
+    with pytest.raises(ProviderError) as info:
+        model(server, max_tokens=100).respond(req())
+    assert type(info.value) is ProviderError
+
+
+def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: F811
+    server.script(slow(1.0, anthropic_stream(["late"])))
+    start = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        model(server, max_tokens=100, timeout=0.2, retries=0).respond(req())
+    assert time.monotonic() - start < 0.9
+    assert type(info.value) is ProviderError
+    assert isinstance(info.value.__cause__, sdk.APITimeoutError)
+
+
+def test_connection_refused_is_provider_error() -> None:
+    m = Anthropic("c", api_key="k", base_url="http://127.0.0.1:9", retries=0, max_tokens=10)
+    with pytest.raises(ProviderError) as info:
+        m.respond(req())
+    assert type(info.value) is ProviderError
+    assert isinstance(info.value.__cause__, sdk.APIConnectionError)
+
+
+# -- output limit (checks 30-34) -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("limit", "sent"), [(128_000, 64_000), (64_000, 64_000), (32_000, 32_000), (8192, 8192)])
+def test_check_30_limit_lookup(server: ProviderServer, limit: int, sent: int) -> None:  # noqa: F811
+    server.model_limit = limit
+    m = model(server)
+    m.respond(req())
+    m.respond(req())
+    model(server).respond(req())
+    assert [p.body["max_tokens"] for p in server.posts] == [sent] * 3
+    assert len(server.lookups) == 1
+    assert server.lookups[0].path == "/v1/models/claude-test"
+    assert adapter._OUTPUT_LIMITS == {(server.url, "claude-test"): limit}
+
+
+def test_check_30_async_lookup_shared_with_sync(server: ProviderServer) -> None:  # noqa: F811
+    server.model_limit = 32_000
+    m = model(server)
+    asyncio.run(m.arespond(req()))
+    m.respond(req())
+    assert [p.body["max_tokens"] for p in server.posts] == [32_000, 32_000]
+    assert len(server.lookups) == 1
+
+
+@pytest.mark.parametrize("lookup", [None, status(500), status(200, {"type": "model", "id": "x"})])
+def test_check_31_failed_lookup(server: ProviderServer, lookup: Any) -> None:  # noqa: F811
+    server.model_limit = lookup
+    m = model(server)
+    m.respond(req())
+    m.respond(req())
+    assert [p.body["max_tokens"] for p in server.posts] == [64_000, 64_000]
+    assert len(server.lookups) == 1
+    assert adapter._OUTPUT_LIMITS[(server.url, "claude-test")] is None
+
+
+def test_check_31_fake_client_without_with_options() -> None:
+    m = Anthropic("c")
+    client, _ = with_fake(m, ["x"], final(Block(type="text", text="x")))
+    m.respond(req())
+    assert client.kwargs[0]["max_tokens"] == 64_000
+    assert adapter._OUTPUT_LIMITS == {(None, "c"): None}
+
+
+def test_check_32_given_max_tokens_no_lookup(server: ProviderServer) -> None:  # noqa: F811
+    server.model_limit = 8192
+    model(server, max_tokens=100_000).respond(req())
+    assert server.posts[0].body["max_tokens"] == 100_000
+    assert server.lookups == []
+
+
+def test_check_33_too_high_retry(server: ProviderServer) -> None:  # noqa: F811
+    too_high = "max_tokens: 64000 > 8192, which is the maximum allowed number of output tokens for claude-test"
+    server.script(anthropic_error(400, "invalid_request_error", too_high), anthropic_stream(["ok"]))
+    m = model(server)
+    assert m.respond(req()).text == "ok"
+    m.respond(req())
+    assert [p.body["max_tokens"] for p in server.posts] == [64_000, 8192, 8192]
+    assert len(server.lookups) == 1
+    server.reset()
+    server.script(anthropic_error(400, "invalid_request_error", too_high))
+    with pytest.raises(ProviderError, match="max_tokens: 64000 > 8192") as info:
+        model(server, max_tokens=64_000).respond(req())
+    assert type(info.value) is ProviderError
+    assert len(server.posts) == 1
+
+
+def test_check_33_too_high_retry_async(server: ProviderServer) -> None:  # noqa: F811
+    too_high = "max_tokens: 64000 > 8192, which is the maximum"
+    server.script(anthropic_error(400, "invalid_request_error", too_high), anthropic_stream(["ok"]))
+    assert asyncio.run(model(server).arespond(req())).text == "ok"
+    assert [p.body["max_tokens"] for p in server.posts] == [64_000, 8192]
+
+
+def test_too_high_retry_only_for_lower_limits(server: ProviderServer) -> None:  # noqa: F811
+    server.script(anthropic_error(400, "invalid_request_error", "max_tokens: 9999 > 8192"))
+    with pytest.raises(ProviderError, match="9999 > 8192"):
+        model(server).respond(req())
+    assert len(server.posts) == 1
+
+
+def test_check_34_budget_over_model_limit(server: ProviderServer) -> None:  # noqa: F811
+    server.model_limit = 32_000
+    m = model(server, thinking=40_000)
+    for call in (lambda: m.respond(req()), lambda: asyncio.run(m.arespond(req()))):
+        with pytest.raises(ValueError, match="allows at most 32000 output tokens") as info:
+            call()
+        assert "thinking=40000, but claude-test allows at most 32000 output tokens" in str(info.value)
+        assert "Set thinking below the model's output limit" in str(info.value)
+        assert "Anthropic('claude-test', thinking=16000)" in str(info.value)
+    assert server.posts == []
+
+
+# -- real provider (only with a key) ------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not os.environ.get("ANTHROPIC_API_KEY"), reason="needs ANTHROPIC_API_KEY")
+def test_real_provider_smoke() -> None:
+    m = Anthropic(os.environ.get("ALPINEAGENTS_ANTHROPIC_MODEL", "claude-haiku-4-5"), max_tokens=64)
+    got: list[str] = []
+    reply = m.respond(Request(None, (Message.user("Say just: ok"),)), got.append)
+    assert reply.text and "".join(got) == reply.text
+    assert reply.usage.requests == 1 and reply.usage.output_tokens > 0
