@@ -40,9 +40,26 @@ def _read_only(container: str, operation: str) -> NoReturn:
     )
 
 
+_dict_new = dict.__new__
+_dict_init = dict.__init__
+_dict_update = dict.update
 _dict_setitem = dict.__setitem__
 _dict_items = dict.items
+_dict_values = dict.values
+_list_new = list.__new__
 _list_extend = list.extend
+
+
+def _freeze_values(d: dict[Any, Any]) -> None:
+    """Freeze, in place, the values of a dict being built (``d`` is not shared yet)."""
+    for value in _dict_values(d):
+        if type(value) not in _ATOMIC:
+            break
+    else:
+        return
+    changed = [(k, freeze(v)) for k, v in _dict_items(d) if type(v) not in _ATOMIC]
+    for key, frozen in changed:
+        _dict_setitem(d, key, frozen)
 
 
 class FrozenDict(dict[K, V]):
@@ -55,19 +72,9 @@ class FrozenDict(dict[K, V]):
     __slots__ = ()
 
     def __new__(cls, *args: Any, **kwargs: Any) -> FrozenDict[K, V]:
-        self = dict.__new__(cls)
-        dict.__init__(self, *args, **kwargs)
-        changed: list[tuple[Any, Any]] | None = None
-        for key, value in _dict_items(self):
-            if type(value) not in _ATOMIC:
-                frozen = freeze(value)
-                if frozen is not value:
-                    if changed is None:
-                        changed = []
-                    changed.append((key, frozen))
-        if changed is not None:
-            for key, frozen in changed:
-                _dict_setitem(self, key, frozen)
+        self = _dict_new(cls)
+        _dict_init(self, *args, **kwargs)
+        _freeze_values(self)
         return self
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -150,7 +157,7 @@ class FrozenList(list[T]):
     __slots__ = ()
 
     def __new__(cls, iterable: Iterable[T] = (), /) -> FrozenList[T]:
-        self = list.__new__(cls)
+        self = _list_new(cls)
         _list_extend(self, [v if type(v) in _ATOMIC else freeze(v) for v in iterable])
         return self
 
@@ -234,9 +241,14 @@ def freeze(value: Any) -> Any:
     if cls in _ATOMIC:
         return value
     if cls is dict:
-        return FrozenDict(value)
+        frozen_dict = _dict_new(FrozenDict)
+        _dict_update(frozen_dict, value)
+        _freeze_values(frozen_dict)
+        return frozen_dict
     if cls is list or cls is tuple:
-        return FrozenList(value)
+        frozen_list = _list_new(FrozenList)
+        _list_extend(frozen_list, [v if type(v) in _ATOMIC else freeze(v) for v in value])
+        return frozen_list
     if isinstance(value, (FrozenDict, FrozenList)):
         return value
     if isinstance(value, Mapping):

@@ -17,6 +17,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any, Literal
 
+from alpineagents._fastinit import fast_init
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents.errors import fix_message
 
@@ -135,6 +136,7 @@ def _format_size(n: int) -> str:
 # Content blocks
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TextBlock:
     """A piece of text."""
@@ -239,6 +241,7 @@ def _args_error(args: Any) -> TypeError:
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call the model requested. Also a block of an assistant message.
@@ -265,6 +268,7 @@ class ToolCall:
         return hash(self.id)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolResultBlock:
     """The result of one tool call. Goes in user messages only.
@@ -283,6 +287,7 @@ class ToolResultBlock:
             _set(self, "content", tuple(content))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RawBlock:
     """A provider-specific block (thinking, server tools, ...), sent back as is to the same provider only.
@@ -316,6 +321,7 @@ def _type_error(method: str, what: str, value: Any, fix: str, example: str) -> T
 _USER_EXAMPLE = 'Message.user("What is in this picture?", Image.from_path("photo.png"))'
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message in the context (``state.messages``). The system prompt is not a message.
@@ -435,6 +441,7 @@ class Message:
 # Requests, replies, usage
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """One tool as shown to the model. ``input_schema`` is a JSON Schema kept as the dict given."""
@@ -444,6 +451,7 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Request:
     """A request the Agent sends to the Model. Model settings (``max_tokens`` etc.) belong to the Model."""
@@ -458,6 +466,7 @@ class Request:
     """``"auto"`` lets the model call tools. ``"none"`` still sends the tool definitions but forbids calls."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token usage, with the same meanings for every provider.
@@ -509,6 +518,7 @@ class Usage:
         return self.cache_read_tokens / total
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Price:
     """Dollars per million tokens. Cache prices left as ``None`` use the input price.
@@ -538,6 +548,7 @@ class Price:
         ) / 1_000_000
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Reply:
     """One reply from the Model."""
@@ -573,6 +584,7 @@ class Reply:
 # Other records
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Exchange:
     """The question and answer of ``ask``/``ask_human``: the content of an ``ExchangeEntry``.
@@ -594,6 +606,7 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return value if type(value) is tuple else tuple(value)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ContextChange:
     """A record that the context changed (compact, clear_tool_results, import or restore).
@@ -628,6 +641,7 @@ class ContextChange:
             _set(self, "messages", tuple(self.messages))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentInfo:
     """What an Agent was when it started a run, kept in history and compared on resume (``ResumeWarning``)."""
@@ -650,6 +664,7 @@ class AgentInfo:
             _set(self, "mcp_servers", tuple(self.mcp_servers))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelEvent:
     """Something the Model went through while handling a request (a fallback, a retry); not part of the reply.
@@ -688,6 +703,7 @@ class ToolOutcomeKind(StrEnum):
     """Not run because a permission stopped the turn (another call was denied with ``stop=True``)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
     """How a tool call ended, passed to ``Reporter.on_tool_end`` next to the result. Branch on ``kind``.
@@ -712,6 +728,7 @@ class ToolOutcome:
 # Why a loop stopped
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StoppedByUntil:
     """``state.stopped`` when an ``until`` function of ``@loop`` returned true."""
@@ -723,6 +740,7 @@ class StoppedByUntil:
         return f"stopped by {self.name}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StoppedByLimit:
     """``state.stopped`` when the loop ran ``limit`` turns in this call."""
@@ -734,6 +752,7 @@ class StoppedByLimit:
         return f"stopped at limit {self.turns}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StoppedByFinish:
     """``state.stopped`` when ``state.finish()`` was called."""
@@ -750,6 +769,7 @@ class StoppedByFinish:
         return "stopped by finish"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StoppedByPermission:
     """``state.stopped`` when a permission denied a tool call with ``stop=True``. The State is not finished."""
@@ -775,6 +795,7 @@ def _at() -> Any:
     return field(default_factory=_stamp, compare=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageEntry:
     """A user message (``"user"``) or a notice (``"notice"``) added to the State.
@@ -834,6 +855,7 @@ class MessageEntry:
         return Message("user", content)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRequestEntry:
     """``think`` is sending a request. With an ``ErrorEntry`` after it instead of a reply, the turn was taken back."""
@@ -848,6 +870,7 @@ class ModelRequestEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelReplyEntry:
     """A model reply from ``think``."""
@@ -862,6 +885,7 @@ class ModelReplyEntry:
     """When the reply finished, as a timezone-aware UTC datetime."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelEventEntry:
     """Something the Model went through, such as a fallback or a retry."""
@@ -876,6 +900,7 @@ class ModelEventEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResultEntry:
     """The result of a tool call as the model got it, however the call ended (``outcome``).
@@ -927,6 +952,7 @@ class ToolResultEntry:
         return self.outcome is not ToolOutcomeKind.DONE
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExchangeEntry:
     """A question and its answer (``"ask"``: ``agent.ask``; ``"human"``: the Human). The context does not change."""
@@ -943,6 +969,7 @@ class ExchangeEntry:
     """When the answer came, as a timezone-aware UTC datetime."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextChangeEntry:
     """The context was imported, compacted, had tool results cleared, or was restored (``content.kind``)."""
@@ -957,6 +984,7 @@ class ContextChangeEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunStartEntry:
     """A run started. ``content`` is the Agent that runs it, compared with a later resume of this State."""
@@ -975,6 +1003,7 @@ class RunStartEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StopEntry:
     """The current run is set to stop, and why; ``content`` is ``None`` for a record that clears an earlier stop."""
@@ -989,6 +1018,7 @@ class StopEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExtraDataEntry:
     """``state.extra_data`` changed (``State(extra_data=...)`` or ``edit_extra_data()``)."""
@@ -1011,6 +1041,7 @@ class ExtraDataEntry:
             _set(self, "removed", tuple(self.removed))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorEntry:
     """An exception raised in ``think``, ``use_tools`` or ``run``, recorded once.

@@ -1,0 +1,56 @@
+"""A faster ``__init__`` for frozen, slotted dataclasses (a private helper of ``alpineagents.types``).
+
+A frozen dataclass sets each field with ``object.__setattr__(self, "name", value)``, which looks the name up on
+every call. The ``__init__`` made here has the same signature (positional and keyword-only parameters, defaults,
+default factories) and calls ``__post_init__`` the same way, but sets each slot through its descriptor. Values,
+``==``, ``hash``, ``repr``, pickling and ``dataclasses.replace`` are unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields
+from typing import Any, TypeVar
+
+__all__ = ["fast_init"]
+
+C = TypeVar("C", bound=type)
+
+_MISSING = object()
+
+
+def fast_init(cls: C) -> C:
+    """Replace the ``__init__`` of the frozen, slotted dataclass ``cls`` with one that sets slots directly."""
+    namespace: dict[str, Any] = {"_MISSING": _MISSING}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    for number, f in enumerate(fields(cls)):
+        if not f.init:  # pragma: no cover - no such field in alpineagents.types
+            raise TypeError(f"fast_init does not support init=False fields ({cls.__name__}.{f.name})")
+        name = f.name
+        namespace[f"_set{number}"] = cls.__dict__[name].__set__
+        if f.default is not MISSING:
+            namespace[f"_default{number}"] = f.default
+            parameter = f"{name}=_default{number}"
+        elif f.default_factory is not MISSING:
+            namespace[f"_factory{number}"] = f.default_factory
+            parameter = f"{name}=_MISSING"
+            body.append(f"if {name} is _MISSING: {name} = _factory{number}()")
+        else:
+            parameter = name
+        (keyword if f.kw_only else positional).append(parameter)
+        body.append(f"_set{number}(self, {name})")
+    if hasattr(cls, "__post_init__"):
+        body.append("self.__post_init__()")
+    parameters = ["self", *positional]
+    if keyword:
+        parameters += ["*", *keyword]
+    source = f"def __init__({', '.join(parameters)}):\n" + "".join(f"    {line}\n" for line in body)
+    exec(source, namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = cls.__init__.__doc__
+    init.__annotations__ = dict(cls.__init__.__annotations__)
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
