@@ -15,7 +15,17 @@ __all__ = ["fast_init"]
 
 C = TypeVar("C", bound=type)
 
-_MISSING = object()
+
+class _Factory:
+    """The default of a parameter whose value comes from a default factory."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_MISSING = _Factory()
 
 
 def fast_init(cls: C) -> C:
