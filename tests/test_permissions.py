@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from alpineagents import permissions as permissions_module
+from alpineagents.agent import Agent
 from alpineagents.errors import NoHumanError, PermissionWarning, ToolError
 from alpineagents.human import Human, parse_answer
 from alpineagents.permissions import (
@@ -34,7 +35,25 @@ from alpineagents.permissions import (
     decide,
     effective_permissions,
 )
-from alpineagents.types import ToolCall
+from alpineagents.reporter import Reporter
+from alpineagents.state import State
+from alpineagents.testing import FakeHuman, FakeModel, tool_call
+from alpineagents.tool import tool
+from alpineagents.types import (
+    ErrorEntry,
+    Exchange,
+    ExchangeEntry,
+    Message,
+    StopEntry,
+    StoppedByFinish,
+    StoppedByPermission,
+    StoppedByUntil,
+    ToolCall,
+    ToolOutcome,
+    ToolOutcomeKind,
+    ToolResultBlock,
+    ToolResultEntry,
+)
 
 
 def call(name: str, **args: Any) -> ToolCall:
@@ -718,3 +737,527 @@ def test_warnings_filter_silences_permission_warning():
         warnings.filterwarnings("ignore", category=PermissionWarning)
         decision = decide([], None, call("x"), None)  # type: ignore[arg-type]
     assert decision.verdict == Denied("No permission allowed this call.")
+
+
+# --- run-level checks (12-33) ----------------------------------------------------------------------------------
+
+RAN: list[str] = []
+
+
+@tool
+def bash(command: str = "") -> str:
+    """Run a command."""
+    RAN.append("bash")
+    return "ran " + command
+
+
+@tool(read_only=True)
+def read_file(path: str = "") -> str:
+    """Read a file."""
+    RAN.append("read_file")
+    return "contents"
+
+
+@tool
+def write_file(path: str = "", content: str = "") -> str:
+    """Write a file."""
+    RAN.append("write_file")
+    return "written"
+
+
+@tool
+def look() -> str:
+    """Look around."""
+    RAN.append("look")
+    return "seen"
+
+
+TOOLS = [bash, read_file, write_file, look]
+
+
+@pytest.fixture(autouse=True)
+def _clear_ran() -> None:
+    RAN.clear()
+
+
+def agent_with(replies: list[Any], permissions: Any, **settings: Any) -> tuple[Agent, FakeModel]:
+    model = FakeModel(replies)
+    settings.setdefault("reporter", None)
+    settings.setdefault("human", None)
+    return Agent(model, tools=TOOLS, permissions=permissions, **settings), model
+
+
+def results(state: State) -> list[ToolResultEntry]:
+    return [entry for entry in state.history if isinstance(entry, ToolResultEntry)]
+
+
+def by_name(state: State) -> dict[str, ToolResultEntry]:
+    return {entry.call.name: entry for entry in results(state)}
+
+
+class Spy(Reporter):
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+
+    def on_tool_start(self, state: Any, call: Any) -> None:
+        self.events.append(("start", call.name))
+
+    def on_tool_end(self, state: Any, call: Any, result: Any, outcome: Any) -> None:
+        self.events.append(("end", call.name, result, outcome, state.stopped, state.pending_calls))
+
+
+def test_12_asking_order_in_a_run():
+    log: list[str] = []
+
+    class AllowRec(AllowPermission):
+        def __init__(self, verdict: Any, name: str) -> None:
+            self.verdict, self.name = verdict, name
+
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            log.append(self.name)
+            return self.verdict
+
+    perms = [
+        AllowRec(None, "allow1"),
+        DenyRec(None, log, "deny1"),
+        Recorder(None, log, "decide"),
+        DenyRec(None, log, "deny2"),
+        AllowRec(Allowed(), "allow2"),
+    ]
+    agent, _ = agent_with([tool_call("look"), "Done"], perms)
+    assert agent.run("Task") == "Done"
+    assert log == ["deny1", "deny2", "allow1", "decide", "allow2"]
+    assert RAN == ["look"]
+
+
+def test_13_deny_is_asked_first():
+    agent, _ = agent_with(
+        [[tool_call("bash", command="ls"), tool_call("read_file", path="a")], "Done"],
+        [AllowByDefault(), DenyByName(["bash"])],
+    )
+    state = State(messages=[Message.user("Task")])
+    agent.run(state)
+    entries = by_name(state)
+    assert entries["bash"].content == "bash is not allowed."
+    assert entries["bash"].is_error is True
+    assert entries["bash"].outcome == ToolOutcomeKind.DENIED
+    assert entries["read_file"].outcome == ToolOutcomeKind.DONE
+    assert RAN == ["read_file"]
+
+
+def test_14_nobody_decided_warns_and_refuses():
+    spy = Spy()
+    agent, _ = agent_with([tool_call("read_file", path="a"), "Done"], [DenyByName(["bash"])], reporter=spy)
+    state = State(messages=[Message.user("Task")])
+    with pytest.warns(PermissionWarning) as record:
+        agent.run(state)
+    message = str(record[0].message)
+    assert "read_file" in message and "AllowByDefault()" in message
+    assert by_name(state)["read_file"].content == "No permission allowed this call."
+    assert by_name(state)["read_file"].outcome == ToolOutcomeKind.DENIED
+    ends = [event for event in spy.events if event[0] == "end"]
+    assert ends[0][3] == ToolOutcome("denied")
+    assert ends[0][3].decided_by is None
+    assert ("start", "read_file") not in spy.events
+    assert state.stopped == StoppedByUntil("waiting_for_user")
+    assert RAN == []
+
+
+def test_15_empty_list_versus_none():
+    agent, _ = agent_with([tool_call("look"), "Done"], [])
+    state = State(messages=[Message.user("Task")])
+    with pytest.warns(PermissionWarning):
+        agent.run(state)
+    assert by_name(state)["look"].outcome == ToolOutcomeKind.DENIED
+    assert agent.permissions == ()
+    assert RAN == []
+    agent2, _ = agent_with([tool_call("look"), "Done"], None)
+    state2 = State(messages=[Message.user("Task")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent2.run(state2)
+    assert by_name(state2)["look"].outcome == ToolOutcomeKind.DONE
+    assert agent2.permissions == ()
+    assert RAN == ["look"]
+
+
+def _use_tools_after_think(perms: list[Any], calls: list[ToolCall]) -> tuple[Agent, State]:
+    agent, _ = agent_with([calls], perms)
+    state = State(messages=[Message.user("Task")])
+    agent.think(state)
+    return agent, state
+
+
+def test_16_deny_permission_returning_allowed():
+    class Wrong(DenyPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return Allowed()
+
+    c = tool_call("look")
+    agent, state = _use_tools_after_think([Wrong()], [c])
+    with pytest.raises(TypeError) as info:
+        agent.use_tools(state)
+    text = str(info.value)
+    assert "Wrong() returned Allowed()" in text
+    assert "a DenyPermission may return only Denied(...) or None" in text
+    assert not getattr(info.value, "__notes__", None)
+    assert state.pending_calls == (c,)
+    errors = [entry for entry in state.history if isinstance(entry, ErrorEntry)]
+    assert len(errors) == 1 and errors[0].call == c
+    assert RAN == []
+
+
+def test_17_allow_permission_returning_denied():
+    class WrongAllow(AllowPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return Denied("no")
+
+    agent, state = _use_tools_after_think([WrongAllow()], [tool_call("look")])
+    with pytest.raises(TypeError) as info:
+        agent.use_tools(state)
+    text = str(info.value)
+    assert "an AllowPermission may return only Allowed() or None" in text
+    example = text.split("Example:")[1]
+    assert "Allowed()" in example and "Denied" not in example
+
+
+class Raising(DecidePermission):
+    def __init__(self, error: BaseException, names: tuple[str, ...] = ("bash",)) -> None:
+        self.error = error
+        self.names = names
+
+    def check(self, state: Any, call: Any, tool: Any) -> Any:
+        if call.name in self.names:
+            raise self.error
+        return None
+
+    def __repr__(self) -> str:
+        return "Raising()"
+
+
+def test_18_tool_error_from_a_permission_refuses_the_call():
+    spy = Spy()
+    error = ToolError("Could not check")
+    agent, _ = agent_with(
+        [[tool_call("bash"), tool_call("read_file")], "Done"], [Raising(error), AllowByDefault()], reporter=spy
+    )
+    state = State(messages=[Message.user("Task")])
+    assert agent.run(state) == "Done"
+    entry = by_name(state)["bash"]
+    assert entry.content == "Could not check"
+    assert entry.outcome == ToolOutcomeKind.DENIED
+    assert entry.error is error
+    end = next(event for event in spy.events if event[0] == "end" and event[1] == "bash")
+    assert end[3] == ToolOutcome(ToolOutcomeKind.DENIED, error, "Raising()")
+    assert RAN == ["read_file"]
+    assert state.stopped == StoppedByUntil("waiting_for_user")
+
+
+def test_19_other_exception_from_a_permission_stops_the_run():
+    boom = RuntimeError("checker broke")
+    calls = [tool_call("write_file"), tool_call("bash", command="ls"), tool_call("look")]
+    agent, _ = agent_with([calls], [DenyByName(["write_file"]), Raising(boom), AllowByDefault()])
+    state = State(messages=[Message.user("Task")])
+    with pytest.raises(RuntimeError) as info:
+        agent.run(state)
+    assert info.value is boom
+    assert 'exception raised in permission Raising() checking bash(command="ls")' in info.value.__notes__
+    assert RAN == []
+    assert [entry.content for entry in results(state)] == [
+        "write_file is not allowed.",
+        "(aborted: RuntimeError)",
+        "(aborted: RuntimeError)",
+    ]
+    assert state.stopped is None
+    errors = [entry for entry in state.history if isinstance(entry, ErrorEntry)]
+    assert len(errors) == 1 and errors[0].call == calls[1]
+
+
+class Stopper(DecidePermission):
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def check(self, state: Any, call: Any, tool: Any) -> Any:
+        self.asked.append(call.id)
+        if len(self.asked) == 1:
+            return Allowed()
+        return Denied("Stop right there", stop=True)
+
+
+def _four_calls() -> list[ToolCall]:
+    return [tool_call("look"), tool_call("bash"), tool_call("read_file"), tool_call("write_file")]
+
+
+def test_20_stop_closes_the_turn():
+    stopper = Stopper()
+    calls = _four_calls()
+    agent, model = agent_with([calls], [stopper])
+    state = State(messages=[Message.user("Task")])
+    assert agent.run(state) is None
+    assert RAN == []
+    assert stopper.asked == [calls[0].id, calls[1].id]
+    tail = state.history[-5:]
+    assert [entry.kind for entry in tail] == ["tool_result"] * 4 + ["stop"]
+    assert [(entry.call, entry.outcome) for entry in tail[:4]] == [  # type: ignore[union-attr]
+        (calls[1], ToolOutcomeKind.DENIED),
+        (calls[0], ToolOutcomeKind.CANCELLED),
+        (calls[2], ToolOutcomeKind.CANCELLED),
+        (calls[3], ToolOutcomeKind.CANCELLED),
+    ]
+    assert tail[1].content == "(not run: the user stopped this turn)"
+    assert state.stopped == StoppedByPermission(calls[1], "Stopper()")
+    assert state.finished is False
+    assert state.pending_calls == ()
+    assert len(model.requests) == 1
+
+
+def test_21_stop_reporter_events():
+    spy = Spy()
+    calls = _four_calls()
+    agent, _ = agent_with([calls], [Stopper()], reporter=spy)
+    state = State(messages=[Message.user("Task")])
+    agent.run(state)
+    assert not any(event[0] == "start" for event in spy.events)
+    ends = [event for event in spy.events if event[0] == "end"]
+    assert [event[1] for event in ends] == ["bash", "look", "read_file", "write_file"]
+    assert ends[0][2] == "Stop right there"
+    assert ends[0][3] == ToolOutcome(ToolOutcomeKind.DENIED, None, "Stopper()")
+    for event in ends[1:]:
+        assert event[2] == "(not run: the user stopped this turn)"
+        assert event[3] == ToolOutcome(ToolOutcomeKind.CANCELLED, None, "Stopper()")
+    for event in ends:
+        assert event[4] == StoppedByPermission(calls[1], "Stopper()")
+        assert event[5] == ()
+
+
+def test_22_continue_after_a_permission_stop():
+    calls = _four_calls()
+    model = FakeModel([calls, "Done"])
+    agent = Agent(model, tools=TOOLS, permissions=[Stopper()], reporter=None, human=None)
+    state = State(messages=[Message.user("Task")])
+    agent.run(state)
+    state.add_message(Message.user("Only read"))
+    assert agent.run(state) == "Done"
+    last = model.requests[-1].messages
+    results_message = last[-2]
+    blocks = [block for block in results_message.content if isinstance(block, ToolResultBlock)]
+    assert [block.call_id for block in blocks] == [c.id for c in calls]
+    assert last[-1] == Message.user("Only read")
+    assert state.stopped == StoppedByUntil("waiting_for_user")
+
+
+def test_23_finish_during_the_phase_wins():
+    class FinishThenStop(DecidePermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            state.finish("early")
+            return Denied("Stop", stop=True)
+
+    agent, _ = agent_with([[tool_call("look"), tool_call("bash")]], [FinishThenStop()])
+    state = State(messages=[Message.user("Task")])
+    agent.run(state)
+    assert state.stopped == StoppedByFinish("early")
+    assert len([entry for entry in state.history if isinstance(entry, StopEntry)]) == 1
+
+
+def test_24_decide_by_human_yes():
+    human = FakeHuman(["yes"])
+    c = tool_call("write_file", path="a", content="x")
+    agent, _ = agent_with([c, "Done"], [DecideByHuman()], human=human)
+    state = State(messages=[Message.user("Task")])
+    assert agent.run(state) == "Done"
+    assert human.questions == ['Run write_file(path="a", content="x")?']
+    assert RAN == ["write_file"]
+    exchanges = [entry for entry in state.history if isinstance(entry, ExchangeEntry)]
+    assert len(exchanges) == 1
+    assert exchanges[0].kind == "human"
+    assert exchanges[0].content == Exchange('Run write_file(path="a", content="x")?', "yes")
+
+
+def test_25_decide_by_human_no():
+    human = FakeHuman(["no"])
+    c = tool_call("write_file", path="a", content="x")
+    agent, model = agent_with([c, "Done"], [DecideByHuman()], human=human)
+    state = State(messages=[Message.user("Task")])
+    assert agent.run(state) is None
+    entry = by_name(state)["write_file"]
+    assert entry.content == "The user declined this call. Wait for their next message."
+    assert state.stopped == StoppedByPermission(c, "DecideByHuman()")
+    assert len(model.requests) == 1
+    assert RAN == []
+
+
+def test_26_decide_by_human_with_nobody_to_ask():
+    agent, model = agent_with([tool_call("look"), "Done"], [DecideByHuman()], human=None)
+    state = State(messages=[Message.user("Task")])
+    with pytest.raises(NoHumanError) as info:
+        agent.run(state)
+    assert "DecideByHuman() in permissions= asks the Agent's human" in str(info.value)
+    assert model.requests == []
+    assert [entry.kind for entry in state.history] == ["context_change"]
+    with pytest.raises(NoHumanError, match="in permissions= asks the Agent's human"):
+        asyncio.run(agent.arun(state))
+    assert model.requests == []
+
+
+def test_27_own_human_is_asked():
+    own = FakeHuman(["yes"])
+    agent, _ = agent_with([tool_call("look"), "Done"], [DecideByHuman(human=own)], human=None)
+    state = State(messages=[Message.user("Task")])
+    assert agent.run(state) == "Done"
+    assert own.questions == ["Run look()?"]
+    exchanges = [entry for entry in state.history if isinstance(entry, ExchangeEntry)]
+    assert exchanges[0].content == Exchange("Run look()?", "yes")
+    assert repr(DecideByHuman(human=own)).startswith("DecideByHuman(human=")
+
+    class Plain(Human):
+        def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            return "yes"
+
+    assert repr(DecideByHuman(human=Plain())) == "DecideByHuman(human=Plain())"
+
+
+def test_29_after_think_the_linked_agents_human_is_asked():
+    human = FakeHuman(["yes"])
+    model = FakeModel(["Hi"])
+    agent = Agent(model, tools=TOOLS, reporter=None, human=human)
+    state = State(messages=[Message.user("Task")])
+    c = tool_call("look")
+    with pytest.raises(ValueError, match="no Agent yet"):
+        DecideByHuman().check(state, c, look)
+    agent.think(state)
+    assert DecideByHuman().check(state, c, look) == Allowed()
+    assert human.questions == ["Run look()?"]
+    assert [entry for entry in state.history if isinstance(entry, ExchangeEntry)][0].content.answer == "yes"
+
+
+def test_30_async_only_permission():
+    class AsyncOnly(DecidePermission):
+        async def acheck(self, state: Any, call: Any, tool: Any) -> Any:
+            return Allowed()
+
+    agent, model = agent_with([tool_call("look"), "Done"], [AsyncOnly()])
+    with pytest.raises(TypeError) as info:
+        agent.run("Task")
+    text = str(info.value)
+    assert "AsyncOnly() in permissions= checks calls only asynchronously" in text
+    assert "arun()" in text
+    assert model.requests == []
+    assert asyncio.run(agent.arun("Task")) == "Done"
+    assert RAN == ["look"]
+
+
+def test_31_async_only_human():
+    loop_threads: list[int] = []
+    ask_threads: list[int] = []
+
+    class AsyncHuman(Human):
+        async def aask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            ask_threads.append(threading.get_ident())
+            return "yes"
+
+    agent, model = agent_with([tool_call("look"), "Done"], [DecideByHuman()], human=AsyncHuman())
+    with pytest.raises(TypeError) as info:
+        agent.run("Task")
+    text = str(info.value)
+    assert "asks AsyncHuman, which answers only asynchronously" in text
+    assert "await agent.arun(" in text
+    assert "aask_human" not in text
+    assert model.requests == []
+
+    async def main() -> Any:
+        loop_threads.append(threading.get_ident())
+        return await agent.arun("Task")
+
+    assert asyncio.run(main()) == "Done"
+    assert ask_threads == loop_threads
+
+
+def test_32_sync_check_runs_off_the_event_loop_in_arun():
+    check_threads: list[int] = []
+    loop_threads: list[int] = []
+
+    class SyncAllow(AllowPermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            check_threads.append(threading.get_ident())
+            return Allowed()
+
+    agent, _ = agent_with([tool_call("look"), "Done"], [SyncAllow()])
+
+    async def main() -> Any:
+        loop_threads.append(threading.get_ident())
+        return await agent.arun("Task")
+
+    assert asyncio.run(main()) == "Done"
+    assert check_threads and check_threads[0] != loop_threads[0]
+
+
+def test_33_refusals_and_approvals_are_saved_before_tools_run(tmp_path: Any):
+    from alpineagents.store import FileStore
+
+    store = FileStore(tmp_path)
+    seen: list[list[str]] = []
+
+    @tool(name="look")
+    def look_and_load() -> str:
+        """Look."""
+        loaded = store.load(current[0].id)
+        seen.append([entry.kind for entry in loaded.history])
+        names = [entry.call.name for entry in loaded.history if isinstance(entry, ToolResultEntry)]
+        seen.append(names)
+        return "seen"
+
+    current: list[State] = []
+    agent = Agent(
+        FakeModel([[tool_call("bash"), tool_call("look")], "Done"]),
+        tools=[bash, look_and_load],
+        permissions=[DenyByName(["bash"]), AllowByDefault()],
+        store=store,
+        reporter=None,
+        human=None,
+    )
+    state = State(messages=[Message.user("Task")])
+    current.append(state)
+    assert agent.run(state) == "Done"
+    assert "bash" in seen[1]
+
+    seen.clear()
+    human = FakeHuman(["yes"])
+    agent2 = Agent(
+        FakeModel([tool_call("look"), "Done"]),
+        tools=[look_and_load],
+        permissions=[DecideByHuman()],
+        store=store,
+        reporter=None,
+        human=human,
+    )
+    state2 = State(messages=[Message.user("Task")])
+    current[0] = state2
+    assert agent2.run(state2) == "Done"
+    assert "human" in seen[0]
+
+
+def test_acheck_phase_matches_check_phase():
+    def run(use_async: bool) -> tuple[list[Any], list[Any]]:
+        spy = Spy()
+        calls = [tool_call("bash"), tool_call("read_file"), tool_call("look")]
+        agent, _ = agent_with(
+            [calls, "Done"], [DenyByName(["bash"]), AllowByReadOnly(), AllowByName(["lo*"])], reporter=spy
+        )
+        state = State(messages=[Message.user("Task")])
+        if use_async:
+            asyncio.run(agent.arun(state))
+        else:
+            agent.run(state)
+        return [(e.call.name, e.content, e.outcome) for e in results(state)], [
+            (e[0], e[1]) for e in spy.events if e[0] == "end"
+        ]
+
+    assert run(False) == run(True)
+
+
+def test_use_tools_outside_a_run_fails_during_the_phase():
+    c = tool_call("look")
+    agent, state = _use_tools_after_think([DecideByHuman()], [c])
+    with pytest.raises(NoHumanError, match=r"ask_human\(\) was called on an Agent with human=None"):
+        agent.use_tools(state)
+    assert state.pending_calls == (c,)
