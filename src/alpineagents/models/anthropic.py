@@ -152,7 +152,7 @@ class Anthropic(Model):
                             f"thinking={budget}, but max_tokens={limit}",
                             "The thinking budget is part of the output and must be below max_tokens: lower "
                             "thinking, or raise max_tokens",
-                            f"Anthropic({name!r}, thinking={max(1024, limit // 2)}, max_tokens={limit})",
+                            f"Anthropic({name!r}, thinking={budget}, max_tokens={budget * 2})",
                         )
                     )
                 self._budget = budget
