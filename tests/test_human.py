@@ -10,7 +10,12 @@ from typing import Any, Literal
 import pytest
 
 from alpineagents import human as human_module
-from alpineagents.human import Human, check_returns, describe_choices, parse_answer
+from alpineagents.agent import Agent
+from alpineagents.errors import NoHumanError
+from alpineagents.human import Human, aask_human_with, ask_human_with, check_returns, describe_choices, parse_answer
+from alpineagents.state import State
+from alpineagents.testing import FakeHuman, FakeModel
+from alpineagents.types import Exchange, ExchangeEntry, Message
 
 
 def test_exports():
@@ -110,3 +115,77 @@ def test_36_check_returns_and_describe_choices():
     assert describe_choices(Literal["a", 1]) == "a/1"
     assert describe_choices(str) is None
     assert describe_choices(int) is None
+
+
+# --- asking through an Agent (07 §2.3) -------------------------------------------------------------------------
+
+
+def human_entries(state: State) -> list[ExchangeEntry]:
+    return [entry for entry in state.history if isinstance(entry, ExchangeEntry) and entry.kind == "human"]
+
+
+def test_37_agent_ask_human():
+    state = State(messages=[Message.user("Task")])
+    before = state.messages
+    agent = Agent(FakeModel([]), reporter=None, human=FakeHuman(["y"]))
+    assert agent.ask_human(state, "Continue?", returns=bool) is True
+    assert state.messages == before
+    entries = human_entries(state)
+    assert len(entries) == 1
+    assert entries[0].content == Exchange("Continue?", True)
+    assert entries[0].usage is None
+    nobody = Agent(FakeModel([]), reporter=None, human=None)
+    with pytest.raises(NoHumanError) as info:
+        nobody.ask_human(state, "Continue?", returns=bool)
+    assert "ask_human() was called on an Agent with human=None (question: 'Continue?')" in str(info.value)
+    with pytest.raises(NoHumanError, match=r"aask_human\(\) was called on an Agent with human=None"):
+        asyncio.run(nobody.aask_human(state, "Continue?", returns=bool))
+    assert len(human_entries(state)) == 1
+
+
+def test_ask_human_with_rules():
+    state = State(messages=[Message.user("Task")])
+    with pytest.raises(TypeError, match=r"The first argument of agent.ask_human\(\) must be a State \(got: 'x'\)"):
+        ask_human_with("x", SyncHuman(), "Q?")  # type: ignore[arg-type]
+    # NoHumanError takes precedence over a bad returns=
+    with pytest.raises(NoHumanError, match="called by a subagent with no human to ask") as info:
+        ask_human_with(state, None, "Q?", int, inherited=True)
+    assert "the run that started it has human=None" in str(info.value)
+    with pytest.raises(TypeError, match="ask_human does not support returns="):
+        ask_human_with(state, SyncHuman(), "Q?", int)
+
+    class DuckAsync:
+        async def aask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            return "ok"
+
+        def __repr__(self) -> str:
+            return "DuckAsync()"
+
+    with pytest.raises(TypeError, match=r"human=DuckAsync\(\) answers only asynchronously \(it has aask, not ask\)"):
+        ask_human_with(state, DuckAsync(), "Q?")
+    with pytest.raises(TypeError, match="AsyncHuman answers only asynchronously"):
+        ask_human_with(state, AsyncHuman(), "Q?")
+    assert human_entries(state) == []
+
+    class Failing(Human):
+        def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            raise EOFError
+
+    with pytest.raises(EOFError):
+        ask_human_with(state, Failing(), "Q?")
+    assert human_entries(state) == []
+
+    class Structured(Human):
+        def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            return {"a": [1, 2]}
+
+    assert ask_human_with(state, Structured(), "Q?") == {"a": [1, 2]}
+    assert human_entries(state)[-1].content == Exchange("Q?", {"a": [1, 2]})
+
+    class Duck:
+        def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            return "duck"
+
+    assert asyncio.run(aask_human_with(state, DuckAsync(), "Q1?")) == "ok"
+    assert asyncio.run(aask_human_with(state, Duck(), "Q2?")) == "duck"
+    assert [entry.content.question for entry in human_entries(state)][-2:] == ["Q1?", "Q2?"]
