@@ -134,7 +134,6 @@ def test_think_and_compact_save_with_the_agents_store() -> None:
     agent = Agent(FakeModel(["reply", "summary"]), store=store, reporter=None)
     agent.think(state)
     assert saved_kinds(store, state) == ["context_change", "model_request", "model_reply"]
-    agent.ask(state, "q") if False else None
     agent.compact(state)
     assert saved_kinds(store, state)[-1] == "context_change"
 
