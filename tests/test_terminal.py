@@ -522,3 +522,143 @@ def test_aask_default_runs_ask_on_a_thread():
     answer, loop_thread = asyncio.run(main())
     assert answer is True
     assert idents and idents[0] != loop_thread
+
+
+# --- transcripts of real runs (07 §4.7) ------------------------------------------------------------------------
+
+
+def test_transcript_c_permission_stop_with_terminal_as_human():
+    from alpineagents.agent import Agent
+    from alpineagents.permissions import AllowByReadOnly, DecideByHuman
+    from alpineagents.testing import FakeModel, tool_call
+    from alpineagents.tool import tool
+
+    @tool(read_only=True)
+    def read_file(path: str) -> str:
+        """Read."""
+        return "text"
+
+    @tool
+    def write_file(path: str, content: str) -> str:
+        """Write."""
+        return "ok"
+
+    prompts: list[str] = []
+
+    def answer(prompt: str) -> str:
+        prompts.append(prompt)
+        return "no"
+
+    out = io.StringIO()
+    term = Terminal(output=out, input=answer)
+    agent = Agent(
+        FakeModel([[tool_call("read_file", path="notes.md"), tool_call("write_file", path="notes.md", content="hi")]]),
+        tools=[read_file, write_file],
+        permissions=[AllowByReadOnly(), DecideByHuman()],
+        reporter=term,
+        human=term,
+    )
+    assert agent.run("Take notes") is None
+    assert out.getvalue() == (
+        "[turn 1] thinking\n"
+        "  denied write_file: The user declined this call. Wait for their next message.\n"
+        "  cancelled read_file: (not run: the user stopped this turn)\n"
+        "done: stopped by permission DecideByHuman() (1 turn)\n"
+    )
+    assert prompts == ['Run write_file(path="notes.md", content="hi")? (yes/no) ']
+
+
+def test_transcript_c_with_builtin_input(monkeypatch: pytest.MonkeyPatch):
+    from alpineagents.agent import Agent
+    from alpineagents.permissions import DecideByHuman
+    from alpineagents.testing import FakeModel, tool_call
+    from alpineagents.tool import tool
+
+    @tool
+    def write_file(path: str, content: str) -> str:
+        """Write."""
+        return "ok"
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("no\n"))
+    out = io.StringIO()
+    term = Terminal(output=out)
+    agent = Agent(
+        FakeModel([tool_call("write_file", path="a", content="x")]),
+        tools=[write_file],
+        permissions=[DecideByHuman()],
+        reporter=term,
+        human=term,
+    )
+    agent.run("Write")
+    assert out.getvalue() == (
+        "[turn 1] thinking\n"
+        'Run write_file(path="a", content="x")? (yes/no) \n'
+        "  denied write_file: The user declined this call. Wait for their next message.\n"
+        "done: stopped by permission DecideByHuman() (1 turn)\n"
+    )
+
+
+def test_transcript_a_and_b_top_level_and_subagent():
+    from alpineagents.agent import Agent
+    from alpineagents.testing import FakeModel, tool_call
+    from alpineagents.tool import tool
+
+    @tool
+    def list_issues(state: str) -> str:
+        """List issues."""
+        return "x" * 812
+
+    scout = Agent(
+        FakeModel([tool_call("list_issues", state="open"), "Three: #1, #2, #3"]),
+        tools=[list_issues],
+        name="scout",
+        description="Finds things",
+    )
+    out = io.StringIO()
+    term = Terminal(output=out)
+    lead = Agent(
+        FakeModel([tool_call("scout", prompt="List the open issues"), "There are three open issues."]),
+        tools=[scout],
+        reporter=term,
+        human=None,
+    )
+    assert lead.run("What is open?") == "There are three open issues."
+    assert out.getvalue() == (
+        "[turn 1] thinking\n"
+        '  tool scout(prompt="List the open issues")\n'
+        "    scout started\n"
+        "    [scout turn 1] thinking\n"
+        '      tool list_issues(state="open")\n'
+        "      done 812B\n"
+        "    [scout turn 2] thinking\n"
+        "    scout done: stopped by waiting_for_user (2 turns)\n"
+        "  done 17B\n"
+        "[turn 2] thinking\n"
+        "There are three open issues.\n"
+        "done: stopped by waiting_for_user (2 turns)\n"
+    )
+
+
+def test_compaction_between_turns_shows_under_the_next_header():
+    from alpineagents.agent import Agent
+    from alpineagents.loop import loop
+    from alpineagents.testing import FakeModel
+
+    def never(state: Any) -> bool:
+        return False
+
+    @loop(until=never, limit=2)
+    def body(agent: Any, state: Any) -> None:
+        if state.turn == 1:
+            state.compact("summary of turn 1")
+        agent.think(state)
+
+    out = io.StringIO()
+    term = Terminal(output=out, show_text=False)
+    agent = Agent(FakeModel(["one", "two"]), loop=body, reporter=term, human=None)
+    agent.run("Go")
+    lines = out.getvalue().split("\n")
+    assert lines[0] == "[turn 1] thinking"
+    assert lines[1] == "[turn 2] thinking"
+    assert lines[2].startswith("  context compacted: ") and lines[2].endswith(" tokens (cache rebuilds)")
+    assert lines[3] == "done: reached limit(2), the task may be unfinished (2 turns)"
