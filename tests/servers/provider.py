@@ -455,7 +455,8 @@ class ProviderServer:
     `None` for a 404. `requests` records everything received.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, record: bool = True) -> None:
+        self._record = record
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
         self._thread: threading.Thread | None = None
@@ -504,7 +505,8 @@ class ProviderServer:
 
     def next_action(self, request: Recorded) -> Action:
         with self._lock:
-            self.requests.append(request)
+            if self._record:
+                self.requests.append(request)
             if request.method == "GET":
                 limit = self.model_limit
                 if limit is None:
@@ -527,3 +529,17 @@ class ProviderServer:
         if request.path.endswith("/chat/completions"):
             return openai_stream()
         return anthropic_stream()
+
+
+def _serve_until_stdin_closes() -> None:
+    """`python tests/servers/provider.py`: serve on a free port, print the URL, stop when stdin closes."""
+    import sys
+
+    srv = ProviderServer(record=False).start()
+    print(srv.url, flush=True)
+    sys.stdin.read()
+    srv.stop()
+
+
+if __name__ == "__main__":
+    _serve_until_stdin_closes()
