@@ -232,7 +232,8 @@ async def aask_human_with(
     _prepare(state, human, prompt, returns, method, inherited)
     aask: Any = getattr(human, "aask", None)
     if callable(aask):
-        answer = await aask(state, prompt, returns)
+        pending: Any = aask(state, prompt, returns)
+        answer = await pending
     else:
         answer = await run_in_thread(human.ask, state, prompt, returns, name="alpineagents-human")
     state._record_human(prompt, answer)
