@@ -1261,3 +1261,173 @@ def test_use_tools_outside_a_run_fails_during_the_phase():
     with pytest.raises(NoHumanError, match=r"ask_human\(\) was called on an Agent with human=None"):
         agent.use_tools(state)
     assert state.pending_calls == (c,)
+
+
+# --- 07 §1.6: the effective list across subagents -------------------------------------------------------------
+
+
+def _child(state: State) -> State:
+    entry = next(e for e in results(state) if e.call.name == "scout")
+    return state.child(entry.child_ids[0])
+
+
+def test_subagent_cannot_widen_a_denial_above():
+    scout = Agent(
+        FakeModel([[tool_call("bash"), tool_call("look")], "scout done"]),
+        tools=TOOLS,
+        permissions=[AllowByDefault()],
+        name="scout",
+        description="Looks",
+    )
+    lead = Agent(
+        FakeModel([tool_call("scout", prompt="Go"), "lead done"]),
+        tools=[scout],
+        permissions=[DenyByName(["bash"]), AllowByName(["scout"])],
+        reporter=None,
+        human=None,
+    )
+    state = State(messages=[Message.user("Task")])
+    assert lead.run(state) == "lead done"
+    child = _child(state)
+    entries = by_name(child)
+    assert entries["bash"].outcome == ToolOutcomeKind.DENIED
+    assert entries["bash"].content == "bash is not allowed."
+    assert entries["look"].outcome == ToolOutcomeKind.DONE  # the lead's allow list does not apply below
+    assert RAN == ["look"]
+
+
+def test_subagent_without_a_list_inherits_the_whole_list():
+    scout = Agent(
+        FakeModel([[tool_call("bash"), tool_call("look")], "scout done"]),
+        tools=TOOLS,
+        name="scout",
+        description="Looks",
+    )
+    lead = Agent(
+        FakeModel([tool_call("scout", prompt="Go"), "lead done"]),
+        tools=[scout],
+        permissions=[DenyByName(["bash"]), AllowByName(["scout"])],
+        reporter=None,
+        human=None,
+    )
+    state = State(messages=[Message.user("Task")])
+    with pytest.warns(PermissionWarning, match="look"):
+        lead.run(state)
+    entries = by_name(_child(state))
+    assert entries["bash"].content == "bash is not allowed."
+    assert entries["look"].content == "No permission allowed this call."
+    assert RAN == []
+
+
+def test_subagent_with_an_empty_list_refuses_what_denials_did_not():
+    scout = Agent(
+        FakeModel([[tool_call("bash"), tool_call("look")], "scout done"]),
+        tools=TOOLS,
+        permissions=[],
+        name="scout",
+        description="Looks",
+    )
+    lead = Agent(
+        FakeModel([tool_call("scout", prompt="Go"), "lead done"]),
+        tools=[scout],
+        permissions=[DenyByName(["bash"]), AllowByDefault()],
+        reporter=None,
+        human=None,
+    )
+    state = State(messages=[Message.user("Task")])
+    with pytest.warns(PermissionWarning) as record:
+        lead.run(state)
+    assert len(record) == 1 and "look" in str(record[0].message)
+    entries = by_name(_child(state))
+    assert entries["bash"].content == "bash is not allowed."
+    assert entries["look"].content == "No permission allowed this call."
+
+
+def test_lead_decide_by_human_asks_the_lead_human_about_a_subagent_call():
+    lead_human = FakeHuman(["yes", "yes"])
+    scout_human = FakeHuman(["no"])
+    shared = DecideByHuman()
+    scout = Agent(
+        FakeModel([tool_call("look"), "scout done"]),
+        tools=TOOLS,
+        human=scout_human,
+        name="scout",
+        description="Looks",
+    )
+    lead = Agent(
+        FakeModel([tool_call("scout", prompt="Go"), "lead done"]),
+        tools=[scout],
+        permissions=[shared],
+        reporter=None,
+        human=lead_human,
+    )
+    state = State(messages=[Message.user("Task")])
+    assert lead.run(state) == "lead done"
+    assert lead_human.questions == ['Run scout(prompt="Go")?', "Run look()?"]
+    assert scout_human.questions == []
+    child = _child(state)
+    child_questions = [e.content.question for e in child.history if isinstance(e, ExchangeEntry)]
+    lead_questions = [e.content.question for e in state.history if isinstance(e, ExchangeEntry)]
+    assert child_questions == ["Run look()?"]
+    assert lead_questions == ['Run scout(prompt="Go")?']
+    assert RAN == ["look"]
+
+
+def test_subagent_decide_by_human_asks_the_subagent_human_and_names_itself():
+    lead_human = FakeHuman([])
+    scout_human = FakeHuman(["no"])
+    scout = Agent(
+        FakeModel([tool_call("look"), "scout done"]),
+        tools=TOOLS,
+        permissions=[DecideByHuman()],
+        human=scout_human,
+        name="scout",
+        description="Looks",
+    )
+    lead = Agent(
+        FakeModel([tool_call("scout", prompt="Go"), "lead done"]),
+        tools=[scout],
+        permissions=[DenyByName(["rm"]), AllowByName(["scout"])],
+        reporter=None,
+        human=lead_human,
+    )
+    state = State(messages=[Message.user("Task")])
+    assert lead.run(state) == "lead done"
+    assert scout_human.questions == ["Run look()?"]
+    child = _child(state)
+    assert child.stopped is not None and child.stopped.permission == "DecideByHuman()"  # type: ignore[union-attr]
+    assert by_name(state)["scout"].content == (
+        "(scout was stopped by the user: The user declined this call. Wait for their next message.)"
+    )
+
+
+def test_subagent_inheriting_no_human_fails_before_it_starts():
+    scout = Agent(
+        FakeModel([tool_call("look"), "scout done"]),
+        tools=TOOLS,
+        permissions=[DecideByHuman()],
+        name="scout",
+        description="Looks",
+    )
+    lead = Agent(
+        FakeModel([tool_call("scout", prompt="Go"), "lead done"]),
+        tools=[scout],
+        reporter=None,
+        human=None,
+    )
+    with pytest.raises(NoHumanError) as info:
+        lead.run("Task")
+    text = str(info.value)
+    assert "this subagent has no human to ask" in text
+    assert "give one to the Agent that runs it" in text
+
+
+def test_same_decide_by_human_object_asks_the_human_of_the_checking_run():
+    shared = DecideByHuman()
+    first, second = FakeHuman(["yes"]), FakeHuman(["yes"])
+    agent, _ = agent_with([tool_call("look"), "Done"], [shared], human=first)
+    other = agent.copy(human=second, model=FakeModel([tool_call("look"), "Done"]))
+    agent.run("Task")
+    other.run("Task")
+    assert first.questions == ["Run look()?"]
+    assert second.questions == ["Run look()?"]
