@@ -1431,3 +1431,36 @@ def test_same_decide_by_human_object_asks_the_human_of_the_checking_run():
     other.run("Task")
     assert first.questions == ["Run look()?"]
     assert second.questions == ["Run look()?"]
+
+
+def test_another_agent_inside_a_subagent_run_respects_the_denials_above():
+    other = Agent(FakeModel([]), tools=TOOLS, reporter=None, human=None)
+
+    def custom(agent: Any, state: Any) -> Any:
+        agent.think(state)
+        other.use_tools(state)
+        return "custom done"
+
+    scout = Agent(
+        FakeModel([[tool_call("bash"), tool_call("look")]]),
+        tools=TOOLS,
+        loop=custom,
+        name="scout",
+        description="Looks",
+    )
+    lead = Agent(
+        FakeModel([tool_call("scout", prompt="Go"), "lead done"]),
+        tools=[scout],
+        permissions=[DenyByName(["bash"]), AllowByDefault()],
+        reporter=None,
+        human=None,
+    )
+    state = State(messages=[Message.user("Task")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PermissionWarning)
+        assert lead.run(state) == "lead done"
+    entries = by_name(_child(state))
+    assert entries["bash"].content == "bash is not allowed."
+    assert entries["bash"].outcome == ToolOutcomeKind.DENIED
+    assert entries["look"].outcome == ToolOutcomeKind.DONE
+    assert RAN == ["look"]
