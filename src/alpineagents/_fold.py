@@ -150,7 +150,9 @@ def _freeze(d: dict[str, Any]) -> StateSnapshot:
 
 def _acc(snap: StateSnapshot) -> dict[str, Any]:
     """A mutable accumulator holding the values of ``snap`` (shares its immutable parts and its lists)."""
-    d = dict(snap.__dict__)
+    d = snap.__dict__.copy()  # dict.copy, unlike dict(...), stays fast when keys were deleted before
+    if "history" in d:
+        del d["history"]
     if "_h" not in d:
         d["_h"] = list(snap.history)
         d["_hn"] = len(d["_h"])
@@ -190,41 +192,30 @@ def empty_acc(memo: dict[int, StateSnapshot] | None = None) -> dict[str, Any]:
     }
 
 
-def _grow(d: dict[str, Any], key: str, nkey: str, item: Any) -> None:
-    """Append ``item`` to the shared list ``d[key]`` of length ``d[nkey]``, copying it if it grew elsewhere."""
-    lst = d[key]
-    n = d[nkey]
+def _add_message(d: dict[str, Any], message: Message) -> None:
+    """Append ``message`` to the shared messages list, copying it first if it grew past this snapshot."""
+    lst = d["_m"]
+    n = d["_mn"]
     if len(lst) == n:
-        lst.append(item)
-        if lst[n] is not item:  # another fold of the same list won the slot
+        lst.append(message)
+        if lst[n] is not message:  # another fold of the same list won the slot
             lst = lst[:n]
-            lst.append(item)
-            d[key] = lst
-            if key == "_h":
-                _branch_memo(d, n)
+            lst.append(message)
+            d["_m"] = lst
     else:
         lst = lst[:n]
-        lst.append(item)
-        d[key] = lst
-        if key == "_h":
-            _branch_memo(d, n)
-    d[nkey] = n + 1
-
-
-def _branch_memo(d: dict[str, Any], n: int) -> None:
-    # A new branch of history: cached restore targets beyond the branch point belong to the other branch.
-    d["_memo"] = {k: v for k, v in d["_memo"].items() if k <= n}
-
-
-def _add_message(d: dict[str, Any], message: Message) -> None:
-    _grow(d, "_m", "_mn", message)
-    d.pop("messages", None)
+        lst.append(message)
+        d["_m"] = lst
+    d["_mn"] = n + 1
+    if "messages" in d:
+        del d["messages"]
 
 
 def _set_messages(d: dict[str, Any], messages: list[Message]) -> None:
     d["_m"] = messages
     d["_mn"] = len(messages)
-    d.pop("messages", None)
+    if "messages" in d:
+        del d["messages"]
 
 
 def current_messages(d: dict[str, Any]) -> list[Message]:
@@ -318,27 +309,35 @@ def _tool_result(d: dict[str, Any], entry: ToolResultEntry) -> None:
     calls: tuple[ToolCall, ...] = d["_turn_calls"]
     results: tuple[ToolResultBlock | None, ...] = d["_turn_results"]
     index = -1
-    for i, call in enumerate(calls):
-        if results[i] is None and call.id == call_id:
-            index = i
-            break
+    still_open = 0
+    for i in range(len(calls)):
+        if results[i] is None:
+            if index < 0 and calls[i].id == call_id:
+                index = i
+            else:
+                still_open += 1
     if index < 0:
         shown = format_call(entry.call) if isinstance(entry.call, ToolCall) else repr(entry.call)
         raise ValueError(f"{shown} is not a pending call, so it cannot get a result")
     slot = calls[index]
     block = ToolResultBlock(slot.id, entry.content, name=slot.name, is_error=entry.is_error)
-    _add_usage(d, entry.usage)
-    results = (*results[:index], block, *results[index + 1 :])
-    pending = tuple(call for call, result in zip(calls, results, strict=True) if result is None)
-    if pending:
+    usage = entry.usage
+    if usage is not None:
+        d["usage"] = d["usage"] + usage
+    if len(calls) == 1:
+        results = (block,)
+    else:
+        results = (*results[:index], block, *results[index + 1 :])
+    if still_open:
         d["_turn_results"] = results
-        d["pending_calls"] = pending
+        d["pending_calls"] = tuple([call for call, result in zip(calls, results, strict=True) if result is None])
         return
     _add_message(d, Message("user", results))  # type: ignore[arg-type]  # every slot is filled
     d["_turn_calls"] = ()
     d["_turn_results"] = ()
     d["pending_calls"] = ()
-    _release_queued(d)
+    if d["_queued"]:
+        _release_queued(d)
 
 
 def _exchange(d: dict[str, Any], entry: ExchangeEntry) -> None:
@@ -494,22 +493,58 @@ _RULES: dict[type, Any] = {
 }
 
 
-def apply(d: dict[str, Any], entry: Any) -> None:
-    """Fold ``entry`` into the accumulator ``d`` (raises the fold ``ValueError`` before changing anything)."""
+def _rule(entry: Any) -> Any:
     rule = _RULES.get(type(entry))
     if rule is None:
         for cls in _ENTRY_CLASSES:
             if isinstance(entry, cls):
-                rule = _RULES[cls]
-                break
-        else:
-            raise ValueError(f"cannot record an entry of type {type(entry).__name__}")
+                return _RULES[cls]
+        raise ValueError(f"cannot record an entry of type {type(entry).__name__}")
+    return rule
+
+
+def apply(d: dict[str, Any], entry: Any) -> None:
+    """Fold ``entry`` into the accumulator ``d`` (raises the fold ``ValueError`` before changing anything).
+
+    ``d`` holds no built ``history`` tuple (``_acc`` drops it).
+    """
+    rule = _RULES.get(type(entry)) or _rule(entry)
     rule(d, entry)
-    if d["_hn"] == 0:
-        d["created_at"] = entry.at
-    _grow(d, "_h", "_hn", entry)
-    d.pop("history", None)
-    d["updated_at"] = entry.at
+    at = entry.at
+    n = d["_hn"]
+    if n == 0:
+        d["created_at"] = at
+    lst = d["_h"]
+    if len(lst) == n:
+        lst.append(entry)
+        if lst[n] is not entry:
+            _branch_history(d, lst, n, entry)
+    else:
+        _branch_history(d, lst, n, entry)
+    d["_hn"] = n + 1
+    d["updated_at"] = at
+
+
+def _branch_history(d: dict[str, Any], lst: list[Any], n: int, entry: Any) -> None:
+    # The shared list grew past this snapshot (an old snapshot folded again): continue on a copy. Cached restore
+    # targets beyond the branch point belong to the other branch.
+    branch = lst[:n]
+    branch.append(entry)
+    d["_h"] = branch
+    d["_memo"] = {k: v for k, v in d["_memo"].items() if k <= n}
+
+
+def commit(snap: StateSnapshot, entry: Any) -> StateSnapshot:
+    """``fold`` for the hot path of a State (same result)."""
+    d = snap.__dict__.copy()
+    if "history" in d:
+        del d["history"]
+    if "_h" not in d or "_m" not in d:
+        d = _acc(snap)
+    apply(d, entry)
+    new = _new(StateSnapshot)
+    _set(new, "__dict__", d)
+    return new
 
 
 def is_entry(value: Any) -> bool:
@@ -545,7 +580,7 @@ def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None, sta
     d = empty_acc(memo)
     for index, entry in enumerate(entries):
         if targets and index in targets:
-            memo[index] = _freeze(dict(d))
+            memo[index] = _freeze(d.copy())
         try:
             apply(d, entry)
         except ValueError as error:
@@ -556,7 +591,7 @@ def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None, sta
 
 def snapshot_from(d: dict[str, Any]) -> StateSnapshot:
     """Freeze a copy of the accumulator ``d`` (which stays usable)."""
-    return _freeze(dict(d))
+    return _freeze(d.copy())
 
 
 def history_list(snap: StateSnapshot) -> tuple[list[HistoryEntry], int]:
@@ -586,7 +621,7 @@ def last_message(snap: StateSnapshot) -> Message | None:
 
 def fork_snapshot(snap: StateSnapshot) -> StateSnapshot:
     """An equal snapshot that shares no list with ``snap`` and has its own (empty) restore memo."""
-    d = dict(snap.__dict__)
+    d = snap.__dict__.copy()
     history, n = history_list(snap)
     d["_h"] = history[:n]
     d["_hn"] = n

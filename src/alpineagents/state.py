@@ -33,15 +33,7 @@ from alpineagents._fold import (
     message_count,
     replay,
 )
-from alpineagents._fold import (
-    _acc as _accumulate,
-)
-from alpineagents._fold import (
-    _freeze as _publish,
-)
-from alpineagents._fold import (
-    apply as _apply,
-)
+from alpineagents._fold import commit as _fold_commit
 from alpineagents._frozen import FrozenDict, thaw
 from alpineagents._state_parts import (
     ACCEPTED,
@@ -169,7 +161,7 @@ class State:
     _resume_info: AgentInfo | None
     _children: dict[str, State]
     _call_children: dict[str, Joined]
-    _closed_calls: dict[int, Joined]
+    _closed_calls: dict[int, Joined | ToolCall]
 
     if TYPE_CHECKING:
 
@@ -676,9 +668,7 @@ class State:
 
     def _commit_locked(self, entry: Any) -> None:
         """Fold one prepared entry into the State (the caller holds the lock, or the State is being built)."""
-        d = _accumulate(self._snap)
-        _apply(d, entry)
-        self.__dict__["_snap"] = _publish(d)
+        self.__dict__["_snap"] = _fold_commit(self._snap, entry)
 
     def _commit(self, entry: HistoryEntry) -> None:
         """Record one prepared history entry through the fold, under the State lock.
@@ -781,27 +771,28 @@ class State:
             ValueError: finished, calls pending, another think waiting, or no messages (nothing recorded).
         """
         with self._lock:
-            self._ensure_open("think")
-            self._ensure_no_pending("think")
             snap = self._snap
-            if snap._waiting:
-                raise ValueError(
-                    fix_message(
-                        "cannot call think() while another think() is waiting on the model",
-                        "wait for that think() to end",
-                        "agent.think(state)\nagent.think(state)  # one after the other",
+            if snap.finished or snap.pending_calls or snap._waiting or not message_count(snap):
+                self._ensure_open("think")
+                self._ensure_no_pending("think")
+                if snap._waiting:
+                    raise ValueError(
+                        fix_message(
+                            "cannot call think() while another think() is waiting on the model",
+                            "wait for that think() to end",
+                            "agent.think(state)\nagent.think(state)  # one after the other",
+                        )
                     )
-                )
-            if message_count(snap) == 0 and not snap._late_notices:
-                raise ValueError(
-                    fix_message(
-                        "cannot call think() on a State with no messages (the model would get an empty request)",
-                        "start the State with messages, or add one first",
-                        'state = State(messages=[Message.user("Find the bug")])\n# or\n'
-                        'state.add_message(Message.user("Find the bug"))',
+                if not snap._late_notices:
+                    raise ValueError(
+                        fix_message(
+                            "cannot call think() on a State with no messages (the model would get an empty request)",
+                            "start the State with messages, or add one first",
+                            'state = State(messages=[Message.user("Find the bug")])\n# or\n'
+                            'state.add_message(Message.user("Find the bug"))',
+                        )
                     )
-                )
-            self._commit_locked(ModelRequestEntry(content=model, turn=snap.turn + 1))
+            self.__dict__["_snap"] = _fold_commit(snap, ModelRequestEntry(content=model, turn=snap.turn + 1))
 
     def _record_reply(self, reply: Reply) -> None:
         """Record ``model_reply``: the message joins the context, usage grows, its calls become pending."""
@@ -822,9 +813,10 @@ class State:
         return None
 
     def _close_slot(self, slot: ToolCall, content: Any, outcome: Any, error: BaseException | None) -> None:
-        joined = self._call_children.get(slot.id)
+        joined = self._call_children.get(slot.id) if self._call_children else None
         child_ids, usage = joined.peek() if joined is not None else ((), None)
-        self._commit_locked(
+        self.__dict__["_snap"] = _fold_commit(
+            self._snap,
             ToolResultEntry(
                 content=content,
                 call=slot,
@@ -833,15 +825,15 @@ class State:
                 child_ids=child_ids,
                 usage=usage,
                 turn=self._snap.turn,
-            )
+            ),
         )
         if joined is not None:
             del self._call_children[slot.id]
             joined.count()
             joined.call = slot
+            self._closed_calls[id(slot)] = joined
         else:
-            joined = Joined(slot)
-        self._closed_calls[id(slot)] = joined
+            self._closed_calls[id(slot)] = slot
 
     def _tool_result(
         self,
@@ -881,12 +873,8 @@ class State:
             if slot is not None:
                 self._close_slot(slot, content, outcome, error)
                 return
-            joined = self._closed_calls.get(id(call))
-            if joined is not None and joined.call is call:
-                child_ids, usage = joined.peek()
-            else:
-                joined = None
-                child_ids, usage = (), None
+            joined = self._closed_joined(call)
+            child_ids, usage = joined.peek() if joined is not None else ((), None)
             self._commit_locked(
                 ToolResultEntry(
                     content=content,
@@ -1057,14 +1045,28 @@ class State:
             return ()
         return tuple(child.id for child, _ in joined.children)
 
+    def _closed_joined(self, call: Any, create: bool = False) -> Joined | None:
+        """The children record of the closed call object ``call`` (None if this State did not close it)."""
+        found = self._closed_calls.get(id(call))
+        if found is None:
+            return None
+        if isinstance(found, Joined):
+            return found if found.call is call else None
+        if found is not call:
+            return None
+        if not create:
+            return None
+        joined = self._closed_calls[id(call)] = Joined(call)
+        return joined
+
     def _add_child(self, call_id: str, child: State, call: ToolCall | None = None) -> None:
         """Register ``child`` as started by the call ``call_id`` (or by the closed call object ``call``)."""
         with self._lock:
             self._children[child.id] = child
             child._depth = self._depth + 1
             if call is not None and self._pending_slot(call, same_object=True) is None:
-                closed = self._closed_calls.get(id(call))
-                if closed is not None and closed.call is call:
+                closed = self._closed_joined(call, create=True)
+                if closed is not None:
                     closed.add(child)
                     return
             joined = self._call_children.get(call_id)
