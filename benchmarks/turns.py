@@ -8,8 +8,8 @@ Prints, for 50 and 800 turns:
 2. `arun()` with an async tool (no thread): µs per turn. Target: <= 50 µs.
 For both: the 800/50 ratio (target <= 1.3) and the peak traced memory of the 800-turn run (target <= 3 MiB).
 
-The FakeModel used keeps only its latest request (`requests` is a bounded deque): the double's request log is
-not part of the framework's cost.
+The FakeModel used keeps only its latest request (`requests` is a bounded deque), and answers `arespond` inline
+instead of on a worker thread: the double's request log and thread are not part of the framework's cost.
 """
 
 from __future__ import annotations
@@ -41,10 +41,18 @@ async def astep(n: int) -> str:
     return "ok"
 
 
+class InlineModel(FakeModel):
+    """FakeModel whose `arespond` answers inline. The default `Model.arespond` hands each request to a worker
+    thread (05 §2.5), which is the test double's cost, not the framework's."""
+
+    async def arespond(self, request: Any, on_text: Any = None, on_event: Any = None) -> Any:
+        return self.respond(request, on_text, on_event)
+
+
 def make_model(turns: int, name: str) -> FakeModel:
     items: list[Any] = [tool_call(name, n=i) for i in range(turns - 1)]
     items.append("done")
-    model = FakeModel(items)
+    model = InlineModel(items)
     model.requests = deque(maxlen=1)  # type: ignore[assignment]
     return model
 
