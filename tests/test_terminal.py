@@ -662,3 +662,16 @@ def test_compaction_between_turns_shows_under_the_next_header():
     assert lines[1] == "[turn 2] thinking"
     assert lines[2].startswith("  context compacted: ") and lines[2].endswith(" tokens (cache rebuilds)")
     assert lines[3] == "done: reached limit(2), the task may be unfinished (2 turns)"
+
+
+def test_queued_lines_of_a_dropped_state_are_forgotten():
+    import gc
+
+    t, out = make()
+    s = Stub(turn=1)
+    t.on_context_change(s, ContextChange("compact", 5000, 1000))
+    assert len(t._queues) == 1
+    del s
+    gc.collect()
+    assert t._queues == {}
+    assert out.getvalue() == ""

@@ -153,6 +153,21 @@ class Terminal(Reporter, Human):
         name = agent.name
         return name if name else None
 
+    def _new_queue(self, state: Any) -> _Queue:
+        key = id(state)
+        queues = self._queues
+
+        def forget(_: Any) -> None:  # the State is gone: drop its lines (dict.pop is atomic)
+            if queues.get(key) is queue:
+                queues.pop(key, None)
+
+        try:
+            ref: Callable[[], Any] = weakref.ref(state, forget)
+        except TypeError:  # an object without weakref support stays referenced until flushed
+            ref = _strong(state)
+        queue = _Queue(ref, [])
+        return queue
+
     def _take_queue(self, state: Any) -> list[str]:
         queue = self._queues.get(id(state))
         if queue is None or queue.ref() is not state:
@@ -233,11 +248,7 @@ class Terminal(Reporter, Human):
         with self._lock:
             queue = self._queues.get(id(state))
             if queue is None or queue.ref() is not state:
-                try:
-                    ref: Callable[[], Any] = weakref.ref(state)
-                except TypeError:
-                    ref = _strong(state)
-                queue = self._queues[id(state)] = _Queue(ref, [])
+                queue = self._queues[id(state)] = self._new_queue(state)
             queue.lines.append(line)
 
     def on_model_event(self, state: State, event: ModelEvent) -> None:
