@@ -1,0 +1,1049 @@
+"""How one turn's calls run (04 §11–§12) and the permission phase (07 §1.4–§1.6), through the runner seam.
+
+The State is driven by its own recording operations (`_begin_think`, `_record_reply`) so that each test starts
+with exactly the pending calls it needs; `_runner.run_tool_calls` / `arun_tool_calls` then do what
+`agent.use_tools` / `agent.ause_tools` do.
+"""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import contextvars
+import threading
+import time
+import warnings
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from alpineagents import _runner
+from alpineagents._context import RunContext
+from alpineagents._scope import CALL_SCOPE
+from alpineagents.errors import PermissionWarning, ToolError, ToolInputError
+from alpineagents.permissions import (
+    AllowByDefault,
+    AllowByName,
+    Allowed,
+    DecidePermission,
+    Denied,
+    DenyByName,
+    DenyPermission,
+)
+from alpineagents.reporter import Reporter
+from alpineagents.state import State
+from alpineagents.tool import Tool, ToolMap, collect_tools, tool
+from alpineagents.types import (
+    INVALID_ARGS_KEY,
+    TRUNCATED_ARGS_MESSAGE,
+    Message,
+    Reply,
+    ToolCall,
+    ToolOutcome,
+    ToolOutcomeKind,
+    ToolResultEntry,
+    Usage,
+)
+
+K = ToolOutcomeKind
+
+
+class Recorder(Reporter):
+    """Keeps every tool event with the thread it arrived on."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+        self.lock = threading.Lock()
+
+    def on_tool_start(self, state: State, call: ToolCall) -> None:
+        with self.lock:
+            self.events.append(("start", call.name, threading.get_ident()))
+
+    def on_tool_end(self, state: State, call: ToolCall, result: Any, outcome: ToolOutcome) -> None:
+        with self.lock:
+            self.events.append(("end", call.name, result, outcome))
+
+    def ends(self) -> dict[str, tuple[Any, ToolOutcome]]:
+        return {e[1]: (e[2], e[3]) for e in self.events if e[0] == "end"}
+
+    def names(self) -> list[tuple[str, str]]:
+        return [(e[0], e[1]) for e in self.events]
+
+
+class SaveLog:
+    """A store stand-in that only counts saves (the runner's save points are under test, not a store)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.saves: list[int] = []
+        self.fail = fail
+
+    def save(self, state: State) -> None:
+        self.saves.append(len(state.history))
+        if self.fail:
+            raise OSError("disk full")
+
+    async def asave(self, state: State) -> None:
+        self.save(state)
+
+
+def call(name: str, n: int | None = None, /, **args: Any) -> ToolCall:
+    return ToolCall(name, args, f"c_{name}" if n is None else f"c_{name}_{n}")
+
+
+def turn(*calls: ToolCall) -> State:
+    """A State whose latest reply requested `calls` (all pending)."""
+    state = State(messages=[Message.user("go")])
+    state._begin_think("fake/fake")
+    state._record_reply(Reply(Message("assistant", calls), Usage(requests=1)))
+    return state
+
+
+def wait_for(condition: Any, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.002)
+
+
+def context(reporter: Any = None, permissions: Any = None, store: Any = None) -> RunContext:
+    return RunContext(None, reporter=reporter, permissions=permissions, store=store)
+
+
+def tool_map(*tools: Any) -> ToolMap:
+    return ToolMap(collect_tools(tools), ())
+
+
+def results(state: State) -> list[ToolResultEntry]:
+    return [e for e in state.history if isinstance(e, ToolResultEntry)]
+
+
+def result_of(state: State, name: str) -> ToolResultEntry:
+    return next(e for e in results(state) if e.call.name == name and not e.late)
+
+
+def errors(state: State) -> list[Any]:
+    return [e for e in state.history if e.kind == "error"]
+
+
+def use_tools(state: State, *tools: Any, reporter: Any = None, permissions: Any = None, store: Any = None) -> None:
+    _runner.run_tool_calls(state, tool_map(*tools), context(reporter, permissions, store))
+
+
+@tool
+def ok() -> str:
+    return "fine"
+
+
+@tool
+def boom() -> str:
+    raise RuntimeError("kaput")
+
+
+@tool(parallel=False)
+def serial() -> str:
+    return "serial done"
+
+
+# --- checks of 04 that run calls -------------------------------------------------------------------------------
+
+
+def test_check_08_default_filled_in() -> None:
+    @tool
+    def add(a: int, b: int = 10) -> int:
+        return a + b
+
+    state = turn(call("add", a=5))
+    use_tools(state, add)
+    entry = result_of(state, "add")
+    assert (entry.content, entry.outcome) == ("15", K.DONE)
+    assert state.pending_calls == ()
+    assert state.messages[-1].content[0].content == "15"
+
+
+def test_check_11_state_injected_during_run() -> None:
+    seen: list[Any] = []
+
+    @tool
+    def peek(msg: str, ctx: State) -> str:
+        seen.append(ctx)
+        return msg
+
+    state = turn(call("peek", msg="hi"))
+    use_tools(state, peek)
+    assert seen == [state] and seen[0] is state
+    assert result_of(state, "peek").content == "hi"
+
+
+def test_check_14_validation_failure_is_an_input_error() -> None:
+    called: list[int] = []
+
+    @tool
+    def strict(n: int) -> int:
+        called.append(n)
+        return n
+
+    recorder = Recorder()
+    state = turn(call("strict", n="not a number"))
+    use_tools(state, strict, reporter=recorder)
+    entry = result_of(state, "strict")
+    assert entry.content.startswith("(input error:")
+    assert entry.content == "(input error: n: Input should be a valid integer, unable to parse string as an integer)"
+    assert entry.outcome is K.INPUT_ERROR and entry.error is None and entry.is_error
+    assert called == []
+    assert recorder.names() == [("start", "strict"), ("end", "strict")]
+    assert recorder.ends()["strict"][1] == ToolOutcome(K.INPUT_ERROR)
+
+
+def test_check_18_and_19_results() -> None:
+    @tool
+    def nothing() -> None:
+        return None
+
+    @tool
+    def text() -> str:
+        return "passed as is"
+
+    @tool
+    def data() -> dict[str, Any]:
+        return {"a": 1, "b": [1, 2, 3]}
+
+    state = turn(call("nothing"), call("text"), call("data"))
+    use_tools(state, nothing, text, data)
+    assert result_of(state, "nothing").content == "(done)"
+    assert result_of(state, "text").content == "passed as is"
+    assert result_of(state, "data").content == '{"a": 1, "b": [1, 2, 3]}'
+
+
+def test_check_21_unconvertible_result_stops_the_turn() -> None:
+    @tool
+    def odd() -> Any:
+        return object()
+
+    state = turn(call("odd"))
+    with pytest.raises(TypeError, match="JSON") as info:
+        use_tools(state, odd)
+    assert "exception raised in tool odd()" in info.value.__notes__
+    assert state.pending_calls == (call("odd"),)
+    assert errors(state)[-1].error is info.value
+
+
+def test_check_22_tool_error_is_an_error_result() -> None:
+    @tool
+    def nope() -> str:
+        raise ToolError("nope")
+
+    recorder = Recorder()
+    state = turn(call("nope"))
+    use_tools(state, nope, reporter=recorder)
+    entry = result_of(state, "nope")
+    assert (entry.content, entry.outcome) == ("nope", K.ERROR)
+    assert isinstance(entry.error, ToolError) and str(entry.error) == "nope"
+    assert errors(state) == []
+    assert recorder.ends()["nope"][1].kind == "error"
+    assert recorder.ends()["nope"][1] == ToolOutcome(K.ERROR)
+
+
+def test_check_24_tool_input_error_from_a_subclass() -> None:
+    class Ticket(Tool):
+        def __init__(self) -> None:
+            super().__init__(name="create_ticket")
+
+        def run(self, args: dict[str, Any], state: State) -> Any:
+            if "title" not in args:
+                raise ToolInputError("title is required")
+            return "created"
+
+    state = turn(call("create_ticket"))
+    use_tools(state, Ticket())
+    entry = result_of(state, "create_ticket")
+    assert (entry.content, entry.outcome) == ("(input error: title is required)", K.INPUT_ERROR)
+
+
+class HTTPError(Exception):
+    pass
+
+
+class NotFound(HTTPError):
+    pass
+
+
+def http_errors(error: HTTPError) -> str:
+    return f"request failed: {error}"
+
+
+def test_check_25_and_26_exception_handler_in_a_turn() -> None:
+    @tool(exception_handler=http_errors)
+    def fetch(url: str) -> str:
+        if url == "u":
+            raise NotFound("404 u")
+        raise KeyError("bug")
+
+    state = turn(call("fetch", url="u"))
+    use_tools(state, fetch)
+    entry = result_of(state, "fetch")
+    assert (entry.content, entry.outcome) == ("request failed: 404 u", K.ERROR)
+    assert isinstance(entry.error, ToolError) and isinstance(entry.error.__cause__, NotFound)
+
+    state = turn(call("fetch", url="other"))
+    with pytest.raises(KeyError) as info:
+        use_tools(state, fetch)
+    assert state.pending_calls == (call("fetch", url="other"),)
+    state._close_pending(info.value)
+    assert result_of(state, "fetch").content == "(aborted: KeyError)"
+
+
+def test_check_29_bad_handler_result_stops_the_turn() -> None:
+    def silent(error: Exception) -> Any:
+        return None
+
+    @tool(exception_handler=silent)
+    def fetch(url: str) -> str:
+        raise HTTPError("x")
+
+    state = turn(call("fetch", url="u"))
+    with pytest.raises(TypeError, match="returned None") as info:
+        use_tools(state, fetch)
+    assert isinstance(info.value.__cause__, HTTPError)
+
+
+def test_check_30_copy_without_handler_stops_the_turn() -> None:
+    @tool(exception_handler=http_errors)
+    def fetch(url: str) -> str:
+        raise NotFound("gone")
+
+    state = turn(call("fetch", url="u"))
+    with pytest.raises(NotFound):
+        use_tools(state, fetch.copy(exception_handler=None))
+
+
+class Calc:
+    @tool
+    def add(self, a: int, b: int) -> int:
+        return a + b
+
+    @tool
+    def sub(self, a: int, b: int) -> int:
+        return a - b
+
+
+def test_check_41_object_methods_in_a_turn() -> None:
+    calc = Calc()
+    state = turn(call("add", a=1, b=2), call("sub", a=5, b=1))
+    use_tools(state, calc)
+    assert [result_of(state, n).content for n in ("add", "sub")] == ["3", "4"]
+
+    state = turn(call("sub", a=5, b=1))
+    use_tools(state, calc.add)
+    assert result_of(state, "sub").content == "(input error: unknown tool 'sub'. Available tools: add)"
+
+
+def test_check_43_unknown_tool_with_no_tools() -> None:
+    recorder = Recorder()
+    state = turn(call("nope"))
+    use_tools(state, reporter=recorder)
+    entry = result_of(state, "nope")
+    assert entry.content == "(input error: unknown tool 'nope'. Available tools: (none))"
+    assert entry.outcome is K.INPUT_ERROR
+    assert recorder.names() == [("start", "nope"), ("end", "nope")]
+
+    state = turn(call("nope"))
+    use_tools(state, ok, boom, serial)
+    assert result_of(state, "nope").content == ("(input error: unknown tool 'nope'. Available tools: ok, boom, serial)")
+
+
+def test_check_44_unreadable_arguments_never_run() -> None:
+    ran: list[Any] = []
+
+    class Ticket(Tool):
+        def __init__(self) -> None:
+            super().__init__(name="create_ticket")
+
+        def run(self, args: dict[str, Any], state: State) -> Any:
+            ran.append(args)
+            return "created"
+
+    state = turn(
+        ToolCall("create_ticket", {INVALID_ARGS_KEY: '{"title": '}, "c1"),
+        ToolCall("create_ticket", {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, "c2"),
+    )
+    use_tools(state, Ticket(), permissions=(DenyByName(["*"]),))
+    first, second = results(state)
+    assert first.content == '(input error: arguments are not valid JSON: {"title": )'
+    assert second.content == f"(input error: {TRUNCATED_ARGS_MESSAGE})"
+    assert first.outcome is second.outcome is K.INPUT_ERROR
+    assert ran == []
+
+
+def test_check_45_parallel_then_serial() -> None:
+    times: dict[str, float] = {}
+
+    @tool
+    def sleep_a() -> str:
+        time.sleep(0.3)
+        times["a"] = time.monotonic()
+        return "a"
+
+    @tool
+    def sleep_b() -> str:
+        time.sleep(0.3)
+        times["b"] = time.monotonic()
+        return "b"
+
+    @tool(parallel=False)
+    def after() -> str:
+        times["after"] = time.monotonic()
+        return "after"
+
+    state = turn(call("after"), call("sleep_a"), call("sleep_b"))
+    started = time.monotonic()
+    use_tools(state, sleep_a, sleep_b, after)
+    assert times["after"] - started < 0.55
+    assert times["after"] >= max(times["a"], times["b"])
+    assert [e.call.name for e in results(state)][-1] == "after"
+
+
+def test_check_46_completion_order_in_history_request_order_in_messages() -> None:
+    @tool
+    def slow(state: State) -> str:
+        wait_for(lambda: any(e.kind == "tool_result" for e in state.history))
+        return "slow"
+
+    @tool
+    def fast() -> str:
+        return "fast"
+
+    state = turn(call("slow"), call("fast"))
+    use_tools(state, slow, fast)
+    assert [e.call.name for e in results(state)] == ["fast", "slow"]
+    assert [b.name for b in state.messages[-1].content] == ["slow", "fast"]
+
+
+def test_check_47_arguments_are_private_copies() -> None:
+    seen: list[list[int]] = []
+
+    @tool
+    def mutate(items: list[int], opts: dict[str, int]) -> str:
+        items.append(99)
+        opts["x"] = 1
+        seen.append(items)
+        return "ok"
+
+    class RawMutate(Tool):
+        def __init__(self) -> None:
+            super().__init__(name="raw")
+
+        def run(self, args: dict[str, Any], state: State) -> Any:
+            args["items"].append(7)
+            args["nested"]["k"].append(1)
+            return type(args["nested"]).__name__
+
+    class Watch(DecidePermission):
+        def __init__(self) -> None:
+            self.args: list[Any] = []
+
+        def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed:
+            self.args.append(call.args)
+            return Allowed()
+
+    watch = Watch()
+    first, second = call("mutate", 1, items=[0], opts={}), call("mutate", 2, items=[0], opts={})
+    raw = call("raw", items=[1], nested={"k": []})
+    state = turn(first, second, raw)
+    use_tools(state, mutate, RawMutate(), permissions=(watch,))
+    assert first.args == {"items": [0], "opts": {}} and second.args == {"items": [0], "opts": {}}
+    assert seen == [[0, 99], [0, 99]] and seen[0] is not seen[1]
+    assert raw.args == {"items": [1], "nested": {"k": []}}
+    assert result_of(state, "raw").content == "dict"
+    with pytest.raises(TypeError):
+        watch.args[0]["items"].append(1)
+
+
+def test_check_48_parallel_failure() -> None:
+    release = threading.Event()
+
+    @tool
+    def boom_late() -> str:
+        release.wait(5)
+        raise RuntimeError("kaput")
+
+    @tool
+    def ok_first() -> str:
+        release.set()
+        return "fine"
+
+    recorder = Recorder()
+    state = turn(call("boom_late"), call("ok_first"), call("serial"))
+    with pytest.raises(RuntimeError, match="kaput") as info:
+        use_tools(state, boom_late, ok_first, serial, reporter=recorder)
+    assert "exception raised in tool boom_late()" in info.value.__notes__
+    assert result_of(state, "ok_first").content == "fine"
+    assert [c.name for c in state.pending_calls] == ["boom_late", "serial"]
+    assert ("start", "serial") not in recorder.names()
+    end = recorder.ends()["boom_late"]
+    assert end == ("(aborted: RuntimeError)", ToolOutcome(K.ABORTED, info.value))
+    assert errors(state)[-1].call == call("boom_late") and errors(state)[-1].error is info.value
+    assert errors(state)[-1].content == "RuntimeError: kaput"
+    state._close_pending(info.value)
+    assert [(e.call.name, e.content) for e in results(state)[-2:]] == [
+        ("boom_late", "(aborted: RuntimeError)"),
+        ("serial", "(aborted: RuntimeError)"),
+    ]
+
+
+def test_check_48_two_failures_first_in_completion_order_is_raised() -> None:
+    @tool
+    def fails_later(state: State) -> str:
+        wait_for(lambda: any(e.kind == "error" for e in state.history))
+        raise KeyError("late")
+
+    @tool
+    def fails_first() -> str:
+        raise ValueError("first")
+
+    recorder = Recorder()
+    state = turn(call("fails_later"), call("fails_first"))
+    with pytest.raises(ValueError, match="first"):
+        use_tools(state, fails_later, fails_first, reporter=recorder)
+    assert [type(e.error).__name__ for e in errors(state)] == ["ValueError", "KeyError"]
+    assert recorder.ends()["fails_later"][0] == "(aborted: KeyError)"
+
+
+def test_check_49_keyboard_interrupt_from_a_tool() -> None:
+    @tool
+    def interrupt() -> str:
+        raise KeyboardInterrupt
+
+    recorder = Recorder()
+    state = turn(call("interrupt"), call("serial"))
+    with pytest.raises(KeyboardInterrupt) as info:
+        use_tools(state, interrupt, serial, reporter=recorder)
+    assert recorder.ends()["interrupt"] == ("(interrupted by user)", ToolOutcome(K.INTERRUPTED, info.value))
+    state._close_pending(info.value)
+    assert [(e.content, e.outcome) for e in results(state)] == [
+        ("(interrupted by user)", K.INTERRUPTED),
+        ("(interrupted by user)", K.INTERRUPTED),
+    ]
+
+
+VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
+
+
+def test_check_50_async_tools_on_the_loop_and_cancellation_with_late_result() -> None:
+    release = threading.Event()
+    where: dict[str, Any] = {}
+
+    @tool
+    def slow_sync() -> str:
+        where["sync"] = (threading.get_ident(), VAR.get())
+        release.wait(5)
+        return "exit 0"
+
+    @tool
+    async def waits() -> str:
+        where["async"] = threading.get_ident()
+        await asyncio.sleep(10)
+        return "never"
+
+    recorder = Recorder()
+    state = turn(call("slow_sync"), call("waits"))
+
+    async def main() -> None:
+        VAR.set("before")
+        where["loop"] = threading.get_ident()
+        task = asyncio.ensure_future(_runner.arun_tool_calls(state, tool_map(slow_sync, waits), context(recorder)))
+        while "async" not in where or "sync" not in where:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError) as info:
+            await task
+        state._close_pending(info.value)
+
+    asyncio.run(main())
+    assert where["async"] == where["loop"]
+    assert where["sync"][0] != where["loop"] and where["sync"][1] == "before"
+    ends = recorder.ends()
+    assert ends["slow_sync"][0] == ends["waits"][0] == "(interrupted by user)"
+    assert ends["slow_sync"][1].kind is ends["waits"][1].kind is K.INTERRUPTED
+    assert [(e.content, e.outcome) for e in results(state)] == [("(interrupted by user)", K.INTERRUPTED)] * 2
+    release.set()
+    deadline = time.monotonic() + 5
+    while not any(e.late for e in results(state)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    late = [e for e in results(state) if e.late]
+    assert len(late) == 1 and late[0].content == "exit 0" and late[0].call.name == "slow_sync"
+    assert late[0].outcome is K.DONE
+    time.sleep(0.05)
+    assert len([e for e in results(state) if e.late]) == 1  # the cancelled coroutine records nothing
+    state.add_message(Message.user("next"))
+    state._begin_think("fake/fake")
+    notices = [m.text for m in state.messages if "finished later" in m.text]
+    assert notices == ["[notice] interrupted slow_sync() finished later: exit 0"]
+
+
+# --- more of §11 ---------------------------------------------------------------------------------------------
+
+
+def test_sync_ctrl_c_while_waiting() -> None:
+    release = threading.Event()
+    fast_done = threading.Event()
+
+    @tool
+    def slow() -> str:
+        release.wait(5)
+        return "exit 0"
+
+    @tool
+    def fast() -> str:
+        fast_done.set()
+        return "fast"
+
+    @tool
+    async def sleeper() -> str:
+        await asyncio.sleep(10)
+        return "never"
+
+    recorder = Recorder()
+    state = turn(call("slow"), call("fast"), call("sleeper"), call("serial"))
+
+    def press_ctrl_c() -> None:
+        fast_done.wait(5)
+        deadline = time.monotonic() + 5
+        while ("end", "fast") not in recorder.names() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        _thread.interrupt_main()
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt) as info:
+        use_tools(state, slow, fast, sleeper, serial, reporter=recorder)
+    assert result_of(state, "fast").content == "fast"
+    assert [c.name for c in state.pending_calls] == ["slow", "sleeper", "serial"]
+    ends = recorder.ends()
+    assert set(ends) == {"fast", "slow", "sleeper"}
+    assert ends["slow"] == ("(interrupted by user)", ToolOutcome(K.INTERRUPTED, info.value))
+    assert ("start", "serial") not in recorder.names()
+    starts = [e for e in recorder.events if e[0] == "start"]
+    assert len(starts) == 3 and len([e for e in recorder.events if e[0] == "end"]) == 3
+    state._close_pending(info.value)
+    release.set()
+    deadline = time.monotonic() + 5
+    while not any(e.late for e in results(state)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    late = [e for e in results(state) if e.late]
+    assert [(e.call.name, e.content) for e in late] == [("slow", "exit 0")]
+
+
+def test_interrupt_during_hand_over_treats_the_call_as_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    original = _runner._Executor.submit
+
+    def submit_then_ctrl_c(self: Any, job: Any, state: State) -> None:
+        original(self, job, state)
+        raise KeyboardInterrupt
+
+    @tool
+    def slow() -> str:
+        release.wait(5)
+        return "late value"
+
+    monkeypatch.setattr(_runner._Executor, "submit", submit_then_ctrl_c)
+    recorder = Recorder()
+    state = turn(call("slow"), call("ok"))
+    with pytest.raises(KeyboardInterrupt):
+        use_tools(state, slow, ok, reporter=recorder)
+    assert recorder.names() == [("start", "slow"), ("end", "slow")]
+    assert recorder.ends()["slow"][0] == "(interrupted by user)"
+    assert results(state) == []
+    monkeypatch.undo()
+    release.set()
+    deadline = time.monotonic() + 5
+    while not results(state) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # The call was never closed, so the late value fills its own slot as an ordinary result.
+    assert [(e.call.name, e.content, e.late) for e in results(state)] == [("slow", "late value", False)]
+    assert [c.name for c in state.pending_calls] == ["ok"]
+
+
+def test_late_exception_text() -> None:
+    release = threading.Event()
+
+    @tool
+    def slow() -> str:
+        release.wait(5)
+        raise ValueError("went wrong")
+
+    @tool
+    def trigger() -> str:
+        threading.Timer(0.05, _thread.interrupt_main).start()
+        return "t"
+
+    state = turn(call("slow"), call("trigger"))
+    with pytest.raises(KeyboardInterrupt) as info:
+        use_tools(state, slow, trigger)
+    state._close_pending(info.value)
+    release.set()
+    deadline = time.monotonic() + 5
+    while not any(e.late for e in results(state)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    late = next(e for e in results(state) if e.late)
+    assert late.content == "(exception: ValueError: went wrong)"
+    assert late.outcome is K.ABORTED and isinstance(late.error, ValueError)
+
+
+def test_at_most_32_workers() -> None:
+    lock = threading.Lock()
+    running = [0, 0]
+    gate = threading.Event()
+
+    @tool
+    def work(i: int) -> int:
+        with lock:
+            running[0] += 1
+            running[1] = max(running[1], running[0])
+            if running[0] == 32:
+                gate.set()
+        gate.wait(5)
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+        return i
+
+    calls = [call("work", i, i=i) for i in range(40)]
+    state = turn(*calls)
+    use_tools(state, work)
+    assert running[1] == 32
+    assert sorted(int(e.content) for e in results(state)) == list(range(40))
+    assert [int(b.content) for b in state.messages[-1].content] == list(range(40))
+
+
+def test_async_driver_matches_sync_driver() -> None:
+    @tool
+    async def double(n: int) -> int:
+        await asyncio.sleep(0)
+        return n * 2
+
+    @tool
+    def fail() -> str:
+        raise ToolError("no")
+
+    recorder = Recorder()
+    state = turn(call("double", n=2), call("fail"), call("nope"), call("serial"))
+    asyncio.run(_runner.arun_tool_calls(state, tool_map(double, fail, serial), context(recorder)))
+    assert [(e.call.name, e.content, e.outcome) for e in results(state)][0] == (
+        "nope",
+        "(input error: unknown tool 'nope'. Available tools: double, fail, serial)",
+        K.INPUT_ERROR,
+    )
+    assert {e.call.name: e.content for e in results(state)} == {
+        "nope": results(state)[0].content,
+        "double": "4",
+        "fail": "no",
+        "serial": "serial done",
+    }
+    assert recorder.names()[:4] == [("start", "nope"), ("end", "nope"), ("start", "double"), ("start", "fail")]
+    assert recorder.names()[-2:] == [("start", "serial"), ("end", "serial")]
+    assert state.pending_calls == ()
+
+
+def test_async_tool_raising_cancelled_error_itself() -> None:
+    @tool
+    async def gives_up() -> str:
+        raise asyncio.CancelledError()
+
+    recorder = Recorder()
+    state = turn(call("gives_up"))
+
+    async def main() -> BaseException:
+        try:
+            await _runner.arun_tool_calls(state, tool_map(gives_up), context(recorder))
+        except asyncio.CancelledError as error:
+            return error
+        raise AssertionError("not raised")
+
+    error = asyncio.run(main())
+    assert errors(state)[-1].error is error and errors(state)[-1].content == "CancelledError"
+    assert recorder.ends()["gives_up"] == ("(interrupted by user)", ToolOutcome(K.INTERRUPTED, error))
+    assert "exception raised in tool gives_up()" in error.__notes__
+
+
+def test_sync_driver_runs_coroutines_on_a_worker_loop() -> None:
+    where: dict[str, Any] = {}
+
+    @tool
+    async def on_loop(x: int) -> int:
+        where["thread"] = threading.get_ident()
+        where["loop"] = asyncio.get_running_loop()
+        asyncio.get_running_loop().create_task(asyncio.sleep(10))  # a leftover task gets cancelled
+        return x
+
+    class ReturnsCoroutine(Tool):
+        def __init__(self) -> None:
+            super().__init__(name="coro")
+
+        def run(self, args: dict[str, Any], state: State) -> Any:
+            async def inner() -> str:
+                return "from coroutine"
+
+            return inner()
+
+    state = turn(call("on_loop", x=3), call("coro"))
+    use_tools(state, on_loop, ReturnsCoroutine())
+    assert where["thread"] != threading.get_ident() and where["loop"].is_closed()
+    assert result_of(state, "on_loop").content == "3"
+    assert result_of(state, "coro").content == "from coroutine"
+
+
+def test_call_scope_is_visible_in_tools_only() -> None:
+    seen: list[Any] = []
+
+    @tool
+    def look(state: State) -> str:
+        scope = CALL_SCOPE.get()
+        assert scope is not None
+        parent, current = scope
+        seen.append((parent is state, current, scope.context))
+        return "ok"
+
+    @tool
+    async def alook(state: State) -> str:
+        scope = CALL_SCOPE.get()
+        assert scope is not None
+        seen.append((scope.state is state, scope.call, scope.context))
+        return "ok"
+
+    ctx = context()
+    state = turn(call("look"))
+    _runner.run_tool_calls(state, tool_map(look), ctx)
+    state2 = turn(call("alook"))
+    asyncio.run(_runner.arun_tool_calls(state2, tool_map(alook), ctx))
+    assert seen == [(True, call("look"), ctx), (True, call("alook"), ctx)]
+    assert CALL_SCOPE.get() is None
+
+
+def test_save_points_and_quiet_batch_failures() -> None:
+    store = SaveLog()
+    state = turn(call("ok"), call("serial"))
+    use_tools(state, ok, serial, store=store)
+    assert len(store.saves) == 2  # one per batch
+    failing = SaveLog(fail=True)
+    state = turn(call("ok"))
+    use_tools(state, ok, store=failing)
+    assert result_of(state, "ok").content == "fine"
+    asyncio.run(_runner.arun_tool_calls(turn(call("ok")), tool_map(ok), context(store=failing)))
+
+
+def test_no_pending_calls_does_nothing() -> None:
+    state = State(messages=[Message.user("x")])
+    before = state.history
+    use_tools(state, ok, reporter=Recorder())
+    assert state.history == before
+
+
+# --- §12 seams -----------------------------------------------------------------------------------------------
+
+
+def test_finish_seam() -> None:
+    recorder = Recorder()
+    state = turn(call("ok"), call("other"), call("bad"))
+    job = _runner._Job(call("ok"), tool=None)
+    assert (job.future, job.announced) == (None, False)
+    future: Future[Any] = Future()
+    future.set_result("plain value")
+    job.future = future
+    failures: list[Any] = []
+    _runner._finish(state, recorder, job, failures)
+    assert result_of(state, "ok").outcome is K.DONE and recorder.events == []
+    _runner._finish(state, recorder, job, failures)
+    assert len(results(state)) == 1
+
+    announced = _runner._Job(call("other"), None)
+    announced.announced = True
+    announced.future = Future()
+    announced.future.set_result("again")
+    state._tool_result(call("other"), "closed by someone else", K.DENIED)
+    _runner._finish(state, recorder, announced, failures)  # already closed: nothing, no raise
+    assert len(results(state)) == 2 and recorder.events == []
+
+    bad = _runner._Job(call("bad"), None, None)
+    bad.announced = True
+    bad.future = Future()
+    error = OSError("x")
+    bad.future.set_exception(error)
+    _runner._finish(state, recorder, bad, failures)
+    _runner._finish(state, recorder, bad, failures)
+    assert failures == [bad]
+    assert errors(state)[-1].error is error and errors(state)[-1].call == call("bad")
+    assert recorder.ends()["bad"] == ("(aborted: OSError)", ToolOutcome(K.ABORTED, error))
+
+
+def test_executor_submit_sets_future_before_the_thread() -> None:
+    state = turn(call("ok"))
+    job = _runner._Job(call("ok"), ok.copy(), None)
+    _runner._Executor(4).submit(job, state)
+    assert isinstance(job.future, Future)
+    assert job.future.result(5) == "fine"
+
+
+# --- permission phase (07 §1.4–§1.6) -------------------------------------------------------------------------
+
+
+class Log:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+
+def logging_permission(kind: type, name: str, log: Log, verdict: Any) -> Any:
+    class Logged(kind):  # type: ignore[misc, valid-type]
+        def check(self, state: State, call: ToolCall, tool: Tool) -> Any:
+            log.asked.append(name)
+            return verdict
+
+        def __repr__(self) -> str:
+            return name
+
+    return Logged()
+
+
+def test_permission_order_and_decisions() -> None:
+    log = Log()
+    perms = (
+        logging_permission(DecidePermission, "allow1", log, None),
+        logging_permission(DenyPermission, "deny1", log, None),
+        logging_permission(DecidePermission, "decide", log, None),
+        logging_permission(DenyPermission, "deny2", log, None),
+        logging_permission(DecidePermission, "allow2", log, Allowed()),
+    )
+    state = turn(call("ok"))
+    use_tools(state, ok, permissions=perms)
+    assert log.asked == ["deny1", "deny2", "allow1", "decide", "allow2"]
+    assert result_of(state, "ok").content == "fine"
+
+
+def test_permission_refusals() -> None:
+    class Raising(DenyPermission):
+        def check(self, state: State, call: ToolCall, tool: Tool) -> Any:
+            if call.name == "boom":
+                raise ToolError("not today")
+            return None
+
+    recorder = Recorder()
+    store = SaveLog()
+    state = turn(call("bash", command="ls"), call("ok"), call("boom"), call("serial"))
+
+    @tool
+    def bash(command: str) -> str:
+        return command
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        use_tools(
+            state,
+            bash,
+            ok,
+            boom,
+            serial,
+            reporter=recorder,
+            store=store,
+            permissions=(Raising(), AllowByName(["ok"]), DenyByName(["bash"])),
+        )
+    assert [str(w.message) for w in caught if issubclass(w.category, PermissionWarning)] == [
+        "No permission allowed or denied the call to serial, so it was denied. To allow every call no permission "
+        "denies, put AllowByDefault() at the end of permissions="
+    ]
+    by_name = {e.call.name: e for e in results(state)}
+    assert (by_name["bash"].content, by_name["bash"].outcome) == ("bash is not allowed.", K.DENIED)
+    assert (by_name["boom"].content, by_name["boom"].outcome) == ("not today", K.DENIED)
+    assert isinstance(by_name["boom"].error, ToolError)
+    assert by_name["serial"].content == "No permission allowed this call."
+    assert by_name["ok"].content == "fine"
+    ends = recorder.ends()
+    assert ends["bash"][1] == ToolOutcome(K.DENIED, None, "DenyByName(['bash'])")
+    assert ends["boom"][1] == ToolOutcome(K.DENIED, by_name["boom"].error, "Raising()")
+    assert ends["serial"][1] == ToolOutcome(K.DENIED)
+    assert recorder.names() == [
+        ("end", "bash"),
+        ("end", "boom"),
+        ("end", "serial"),
+        ("start", "ok"),
+        ("end", "ok"),
+    ]
+    assert len(store.saves) == 2  # after the phase, then after the batch
+    assert store.saves[0] == len(state.history) - 1
+
+
+def test_permission_stop_closes_the_turn() -> None:
+    ran: list[str] = []
+
+    @tool
+    def write(path: str) -> str:
+        ran.append(path)
+        return "written"
+
+    recorder = Recorder()
+    stopper = logging_permission(DenyPermission, "Stopper()", Log(), None)
+
+    class Stopper(DecidePermission):
+        def check(self, state: State, call: ToolCall, tool: Tool) -> Any:
+            if call.args.get("path") == "b":
+                return Denied("no b", stop=True)
+            return Allowed()
+
+    del stopper
+    state = turn(call("nope"), call("write", 1, path="a"), call("write", 2, path="b"), call("write", 3, path="c"))
+    use_tools(state, write, reporter=recorder, permissions=(Stopper(),))
+    assert ran == []
+    assert [(e.call.id, e.content, e.outcome) for e in results(state)] == [
+        ("c_nope", "(input error: unknown tool 'nope'. Available tools: write)", K.INPUT_ERROR),
+        ("c_write_2", "no b", K.DENIED),
+        ("c_write_1", "(not run: the user stopped this turn)", K.CANCELLED),
+        ("c_write_3", "(not run: the user stopped this turn)", K.CANCELLED),
+    ]
+    assert state.stopped is not None and state.stopped.permission == "Stopper()"
+    outcomes = [(e[1], e[3]) for e in recorder.events if e[0] == "end"][1:]
+    assert [o.kind for _, o in outcomes] == [K.DENIED, K.CANCELLED, K.CANCELLED]
+    assert all(o.decided_by == "Stopper()" for _, o in outcomes)
+
+
+def test_permission_exception_is_recorded_and_raised() -> None:
+    class Broken(DenyPermission):
+        def check(self, state: State, call: ToolCall, tool: Tool) -> Any:
+            raise RuntimeError("broken")
+
+    class WrongVerdict(AllowPermission_):
+        pass
+
+    state = turn(call("ok"), call("serial"))
+    with pytest.raises(RuntimeError) as info:
+        use_tools(state, ok, serial, permissions=(Broken(),))
+    assert "exception raised in permission Broken() checking ok()" in info.value.__notes__
+    assert errors(state)[-1].error is info.value and errors(state)[-1].call == call("ok")
+    assert len(state.pending_calls) == 2
+
+    state = turn(call("ok"))
+    with pytest.raises(TypeError, match="may return only") as bad:
+        use_tools(state, ok, permissions=(WrongVerdict(),))
+    assert errors(state)[-1].error is bad.value
+    assert not getattr(bad.value, "__notes__", [])
+
+
+class AllowPermission_(DecidePermission):
+    def check(self, state: State, call: ToolCall, tool: Tool) -> Any:
+        return True
+
+
+def test_async_permission_phase() -> None:
+    class Async(DecidePermission):
+        async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Any:
+            return Allowed() if call.name == "ok" else Denied("async no")
+
+    state = turn(call("ok"), call("serial"))
+    asyncio.run(_runner.arun_tool_calls(state, tool_map(ok, serial), context(permissions=(Async(), AllowByDefault()))))
+    assert {e.call.name: e.content for e in results(state)} == {"ok": "fine", "serial": "async no"}
+
+
+def test_empty_permission_list_refuses_everything() -> None:
+    state = turn(call("ok"))
+    with pytest.warns(PermissionWarning):
+        use_tools(state, ok, permissions=())
+    assert result_of(state, "ok").content == "No permission allowed this call."
