@@ -11,11 +11,13 @@ Helpers for the Agent and the runner (not in ``__all__``; the spec leaves their 
   ``Owner`` (the owner run's human and whether it was inherited) that ``DecideByHuman`` asks by default.
 - ``effective_permissions(own, human, *, inherited=False, above=None, subagent=False)``: builds that list for a
   run or for ``use_tools`` (07 §1.6): returns a ``PermissionList`` or ``None`` (no check phase).
-- ``check_run_start(permissions, *, method, human=None, inherited=False)``: the run-start checks of 07 §1.8
-  (``method`` is ``"run"`` or ``"arun"``); raises ``TypeError``/``NoHumanError``, returns ``None``.
-- ``decide(permissions, state, call, tool)`` / ``await adecide(...)``: ask the list about one call (both passes,
-  verdict type check, owner scope, ``ToolError`` -> refusal, note on other exceptions, ``PermissionWarning`` when
-  nobody decides). Returns a ``Decision``; the caller records it (07 §1.5).
+- ``check_run_start(permissions, *, method, owners=None, human=None, inherited=False)``: the run-start checks of
+  07 §1.8 (``method`` is ``"run"`` or ``"arun"``); raises ``TypeError``/``NoHumanError``, returns ``None``.
+- ``decide(permissions, state, call, tool, owners=None)`` / ``await adecide(...)``: ask the list about one call
+  (both passes, verdict type check, owner scope, ``ToolError`` -> refusal, note on other exceptions,
+  ``PermissionWarning`` when nobody decides). Returns a ``Decision`` (``verdict``, ``decided_by``, ``error``,
+  ``permission``); the caller records it (07 §1.5).
+- ``NOBODY_DECIDED`` and ``DECLINED``: the two fixed result texts of this module.
 - ``check_verdict(permission, verdict)``: the verdict type check of 07 §1.4 step 5.
 """
 
