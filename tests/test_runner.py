@@ -21,6 +21,7 @@ import pytest
 from alpineagents import _runner
 from alpineagents._context import RunContext
 from alpineagents._scope import CALL_SCOPE
+from alpineagents.agent import Agent
 from alpineagents.errors import PermissionWarning, ToolError, ToolInputError
 from alpineagents.permissions import (
     AllowByDefault,
@@ -33,6 +34,7 @@ from alpineagents.permissions import (
 )
 from alpineagents.reporter import Reporter
 from alpineagents.state import State
+from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import Tool, ToolMap, collect_tools, tool
 from alpineagents.types import (
     INVALID_ARGS_KEY,
@@ -1047,3 +1049,294 @@ def test_empty_permission_list_refuses_everything() -> None:
     with pytest.warns(PermissionWarning):
         use_tools(state, ok, permissions=())
     assert result_of(state, "ok").content == "No permission allowed this call."
+
+
+# --- the same checks through whole Agent runs ----------------------------------------------------------------
+
+
+def make_agent(replies: list[Any], *tools: Any, **settings: Any) -> tuple[Agent, FakeModel]:
+    fake = FakeModel(replies)
+    settings.setdefault("reporter", None)
+    settings.setdefault("human", None)
+    return Agent(fake, tools=list(tools), **settings), fake
+
+
+def last_results(fake: FakeModel) -> list[Any]:
+    """The tool results the model received in its latest request."""
+    return [b.content for b in fake.requests[-1].messages[-1].content]
+
+
+def test_run_check_08_and_11() -> None:
+    seen: list[State] = []
+
+    @tool
+    def add(a: int, b: int = 10) -> int:
+        return a + b
+
+    @tool
+    def peek(msg: str, ctx: State) -> str:
+        seen.append(ctx)
+        return msg
+
+    agent, fake = make_agent([[tool_call("add", a=5), tool_call("peek", msg="hi")], "done"], add, peek)
+    state = State(messages=[Message.user("go")])
+    assert agent.run(state) == "done"
+    assert last_results(fake) == ["15", "hi"]
+    assert seen[0] is state
+
+
+def test_run_check_14_22_24_input_and_tool_errors() -> None:
+    called: list[int] = []
+
+    @tool
+    def strict(n: int) -> int:
+        called.append(n)
+        return n
+
+    @tool
+    def nope() -> str:
+        raise ToolError("nope")
+
+    class Ticket(Tool):
+        def __init__(self) -> None:
+            super().__init__(name="create_ticket")
+
+        def run(self, args: dict[str, Any], state: State) -> Any:
+            raise ToolInputError("title is required")
+
+    recorder = Recorder()
+    agent, fake = make_agent(
+        [[tool_call("strict", n="not a number"), tool_call("nope"), tool_call("create_ticket")], "answer"],
+        strict,
+        nope,
+        Ticket(),
+        reporter=recorder,
+    )
+    state = State(messages=[Message.user("go")])
+    assert agent.run(state) == "answer"
+    assert called == []
+    by_name = {e.call.name: e for e in results(state)}
+    assert by_name["strict"].content.startswith("(input error:") and by_name["strict"].error is None
+    assert by_name["strict"].outcome is K.INPUT_ERROR
+    assert (by_name["nope"].content, by_name["nope"].outcome) == ("nope", K.ERROR)
+    assert isinstance(by_name["nope"].error, ToolError)
+    assert by_name["create_ticket"].content == "(input error: title is required)"
+    assert by_name["create_ticket"].outcome is K.INPUT_ERROR
+    assert errors(state) == []
+    assert recorder.ends()["nope"][1].kind == "error"
+
+
+def test_run_check_25_26_30_handlers() -> None:
+    @tool(exception_handler=http_errors)
+    def fetch(url: str) -> str:
+        if url == "u":
+            raise NotFound("404 u")
+        raise KeyError("bug")
+
+    agent, fake = make_agent([tool_call("fetch", url="u"), "ok"], fetch)
+    state = State(messages=[Message.user("go")])
+    agent.run(state)
+    entry = result_of(state, "fetch")
+    assert entry.content == "request failed: 404 u" and isinstance(entry.error.__cause__, NotFound)
+
+    agent, fake = make_agent([tool_call("fetch", url="other"), "ok"], fetch)
+    state = State(messages=[Message.user("go")])
+    with pytest.raises(KeyError):
+        agent.run(state)
+    assert result_of(state, "fetch").content == "(aborted: KeyError)"
+
+    agent, fake = make_agent([tool_call("fetch", url="u"), "ok"], fetch.copy(exception_handler=None))
+    state = State(messages=[Message.user("go")])
+    with pytest.raises(NotFound):
+        agent.run(state)
+    assert result_of(state, "fetch").content == "(aborted: NotFound)"
+
+
+def test_run_check_38_41_42_tools_in_the_agent() -> None:
+    class NoInit(Tool):
+        def __init__(self) -> None:
+            pass
+
+        def run(self, args: dict[str, Any], state: State) -> Any:
+            return None
+
+    class Ticket(Tool):
+        def __init__(self) -> None:
+            super().__init__(name="create_ticket")
+
+    def plain_function(x: int) -> None: ...
+
+    for items, words in [
+        ([NoInit()], "did not call Tool.__init__"),
+        ([Ticket()], "does not implement run"),
+        ([Ticket], "got the class Ticket"),
+        ([Calc.add], "unbound method tool"),
+        ([plain_function], "does not have @tool"),
+        ([object()], "has no methods with @tool"),
+    ]:
+        with pytest.raises(TypeError, match=words):
+            Agent(FakeModel([]), tools=items)
+    with pytest.raises(ValueError, match="Duplicate tool name 'add'"):
+        Agent(FakeModel([]), tools=[Calc(), Calc()])
+
+    calc = Calc()
+    agent, fake = make_agent([[tool_call("add", a=1, b=2), tool_call("sub", a=3, b=1)], "ok"], calc)
+    agent.run("go")
+    assert last_results(fake) == ["3", "2"]
+    agent, fake = make_agent([tool_call("sub", a=3, b=1), "ok"], calc.add)
+    agent.run("go")
+    assert last_results(fake) == ["(input error: unknown tool 'sub'. Available tools: add)"]
+
+
+def test_run_check_43_44() -> None:
+    agent, fake = make_agent([[tool_call("nope"), ToolCall("nope2", {INVALID_ARGS_KEY: '{"title": '}, "c9")], "ok"])
+    agent.run("go")
+    assert last_results(fake) == [
+        "(input error: unknown tool 'nope'. Available tools: (none))",
+        "(input error: unknown tool 'nope2'. Available tools: (none))",
+    ]
+    ran: list[Any] = []
+
+    class Ticket(Tool):
+        def __init__(self) -> None:
+            super().__init__(name="create_ticket")
+
+        def run(self, args: dict[str, Any], state: State) -> Any:
+            ran.append(args)
+
+    agent, fake = make_agent([ToolCall("create_ticket", {INVALID_ARGS_KEY: '{"title": '}, "c1"), "ok"], Ticket())
+    agent.run("go")
+    assert last_results(fake) == ['(input error: arguments are not valid JSON: {"title": )']
+    assert ran == []
+
+
+def test_run_check_45_46() -> None:
+    stamps: dict[str, float] = {}
+
+    @tool
+    def slow(state: State) -> str:
+        wait_for(lambda: any(e.kind == "tool_result" for e in state.history))
+        time.sleep(0.3)
+        stamps["slow"] = time.monotonic()
+        return "slow"
+
+    @tool
+    def fast() -> str:
+        time.sleep(0.3)
+        stamps["fast"] = time.monotonic()
+        return "fast"
+
+    @tool(parallel=False)
+    def last() -> str:
+        stamps["last"] = time.monotonic()
+        return "last"
+
+    agent, fake = make_agent([[tool_call("last"), tool_call("slow"), tool_call("fast")], "ok"], slow, fast, last)
+    state = State(messages=[Message.user("go")])
+    began = time.monotonic()
+    agent.run(state)
+    assert stamps["last"] >= max(stamps["slow"], stamps["fast"])
+    assert stamps["last"] - began < 0.9  # 0.6 s of serial sleeping would be needed without parallelism
+    assert [e.call.name for e in results(state)] == ["fast", "slow", "last"]
+    assert last_results(fake) == ["last", "slow", "fast"]
+
+
+def test_run_check_47_48_49() -> None:
+    @tool
+    def mutate(items: list[int]) -> str:
+        items.append(1)
+        return str(items)
+
+    agent, fake = make_agent(
+        [[tool_call("mutate", items=[0]), tool_call("mutate", items=[0])], "ok"],
+        mutate,
+        permissions=[AllowByDefault()],
+    )
+    state = State(messages=[Message.user("go")])
+    agent.run(state)
+    assert last_results(fake) == ["[0, 1]", "[0, 1]"]
+    assert all(e.call.args == {"items": [0]} for e in results(state))
+
+    @tool
+    def boom_late(state: State) -> str:
+        wait_for(lambda: any(e.kind == "tool_result" for e in state.history))
+        raise RuntimeError("kaput")
+
+    recorder = Recorder()
+    agent, fake = make_agent(
+        [[tool_call("boom_late"), tool_call("ok"), tool_call("serial")], "never"],
+        boom_late,
+        ok,
+        serial,
+        reporter=recorder,
+    )
+    state = State(messages=[Message.user("go")])
+    with pytest.raises(RuntimeError) as info:
+        agent.run(state)
+    assert "exception raised in tool boom_late()" in info.value.__notes__
+    assert ("start", "serial") not in recorder.names()
+    assert {e.call.name: e.content for e in results(state)} == {
+        "ok": "fine",
+        "boom_late": "(aborted: RuntimeError)",
+        "serial": "(aborted: RuntimeError)",
+    }
+    assert len([e for e in errors(state) if e.error is info.value]) == 1
+
+    @tool
+    def interrupt() -> str:
+        raise KeyboardInterrupt
+
+    agent, fake = make_agent([[tool_call("interrupt"), tool_call("serial")], "never"], interrupt, serial)
+    state = State(messages=[Message.user("go")])
+    with pytest.raises(KeyboardInterrupt):
+        agent.run(state)
+    assert [(e.content, e.outcome) for e in results(state)] == [("(interrupted by user)", K.INTERRUPTED)] * 2
+
+
+def test_run_check_50_arun() -> None:
+    release = threading.Event()
+    where: dict[str, Any] = {}
+
+    @tool
+    def slow_sync() -> str:
+        where["sync"] = (threading.get_ident(), VAR.get())
+        release.wait(5)
+        return "exit 0"
+
+    @tool
+    async def waits() -> str:
+        where["async"] = threading.get_ident()
+        await asyncio.sleep(10)
+        return "never"
+
+    recorder = Recorder()
+    agent, fake = make_agent(
+        [[tool_call("slow_sync"), tool_call("waits")], "after"], slow_sync, waits, reporter=recorder
+    )
+    state = State(messages=[Message.user("go")])
+
+    async def main() -> None:
+        VAR.set("before")
+        where["loop"] = threading.get_ident()
+        task = asyncio.ensure_future(agent.arun(state))
+        while "async" not in where or "sync" not in where:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert where["async"] == where["loop"] and where["sync"] == (where["sync"][0], "before")
+    assert where["sync"][0] != where["loop"]
+    assert [(e.call.name, e.content) for e in results(state)] == [
+        ("slow_sync", "(interrupted by user)"),
+        ("waits", "(interrupted by user)"),
+    ]
+    release.set()
+    wait_for(lambda: any(e.late for e in results(state)))
+    late = [e for e in results(state) if e.late]
+    assert len(late) == 1 and late[0].content == "exit 0"
+    state.add_message(Message.user("and now?"))
+    agent.run(state)
+    texts = [m.text for m in fake.requests[-1].messages]
+    assert any("finished later" in t and "exit 0" in t for t in texts)
