@@ -1367,3 +1367,80 @@ def test_entry_after_finish_and_run_start_entries_fold() -> None:
     entries = [*state.history, RunStartEntry(content=AgentInfo(model="m"), turn=0)]
     rebuilt = State(history=entries)
     assert rebuilt.finished and rebuilt.stopped is None
+
+
+# --- checks that use an Agent -----------------------------------------------------------------------------------
+
+
+def _echo_agent(replies: list[Any], reporter: Any) -> Any:
+    from alpineagents.agent import Agent
+    from alpineagents.testing import FakeModel
+    from alpineagents.tool import tool
+
+    @tool
+    def echo(text: str) -> str:
+        """Return the text.
+
+        Args:
+            text: What to return.
+        """
+        return text
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file.
+
+        Args:
+            path: The file.
+        """
+        return "x" * 1300
+
+    return Agent(model=FakeModel(replies), tools=[echo, read_file], reporter=reporter, human=None)
+
+
+def test_check_50_context_change_notifications() -> None:
+    from alpineagents.reporter import Reporter
+    from alpineagents.testing import tool_call
+
+    class Changes(Reporter):
+        def __init__(self) -> None:
+            self.changes: list[tuple[State, ContextChange]] = []
+
+        def on_context_change(self, state: Any, change: ContextChange) -> None:
+            self.changes.append((state, change))
+
+    reporter = Changes()
+    agent = _echo_agent([tool_call("echo", text="a"), tool_call("echo", text="b"), "done"], reporter)
+    state = State(messages=[Message.user("go")])
+    untouched = State(messages=[Message.user("go")])
+    untouched.compact("nobody hears this")
+    before = state.snapshot()
+    agent.think(state)
+    agent.use_tools(state)
+    agent.think(state)
+    agent.use_tools(state)
+    agent.think(state)
+    assert reporter.changes == []
+    state.clear_tool_results(keep_last=0)
+    state.clear_tool_results(keep_last=0)  # nothing to clear: nothing recorded, nobody notified
+    state.compact("summary")
+    state.restore(before)
+    recorded = [e.content for e in state.history if isinstance(e, ContextChangeEntry)][1:]
+    assert [change.kind for change in recorded] == ["clear_tool_results", "compact", "restore"]
+    assert len(reporter.changes) == 3
+    for (seen_state, change), entry_change in zip(reporter.changes, recorded, strict=True):
+        assert seen_state is state and change is entry_change
+
+
+def test_check_41_str_of_an_agent_run() -> None:
+    from alpineagents.testing import tool_call
+
+    agent = _echo_agent([tool_call("read_file", path="a.py"), "The bug is on line 3"], None)
+    state = State(messages=[Message.user("Find the bug")])
+    assert agent.run(state) == "The bug is on line 3"
+    lines = str(state).split("\n")
+    assert len(lines) == len(state.history) + 1
+    assert "[turn 1] tool_result read_file: 1.3KB" in lines
+    assert lines[-1] == "done: stopped by waiting_for_user (2 turns)"
+    assert lines[1].startswith("[turn 0] run_start: fake/fake")
+    assert same_as_replay(state)

@@ -226,8 +226,6 @@ class State:
                     "State(history=other.history)\nState(messages=[Message.user('...')], extra_data={'repo': 'api'})",
                 )
             )
-        if isinstance(history, StateSnapshot):
-            history = history.history
         entries = list(history)
         for index, item in enumerate(entries):
             if not is_entry(item):
