@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from alpineagents._tokens import estimate_text_tokens
+from alpineagents._tokens import context_tokens, estimate_overhead_tokens, estimate_text_tokens
 from alpineagents.errors import ContextTooLongError
 from alpineagents.human import Human, parse_answer
 from alpineagents.models.base import Model
@@ -69,7 +69,7 @@ class FakeModel(Model):
         """Answer `request` with the next prepared item (08 §5.2)."""
         with self._lock:
             self.requests.append(request)
-            size = self.count_tokens(request)
+            size = self._size(request)
             if size > self._context_window:
                 raise ContextTooLongError(
                     f"FakeModel({self.name!r}): estimated input of {size} tokens is larger than "
@@ -84,6 +84,16 @@ class FakeModel(Model):
         if callable(item) and not isinstance(item, (BaseException, Reply, ToolCall)):
             item = item(request)
         return self._convert(item, size, on_text)
+
+    def _size(self, request: Request) -> int:
+        """The default `count_tokens(request)`, without estimating the overhead when an anchor makes it unused."""
+        if type(self).count_tokens is not Model.count_tokens:
+            return self.count_tokens(request)
+        messages = request.messages
+        for message in reversed(messages):
+            if message.tokens is not None:
+                return context_tokens(messages, 0)
+        return context_tokens(messages, estimate_overhead_tokens(request.system, request.tools))
 
     def _convert(self, item: Any, input_tokens: int, on_text: Any) -> Reply:
         if isinstance(item, BaseException):
