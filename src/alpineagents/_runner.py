@@ -171,8 +171,8 @@ def _work(job: _Job, state: State) -> None:
     _complete(job, state, content, None)
 
 
-async def _task_body(job: _Job, state: State) -> None:
-    """Task body for an async tool under `arun_tool_calls`."""
+async def _task_body(job: _Job, state: State, arrivals: _Arrivals) -> None:
+    """Task body for an async tool under `arun_tool_calls` (runs on the loop thread)."""
     CALL_SCOPE.set(CallScope(state, job.call, job.context))
     tool = job.tool
     assert tool is not None
@@ -185,9 +185,41 @@ async def _task_body(job: _Job, state: State) -> None:
         except (ToolError, ToolInputError) as error:
             content = _error_result(job, error)
     except BaseException as error:  # noqa: BLE001 - handed to the loop unchanged (CancelledError included)
-        _complete(job, state, None, error)
+        _settle(job, state, arrivals, None, error)
         return
-    _complete(job, state, content, None)
+    _settle(job, state, arrivals, content, None)
+
+
+def _settle(job: _Job, state: State, arrivals: _Arrivals, content: Any, error: BaseException | None) -> None:
+    if job.abandoned:  # only ever set on this (the loop) thread
+        _record_late(job, state, content, error)
+        return
+    job.future = _Outcome(content, error)  # type: ignore[assignment]
+    arrivals.put(job)
+
+
+class _Outcome:
+    """The completed "future" of a job run as a Task on the loop (same reading methods as a `Future`)."""
+
+    __slots__ = ("_value", "_error")
+
+    def __init__(self, value: Any, error: BaseException | None) -> None:
+        self._value = value
+        self._error = error
+
+    def done(self) -> bool:
+        return True
+
+    def cancelled(self) -> bool:
+        return False
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _complete(job: _Job, state: State, content: Any, error: BaseException | None) -> None:
@@ -217,17 +249,62 @@ def _record_late(job: _Job, state: State, content: Any, error: BaseException | N
     state._late_result(job.call, f"(exception: {text})", outcome, error=error)
 
 
+class _Worker:
+    """A daemon worker thread that runs one job at a time and parks (idle) between jobs for a few seconds."""
+
+    __slots__ = ("wake", "task")
+
+    def __init__(self, task: tuple[contextvars.Context, _Job, State]) -> None:
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self.task: tuple[contextvars.Context, _Job, State] | None = task
+
+
+_IDLE: list[_Worker] = []
+_IDLE_LOCK = threading.Lock()
+_IDLE_SECONDS = 10.0
+
+
+def _worker_main(worker: _Worker) -> None:
+    while True:
+        task = worker.task
+        worker.task = None
+        if task is not None:
+            context, job, state = task
+            context.run(_work, job, state)
+            del task, context, job, state
+        with _IDLE_LOCK:
+            _IDLE.append(worker)
+        if worker.wake.acquire(timeout=_IDLE_SECONDS):
+            continue
+        with _IDLE_LOCK:
+            if worker in _IDLE:
+                _IDLE.remove(worker)
+                return
+        worker.wake.acquire()  # taken by a submit right at the timeout: its job is on the way
+
+
 class _Executor:
-    """Starts one daemon worker thread per job (the caller keeps at most `max_workers` running)."""
+    """Hands each job to its own daemon worker thread (the caller keeps at most `max_workers` running).
+
+    A worker whose job ended parks for a few seconds and may take the next job (so a turn does not pay for
+    starting a thread); a worker still running an abandoned tool is never reused.
+    """
 
     def __init__(self, max_workers: int) -> None:
         self.max_workers = max_workers
 
     def submit(self, job: _Job, state: State) -> None:
-        """Set `job.future`, then run the tool on a new daemon thread in a copy of the caller's contextvars."""
+        """Set `job.future`, then run the tool on a daemon worker thread in a copy of the caller's contextvars."""
         job.future = Future()
-        context = contextvars.copy_context()
-        thread = threading.Thread(target=context.run, args=(_work, job, state), name="alpineagents-tool", daemon=True)
+        task = (contextvars.copy_context(), job, state)
+        with _IDLE_LOCK:
+            worker = _IDLE.pop() if _IDLE else None
+        if worker is not None:
+            worker.task = task
+            worker.wake.release()
+            return
+        thread = threading.Thread(target=_worker_main, args=(_Worker(task),), name="alpineagents-tool", daemon=True)
         thread.start()
 
 
@@ -418,11 +495,8 @@ def _run_group(
             except Empty:
                 continue
             batch = [first]
-            while True:
-                try:
-                    batch.append(done.get_nowait())
-                except Empty:
-                    break
+            while not done.empty():
+                batch.append(done.get_nowait())
             for job in batch:
                 _finish(state, reporter, job, failures)
                 outstanding -= 1
@@ -599,11 +673,7 @@ class _Arrivals:
 def _start_task(job: _Job, state: State, arrivals: _Arrivals) -> None:
     job.started = True
     job.threaded = False
-    future: Future[Any] = Future()
-    job.future = future
-    task = arrivals.loop.create_task(_task_body(job, state))
-    job.runner = (arrivals.loop, task)
-    future.add_done_callback(functools.partial(_notify_done, arrivals.put, job))
+    job.runner = (arrivals.loop, arrivals.loop.create_task(_task_body(job, state, arrivals)))
 
 
 async def _arun_group(
