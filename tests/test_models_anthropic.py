@@ -720,6 +720,16 @@ def test_stream_without_final_event(server: ProviderServer) -> None:  # noqa: F8
         asyncio.run(model(server, max_tokens=100).arespond(req()))
 
 
+@pytest.mark.parametrize("cut", [0, 1])
+def test_stream_ending_before_the_reply_began(server: ProviderServer, cut: int) -> None:  # noqa: F811
+    server.script(sse(anthropic_events(["x"]), end_after=cut))
+    with pytest.raises(ProviderError, match="ended before its final event"):
+        model(server, max_tokens=100).respond(req())
+    server.script(sse(anthropic_events(["x"]), end_after=cut))
+    with pytest.raises(ProviderError, match="ended before its final event"):
+        asyncio.run(model(server, max_tokens=100).arespond(req()))
+
+
 def test_malformed_tool_json_is_provider_error(server: ProviderServer) -> None:  # noqa: F811
     server.script(anthropic_stream(["x"], tools=[ToolUse("search", ['{"q": wea', "ther}"])]))
     with pytest.raises(ProviderError) as info:

@@ -382,3 +382,40 @@ def test_wrapped_models_nest() -> None:
     assert reply.text == "ok"
     assert [e.kind for e in events] == ["retry", "fallback"]
     assert isinstance(reply.message.content[0], TextBlock)
+
+
+# -- through an Agent: restarts are recorded in the history ----------------------------------------------------------
+
+
+def test_agent_records_retry_and_fallback_events(server: ProviderServer) -> None:  # noqa: F811
+    from alpineagents.agent import Agent
+    from alpineagents.state import State
+
+    server.script(
+        sse(anthropic_events(["Hel", "lo"]), drop_after=5),
+        anthropic_error(529, "overloaded_error", "Overloaded"),
+        openai_stream(["All good"]),
+    )
+    model = Fallback(Retry(claude(server), attempts=2, backoff=0), gpt(server))
+    agent = Agent(model, reporter=None)
+    state = State(messages=[Message.user("hi")])
+    agent.run(state)
+    events = [entry for entry in state.history if entry.kind == "model_event"]
+    assert [e.content.kind for e in events] == ["retry", "fallback"]
+    assert "stream failed mid-reply" in events[0].content.message
+    assert state.messages[-1].text == "All good"
+    assert state.usage.requests == 1  # tokens of the failed attempts are not counted
+    kinds = [entry.kind for entry in state.history]
+    assert kinds.index("model_request") < kinds.index("model_event") < kinds.index("model_reply")
+
+
+def test_agent_async_records_retry_event(server: ProviderServer) -> None:  # noqa: F811
+    from alpineagents.agent import Agent
+    from alpineagents.state import State
+
+    server.script(anthropic_error(500, "api_error", "down"), anthropic_stream(["ok"]))
+    agent = Agent(Retry(claude(server), backoff=0), reporter=None)
+    state = State(messages=[Message.user("hi")])
+    asyncio.run(agent.arun(state))
+    assert [e.content.kind for e in state.history if e.kind == "model_event"] == ["retry"]
+    assert state.messages[-1].text == "ok"

@@ -79,6 +79,32 @@ def _message_stream_types() -> tuple[type, ...]:
     return (MessageStream, AsyncMessageStream)
 
 
+def _check_complete(stream: Any, final: Any) -> tuple[Any, bool]:
+    real = isinstance(stream, _message_stream_types())
+    return final, not real or getattr(final, "stop_reason", None) is not None
+
+
+def _final_message_sync(stream: Any) -> tuple[Any, bool]:
+    """The final message, and whether the stream was complete (a real SDK stream ends with a stop reason)."""
+    try:
+        final = stream.get_final_message()
+    except AssertionError:  # the SDK's stream had no message_start: it ended before the reply began
+        if not isinstance(stream, _message_stream_types()):
+            raise
+        return None, False
+    return _check_complete(stream, final)
+
+
+async def _final_message_async(stream: Any) -> tuple[Any, bool]:
+    try:
+        final = await stream.get_final_message()
+    except AssertionError:
+        if not isinstance(stream, _message_stream_types()):
+            raise
+        return None, False
+    return _check_complete(stream, final)
+
+
 class Anthropic(Model):
     """Adapter for the Anthropic Messages API (streamed), built on the official `anthropic` SDK.
 
@@ -449,10 +475,7 @@ class Anthropic(Model):
                         except BaseException as error:
                             callback_error = error
                             raise
-                final = stream.get_final_message()
-                complete = not isinstance(stream, _message_stream_types()) or (
-                    getattr(final, "stop_reason", None) is not None
-                )
+                final, complete = _final_message_sync(stream)
         except caught as error:
             if error is callback_error or isinstance(error, sdk.BadRequestError):
                 raise
@@ -493,10 +516,7 @@ class Anthropic(Model):
                         except BaseException as error:
                             callback_error = error
                             raise
-                final = await stream.get_final_message()
-                complete = not isinstance(stream, _message_stream_types()) or (
-                    getattr(final, "stop_reason", None) is not None
-                )
+                final, complete = await _final_message_async(stream)
         except caught as error:
             if error is callback_error or isinstance(error, sdk.BadRequestError):
                 raise
