@@ -256,26 +256,21 @@ class Joined:
         if all(known.id != child.id for known, _ in self.children):
             self.children.append((child, child.usage))
 
-    def count(self) -> tuple[tuple[str, ...], Usage | None]:
-        """The child ids and the usage not counted yet; the join points move to now."""
+    def measure(self) -> tuple[tuple[str, ...], Usage | None, list[tuple[State, Usage]]]:
+        """The child ids, the usage not counted yet, and the new join points (for ``settle``)."""
         if not self.children:
-            return (), None
+            return (), None, []
         total = Usage()
         moved: list[tuple[State, Usage]] = []
         for child, then in self.children:
             now = child.usage
             total = total + _usage_since(now, then)
             moved.append((child, now))
-        self.children = moved
-        return tuple(child.id for child, _ in moved), total
+        return tuple(child.id for child, _ in moved), total, moved
 
-    def peek(self) -> tuple[tuple[str, ...], Usage | None]:
-        if not self.children:
-            return (), None
-        total = Usage()
-        for child, then in self.children:
-            total = total + _usage_since(child.usage, then)
-        return tuple(child.id for child, _ in self.children), total
+    def settle(self, moved: list[tuple[State, Usage]]) -> None:
+        """After the usage was recorded: count from the measured points on (children added since stay as they are)."""
+        self.children[: len(moved)] = moved
 
 
 def assignment_error(cls: type, name: str) -> AttributeError:

@@ -812,7 +812,7 @@ class State:
 
     def _close_slot(self, slot: ToolCall, content: Any, outcome: Any, error: BaseException | None) -> None:
         joined = self._call_children.get(slot.id) if self._call_children else None
-        child_ids, usage = joined.peek() if joined is not None else ((), None)
+        child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
         self.__dict__["_snap"] = _fold_commit(
             self._snap,
             ToolResultEntry(
@@ -827,7 +827,7 @@ class State:
         )
         if joined is not None:
             del self._call_children[slot.id]
-            joined.count()
+            joined.settle(moved)
             joined.call = slot
             self._closed_calls[id(slot)] = joined
         else:
@@ -872,7 +872,7 @@ class State:
                 self._close_slot(slot, content, outcome, error)
                 return
             joined = self._closed_joined(call)
-            child_ids, usage = joined.peek() if joined is not None else ((), None)
+            child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
             self._commit_locked(
                 ToolResultEntry(
                     content=content,
@@ -886,7 +886,7 @@ class State:
                 )
             )
             if joined is not None:
-                joined.count()
+                joined.settle(moved)
 
     def _stop_turn(self, call: ToolCall, reason: str, permission: str) -> list[ToolCall]:
         """A permission denied ``call`` with ``stop=True``: deny it, cancel the other pending calls, record the stop.
