@@ -680,3 +680,35 @@ def test_reply_without_content_is_an_empty_answer() -> None:
     state = task()
     assert Agent(FakeModel([[]]), reporter=None).run(state) == ""
     assert state.stopped == StoppedByUntil("waiting_for_user")
+
+
+def test_context_managers_return_the_agent() -> None:
+    agent = Agent(FakeModel(["a"]), reporter=None)
+    with agent as entered:
+        assert entered is agent
+        assert agent.run("T") == "a"
+
+    async def main() -> Any:
+        async with agent as entered:
+            return entered
+
+    import asyncio
+
+    assert asyncio.run(main()) is agent
+
+
+def test_reporter_for_follows_the_run_context() -> None:
+    outer = Recorder()
+    agent = Agent(FakeModel(["x"]), reporter=outer)
+    state = task()
+    assert agent._reporter_for(state) is outer
+    seen: list[Any] = []
+
+    def custom(a: Agent, s: State) -> None:
+        seen.append(a._reporter_for(s))
+        seen.append(a._active_context(s.fork()))
+        s.compact("by hand")
+
+    agent.copy(loop=custom).run(state)
+    assert seen[0] is outer and seen[1] is not None
+    assert "on_context_change" in outer.events
