@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
+import sys
 import threading
 import weakref
 from collections.abc import Iterable
 from typing import Any
 
+from alpineagents._async import run_in_thread
 from alpineagents._frozen import thaw
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models.base import Model, OnEvent, OnText
@@ -51,6 +53,12 @@ _OVERFLOW_HINTS = (
 )
 _AUTH_HINTS = ("authentication method", "api_key", "auth_token", "credentials")
 _BAD_TOOL_JSON = "Unable to parse tool parameter JSON"
+
+
+async def _aload_sdk() -> None:
+    """Import the SDK on a worker thread the first time, so the slow import never blocks the event loop."""
+    if "anthropic" not in sys.modules:
+        await run_in_thread(_sdk)
 
 
 def _sdk() -> Any:
@@ -488,6 +496,7 @@ class Anthropic(Model):
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond` on the async SDK client; cancelling it closes the stream."""
+        await _aload_sdk()
         try:
             client = self._async_client()
         except (_sdk().AnthropicError, TypeError) as error:

@@ -8,11 +8,13 @@ import json
 import os
 import re
 import secrets
+import sys
 import threading
 import weakref
 from collections.abc import Iterable
 from typing import Any
 
+from alpineagents._async import run_in_thread
 from alpineagents._frozen import thaw
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
 from alpineagents.models.base import Model, OnEvent, OnText
@@ -36,6 +38,12 @@ __all__ = ["OpenAICompatible"]
 _EMPTY_REPLY = "(empty reply)"
 _COMPLETION_TOKENS_NAME = re.compile(r"^o\d")
 _OVERFLOW_HINTS = ("context length", "maximum context", "context_length_exceeded")
+
+
+async def _aload_sdk() -> None:
+    """Import the SDK on a worker thread the first time, so the slow import never blocks the event loop."""
+    if "openai" not in sys.modules:
+        await run_in_thread(_sdk)
 
 
 def _sdk() -> Any:
@@ -220,6 +228,7 @@ class OpenAICompatible(Model):
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond` on the async SDK client; cancelling it closes the request."""
+        await _aload_sdk()
         sdk = _sdk()
         try:
             client = self._async_client()
