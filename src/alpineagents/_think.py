@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents import _structured
 from alpineagents._drive import Steps, save_after_error
+from alpineagents._runner import arun_tool_calls, run_tool_calls
 from alpineagents.errors import CutOffError, OutputError, fix_message
 from alpineagents.types import Message, ModelEvent, Reply, Request, Usage
 
@@ -95,8 +96,6 @@ def use_tools_steps(agent: Any, state: State, method: str) -> Steps:
     store = context.store
     state._attach(agent)
     if state.pending_calls:
-        from alpineagents._runner import arun_tool_calls, run_tool_calls
-
         try:
             yield (run_tool_calls, arun_tool_calls, (state, agent._tool_map, context))
         except BaseException as error:
