@@ -1340,3 +1340,32 @@ def test_run_check_50_arun() -> None:
     agent.run(state)
     texts = [m.text for m in fake.requests[-1].messages]
     assert any("finished later" in t and "exit 0" in t for t in texts)
+
+
+def test_interrupt_cancels_calls_waiting_for_a_slot() -> None:
+    release = threading.Event()
+    lock = threading.Lock()
+    started: list[int] = []
+
+    @tool
+    def hold(i: int) -> int:
+        with lock:
+            started.append(i)
+            if len(started) == 32:
+                threading.Timer(0.05, _thread.interrupt_main).start()
+        release.wait(5)
+        return i
+
+    recorder = Recorder()
+    state = turn(*[call("hold", i, i=i) for i in range(34)])
+    with pytest.raises(KeyboardInterrupt) as info:
+        use_tools(state, hold, reporter=recorder)
+    assert sorted(started) == list(range(32))
+    ends = [e for e in recorder.events if e[0] == "end"]
+    assert len(ends) == 34 and all(e[2] == "(interrupted by user)" for e in ends)
+    state._close_pending(info.value)
+    release.set()
+    wait_for(lambda: len([e for e in results(state) if e.late]) == 32)
+    time.sleep(0.05)
+    assert sorted(started) == list(range(32))  # the two waiting calls never ran
+    assert sorted(int(e.content) for e in results(state) if e.late) == list(range(32))

@@ -523,11 +523,10 @@ class FunctionTool(Tool):
 
         Raises `ToolInputError` for unreadable arguments or when validation fails.
         """
-        message = invalid_args_message(args)
-        if message is not None:
-            raise ToolInputError(message)
+        if INVALID_ARGS_KEY in args:
+            raise ToolInputError(invalid_args_message(args))
         try:
-            instance = self._validate(dict(args))
+            instance = self._validate(args if type(args) is dict else dict(args))
         except pydantic.ValidationError as error:
             raise ToolInputError(error_message(error)) from error
         return dict(zip(self._param_names, instance.__dict__.values(), strict=True))
@@ -537,7 +536,9 @@ class FunctionTool(Tool):
 
         An `async def` function's awaitable is returned. The `exception_handler` applies to the body's exceptions.
         """
-        call = dict(kwargs)
+        return self._call(dict(kwargs), state)
+
+    def _call(self, call: dict[str, Any], state: Any) -> Any:
         for param in self._state_params:
             call[param] = state
         fn = self.fn
@@ -545,6 +546,10 @@ class FunctionTool(Tool):
         if self._is_async:
             coro = fn(bound, **call) if self.needs_self and bound is not None else fn(**call)
             return self._ahandled(coro) if self._handled else coro
+        if not self._handled:
+            if self.needs_self and bound is not None:
+                return fn(bound, **call)
+            return fn(**call)
         try:
             if self.needs_self and bound is not None:
                 return fn(bound, **call)
@@ -552,7 +557,7 @@ class FunctionTool(Tool):
         except ToolError:
             raise
         except Exception as error:
-            if self._handled and isinstance(error, self._handled):
+            if isinstance(error, self._handled):
                 raise self._handle(error) from error
             raise
 
@@ -587,7 +592,7 @@ class FunctionTool(Tool):
 
     def run(self, args: dict[str, Any], state: State) -> Any:
         """`invoke(prepare(args), state)`."""
-        return self.invoke(self.prepare(args), state)
+        return self._call(self.prepare(args), state)
 
     def hints_for(self, args: Mapping[str, Any]) -> Hints:
         """The hints of one call: the `hints_for=` function's answer, or the tool's own hints."""
