@@ -120,7 +120,7 @@ def test_check_42_setting_key_message_and_augmented_or() -> None:
         "Example:\n    with state.edit_extra_data() as data:\n        data['notes'] = ['checked b.py']"
     )
     with pytest.raises(TypeError, match=r"\|="):
-        d |= {"x": 1}
+        d |= {"x": 1}  # type: ignore[operator]
     assert d == {"name": "a"}
     assert json.dumps(d) == '{"name": "a"}'
 
@@ -162,9 +162,9 @@ def test_check_43_frozen_list_mutators_raise(label: str, mutate: Callable[[Any],
 def test_check_43_augmented_assignment_statements() -> None:
     x = FrozenList([1])
     with pytest.raises(TypeError, match="read-only"):
-        x += [2]
+        x += [2]  # type: ignore[operator]
     with pytest.raises(TypeError, match="read-only"):
-        x *= 2
+        x *= 2  # type: ignore[operator]
     with pytest.raises(TypeError) as info:
         x.append(3)
     assert "FrozenList is read-only" in str(info.value)

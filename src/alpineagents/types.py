@@ -7,16 +7,29 @@ store. Nothing here does I/O except ``Image.from_path``.
 
 from __future__ import annotations
 
-import base64 as _b64
-import json
-import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from alpineagents._blocks import (
+    CUT_OFF_STOP_REASONS,
+    IMAGE_TYPES,
+    INVALID_ARGS_KEY,
+    NOTICE_PREFIX,
+    TRUNCATED_ARGS_MESSAGE,
+    Block,
+    Image,
+    Message,
+    RawBlock,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolResultContent,
+    format_call,
+    result_text,
+)
 from alpineagents._fastinit import fast_init
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents.errors import fix_message
@@ -69,27 +82,6 @@ __all__ = [
     "IMAGE_TYPES",
 ]
 
-# ---------------------------------------------------------------------------------------------------------------
-# Constants
-
-NOTICE_PREFIX = "[notice] "
-"""A notice is a user message whose first text starts with this (``Message.notice``)."""
-
-INVALID_ARGS_KEY = "__invalid_json__"
-"""The only key of ``ToolCall.args`` when the model's argument JSON could not be read; its value is the raw text."""
-
-TRUNCATED_ARGS_MESSAGE = (
-    "The response hit the output token limit (max_tokens), so these arguments are incomplete. "
-    "Split the work into smaller calls and try again."
-)
-"""The ``INVALID_ARGS_KEY`` value used when an output limit cut the arguments off."""
-
-CUT_OFF_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", "length", "max_output_tokens"})
-"""``stop_reason`` values meaning an output limit stopped the model before it finished."""
-
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-"""The accepted image media types."""
-
 HistoryKind = Literal[
     "user",
     "notice",
@@ -111,6 +103,7 @@ ContextChangeKind = Literal["compact", "clear_tool_results", "import", "restore"
 """The ``kind`` of a ``ContextChange``."""
 
 _set = object.__setattr__
+_KEEP: frozenset[type] = frozenset({str, int, float, bool, type(None)})  # values freeze() returns as they are
 
 
 def _now() -> datetime:
@@ -121,320 +114,6 @@ def _now() -> datetime:
 def _stamp() -> datetime:
     # Looks ``_now`` up on the module at each call, so replacing ``alpineagents.types._now`` takes effect.
     return _now()
-
-
-def _format_size(n: int) -> str:
-    """A byte count for display: ``108B``, ``2.0KB``, ``3.0MB``."""
-    if n < 1024:
-        return f"{n}B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f}KB"
-    return f"{n / (1024 * 1024):.1f}MB"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Content blocks
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class TextBlock:
-    """A piece of text."""
-
-    text: str
-
-
-def _sniff(data: bytes) -> str | None:
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
-
-@dataclass(frozen=True)
-class Image:
-    """An image the model sees: a tool result, or part of a user message.
-
-    ``data`` is the file's bytes (a ``bytearray`` or ``memoryview`` is copied to ``bytes``). PNG, JPEG, GIF and
-    WebP are supported; the type is read from the bytes unless ``media_type`` is given.
-
-    Example:
-        ``Message.user("What is wrong in this chart?", Image.from_path("chart.png"))``
-
-    Raises:
-        TypeError: ``data`` is not bytes-like.
-        ValueError: The data is not a PNG, JPEG, GIF or WebP image, or ``media_type`` is not one of ``IMAGE_TYPES``.
-    """
-
-    data: bytes
-    media_type: str | None = None
-    """``"image/png"``, ``"image/jpeg"``, ``"image/gif"`` or ``"image/webp"``. Read from ``data`` when not given."""
-
-    def __post_init__(self) -> None:
-        data: Any = self.data
-        if type(data) is not bytes:
-            if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise TypeError(
-                    fix_message(
-                        f"Image needs the image file's bytes (got: {type(data).__name__})",
-                        "Pass bytes, or use Image.from_path(path) or Image.from_base64(text, media_type)",
-                        'Image(open("chart.png", "rb").read())',
-                    )
-                )
-            data = bytes(data)
-            _set(self, "data", data)
-        media_type = self.media_type
-        if media_type is None:
-            media_type = _sniff(data)
-            if media_type is None:
-                raise ValueError(
-                    fix_message(
-                        f"Image data is not a PNG, JPEG, GIF or WebP image (it starts with {data[:8]!r})",
-                        "Pass the bytes of one of those formats, or convert the image first",
-                    )
-                )
-            _set(self, "media_type", media_type)
-        elif media_type not in IMAGE_TYPES:
-            raise ValueError(
-                fix_message(
-                    f"Image media_type {media_type!r} is not supported",
-                    "Use one of image/png, image/jpeg, image/gif, image/webp, or leave media_type out to read it "
-                    "from the data",
-                )
-            )
-
-    @classmethod
-    def from_path(cls, path: str | os.PathLike[str]) -> Image:
-        """Read a whole image file; the type is read from its bytes, never from the file name."""
-        with open(path, "rb") as f:
-            return cls(f.read())
-
-    @classmethod
-    def from_base64(cls, data: str, media_type: str | None = None) -> Image:
-        """Decode standard base64 (strictly: any other character raises ``binascii.Error``, a ``ValueError``)."""
-        return cls(_b64.b64decode(data, validate=True), media_type)
-
-    @cached_property
-    def base64(self) -> str:
-        """``data`` as standard base64 text (computed once)."""
-        return _b64.b64encode(self.data).decode("ascii")
-
-    def __repr__(self) -> str:
-        return f"Image({self.media_type}, {_format_size(len(self.data))})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Image, (self.data, self.media_type))
-
-
-def _args_error(args: Any) -> TypeError:
-    return TypeError(
-        fix_message(
-            f"ToolCall args must be a dict (got: {type(args).__name__})",
-            "Pass the arguments as a dict",
-            'ToolCall("read_file", {"path": "main.py"}, "call_1")',
-        )
-    )
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call the model requested. Also a block of an assistant message.
-
-    ``args`` is stored read-only (a ``FrozenDict``, frozen at every level); copy it (``dict(call.args)``) to
-    change it. Calls are told apart by ``id``: ``hash(call) == hash(call.id)``.
-
-    Raises:
-        TypeError: ``args`` is not a mapping.
-    """
-
-    name: str
-    args: Mapping[str, Any]
-    id: str
-
-    def __post_init__(self) -> None:
-        args = self.args
-        if type(args) is not FrozenDict:
-            if not isinstance(args, Mapping):
-                raise _args_error(args)
-            _set(self, "args", freeze(args))
-
-    def __hash__(self) -> int:
-        return hash(self.id)
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class ToolResultBlock:
-    """The result of one tool call. Goes in user messages only.
-
-    ``content`` is exactly what the model gets: a string, or a tuple of ``TextBlock`` and ``Image``.
-    """
-
-    call_id: str
-    content: ToolResultContent
-    name: str = ""
-    is_error: bool = False
-
-    def __post_init__(self) -> None:
-        content: Any = self.content
-        if not isinstance(content, (str, tuple)):
-            _set(self, "content", tuple(content))
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class RawBlock:
-    """A provider-specific block (thinking, server tools, ...), sent back as is to the same provider only.
-
-    ``data`` is read-only (a ``FrozenDict``, frozen at every level). Always unhashable.
-    """
-
-    provider: str
-    data: Mapping[str, Any]
-
-    def __post_init__(self) -> None:
-        if type(self.data) is not FrozenDict:
-            _set(self, "data", freeze(self.data))
-
-
-ToolResultContent = str | tuple[TextBlock | Image, ...]
-"""A tool result as sent to the model: a string, or a tuple of ``TextBlock`` and ``Image``."""
-
-Block = TextBlock | Image | ToolCall | ToolResultBlock | RawBlock
-"""One part of a ``Message``."""
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Message
-
-
-def _type_error(method: str, what: str, value: Any, fix: str, example: str) -> TypeError:
-    return TypeError(fix_message(f"Message.{method} takes {what} (got: {type(value).__name__})", fix, example))
-
-
-_USER_EXAMPLE = 'Message.user("What is in this picture?", Image.from_path("photo.png"))'
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One message in the context (``state.messages``). The system prompt is not a message.
-
-    Raises:
-        TypeError: ``content`` is a string (use ``Message.user(text)``).
-    """
-
-    role: Literal["user", "assistant"]
-    """``"user"`` or ``"assistant"``. Notices and tool results are user messages."""
-    content: tuple[Block, ...]
-    """The blocks in order. A list or other iterable becomes a tuple."""
-    tokens: int | None = None
-    """The provider-reported token count of the whole context up to and including this message, or ``None``."""
-    stop_reason: str | None = None
-    """Why the model stopped writing this message, as the provider gave it, or ``None``."""
-
-    def __post_init__(self) -> None:
-        content: Any = self.content
-        if type(content) is not tuple:
-            if isinstance(content, str):
-                raise TypeError(
-                    fix_message(
-                        f"Message content is a tuple of blocks, not a string (got: {content!r})",
-                        "Use Message.user(text) or Message.assistant(text) for plain text, or pass a tuple of blocks",
-                        'Message.user("hi")',
-                    )
-                )
-            _set(self, "content", tuple(content))
-
-    @classmethod
-    def user(cls, text: str, *images: Image) -> Message:
-        """A user message: the text, then the images. With images, an empty text is left out.
-
-        Raises:
-            TypeError: ``text`` is not a string, or an image is not an ``Image``.
-        """
-        if not isinstance(text, str):
-            raise _type_error(
-                "user", "the text as a string", text, "Pass the text first, then any Image objects", _USER_EXAMPLE
-            )
-        if not images:
-            return cls("user", (TextBlock(text),))
-        for image in images:
-            if not isinstance(image, Image):
-                raise _type_error(
-                    "user",
-                    "Image objects after the text",
-                    image,
-                    "Wrap the file in an Image first: Image.from_path(path) or Image(bytes)",
-                    _USER_EXAMPLE,
-                )
-        if text == "":
-            return cls("user", images)
-        return cls("user", (TextBlock(text), *images))
-
-    @classmethod
-    def notice(cls, text: str) -> Message:
-        """A notice: a user message from code (a loop or a tool), its text starting with ``NOTICE_PREFIX``.
-
-        Raises:
-            TypeError: ``text`` is not a string.
-        """
-        if not isinstance(text, str):
-            raise _type_error(
-                "notice", "the text as a string", text, "Pass the notice text", 'Message.notice("The tests failed")'
-            )
-        if not text.startswith(NOTICE_PREFIX):
-            text = NOTICE_PREFIX + text
-        return cls("user", (TextBlock(text),))
-
-    @classmethod
-    def assistant(cls, text: str) -> Message:
-        """An assistant message with one text block, for importing a conversation.
-
-        Raises:
-            TypeError: ``text`` is not a string.
-        """
-        if not isinstance(text, str):
-            raise _type_error(
-                "assistant",
-                "the text as a string",
-                text,
-                "Pass the text of the reply",
-                'Message.assistant("The bug is in line 12.")',
-            )
-        return cls("assistant", (TextBlock(text),))
-
-    @property
-    def is_notice(self) -> bool:
-        """True for a user message whose first text block starts with ``NOTICE_PREFIX``."""
-        if self.role != "user":
-            return False
-        for block in self.content:
-            if type(block) is TextBlock:
-                return block.text.startswith(NOTICE_PREFIX)
-        return False
-
-    @property
-    def text(self) -> str:
-        """The texts of all text blocks, joined with no separator (``""`` without any)."""
-        return "".join([b.text for b in self.content if type(b) is TextBlock])
-
-    @property
-    def tool_calls(self) -> tuple[ToolCall, ...]:
-        """The tool-call blocks, in order."""
-        return tuple([b for b in self.content if type(b) is ToolCall])
-
-    @property
-    def cut_off(self) -> bool:
-        """True if an output limit stopped the model before it finished (``stop_reason`` in
-        ``CUT_OFF_STOP_REASONS``)."""
-        return self.stop_reason in CUT_OFF_STOP_REASONS
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -634,6 +313,21 @@ class ContextChange:
     usage: Usage | None = None
     """compact done by a model: that request's usage. ``None`` otherwise."""
 
+    if TYPE_CHECKING:  # the generated __init__ also takes the forms that are normalized
+
+        def __init__(
+            self,
+            kind: ContextChangeKind,
+            before_tokens: int,
+            after_tokens: int,
+            summary: str | None = None,
+            kept: int = 0,
+            cleared: Iterable[str] = (),
+            messages: Iterable[Message] = (),
+            restored_to: int | None = None,
+            usage: Usage | None = None,
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         if type(self.cleared) is not tuple:
             _set(self, "cleared", tuple(self.cleared))
@@ -656,6 +350,18 @@ class AgentInfo:
     """The names of the Agent's own tools."""
     mcp_servers: tuple[str, ...] = ()
     """The names of its MCP servers."""
+
+    if TYPE_CHECKING:  # the generated __init__ also takes the forms that are normalized
+
+        def __init__(
+            self,
+            *,
+            name: str | None = None,
+            model: str,
+            system_sha256: str | None = None,
+            tools: Iterable[str] = (),
+            mcp_servers: Iterable[str] = (),
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if type(self.tools) is not tuple:
@@ -718,6 +424,12 @@ class ToolOutcome:
     """The exception for ABORTED and INTERRUPTED, the ``ToolError`` of a permission for DENIED; else ``None``."""
     decided_by: str | None = None
     """The ``repr()`` of the permission that decided a DENIED or CANCELLED outcome, else ``None``."""
+
+    if TYPE_CHECKING:  # the generated __init__ also takes the kind as a plain string
+
+        def __init__(
+            self, kind: ToolOutcomeKind | str, error: BaseException | None = None, decided_by: str | None = None
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if type(self.kind) is not ToolOutcomeKind:
@@ -812,6 +524,17 @@ class MessageEntry:
     """``state.turn`` when recorded."""
     at: datetime = _at()
     """When the entry was recorded, as a timezone-aware UTC datetime."""
+
+    if TYPE_CHECKING:  # the generated __init__ also takes the forms that are normalized
+
+        def __init__(
+            self,
+            *,
+            kind: Literal["user", "notice"],
+            content: str | Iterable[TextBlock | Image],
+            turn: int,
+            at: datetime = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         content: Any = self.content
@@ -931,6 +654,23 @@ class ToolResultEntry:
     at: datetime = _at()
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
+    if TYPE_CHECKING:  # the generated __init__ also takes the forms that are normalized
+
+        def __init__(
+            self,
+            *,
+            kind: Literal["tool_result"] = "tool_result",
+            content: ToolResultContent,
+            call: ToolCall,
+            outcome: ToolOutcomeKind | str,
+            late: bool = False,
+            error: BaseException | None = None,
+            child_ids: Iterable[str] = (),
+            usage: Usage | None = None,
+            turn: int,
+            at: datetime = ...,
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         if type(self.outcome) is not ToolOutcomeKind:
             _set(self, "outcome", ToolOutcomeKind(self.outcome))
@@ -1034,6 +774,18 @@ class ExtraDataEntry:
     at: datetime = _at()
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
+    if TYPE_CHECKING:  # the generated __init__ also takes the forms that are normalized
+
+        def __init__(
+            self,
+            *,
+            kind: Literal["extra_data"] = "extra_data",
+            content: Mapping[str, Any],
+            removed: Iterable[str] = (),
+            turn: int,
+            at: datetime = ...,
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         if type(self.content) is not FrozenDict:
             _set(self, "content", freeze(self.content))
@@ -1079,55 +831,8 @@ HistoryEntry = (
 """One item of ``state.history``: check ``kind`` (or ``isinstance``) to know which."""
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Display helpers
-
-
-def format_call(call: ToolCall) -> str:
-    """A tool call as one line of code, such as ``read_file(path="main.py")``.
-
-    Each argument is ``key=value`` with the value as JSON (its ``repr`` when JSON cannot show it).
-
-    Example:
-        ``format_call(ToolCall("read_file", {"path": "main.py"}, "call_1"))`` gives ``'read_file(path="main.py")'``
-    """
-    parts: list[str] = []
-    for key, value in call.args.items():
-        try:
-            shown = json.dumps(value, ensure_ascii=False)
-        except (TypeError, ValueError):
-            shown = repr(value)
-        parts.append(f"{key}={shown}")
-    return f"{call.name}({', '.join(parts)})"
-
-
-def result_text(content: ToolResultContent) -> str:
-    """A tool result as one string: the string itself, or the text blocks joined by newlines with each image as
-    ``(image/png, 34.2KB)``."""
-    if isinstance(content, str):
-        return content
-    lines: list[str] = []
-    for block in content:
-        if isinstance(block, TextBlock):
-            lines.append(block.text)
-        elif isinstance(block, Image):
-            lines.append(f"({block.media_type}, {_format_size(len(block.data))})")
-        else:
-            lines.append(str(block))
-    return "\n".join(lines)
-
-
-def _result_size(content: ToolResultContent) -> int:
-    """The byte size of a result: UTF-8 text bytes plus image bytes."""
-    if isinstance(content, str):
-        return len(content.encode("utf-8"))
-    total = 0
-    for block in content:
-        if isinstance(block, TextBlock):
-            total += len(block.text.encode("utf-8"))
-        elif isinstance(block, Image):
-            total += len(block.data)
-    return total
-
-
-_KEEP: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+for _cls in (TextBlock, Image, ToolCall, ToolResultBlock, RawBlock, Message):
+    _cls.__module__ = __name__
+for _function in (format_call, result_text):
+    _function.__module__ = __name__
+del _cls, _function
