@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from alpineagents.agent import Agent
-from alpineagents.tool import tool
+from alpineagents import Agent, tool
 
 
 @tool

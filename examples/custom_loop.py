@@ -7,12 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alpineagents.agent import Agent
-from alpineagents.blocks import compact_if_full
-from alpineagents.loop import loop
-from alpineagents.state import State
-from alpineagents.tool import tool
-from alpineagents.types import Message
+from alpineagents import Agent, Message, State, compact_if_full, loop, tool
 
 
 @tool

@@ -9,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from alpineagents.agent import Agent
-from alpineagents.state import State
-from alpineagents.types import Message
+from alpineagents import Agent, Message, State
 
 
 @dataclass

@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alpineagents.agent import Agent
-from alpineagents.tool import tool
+from alpineagents import Agent, tool
 
 
 @tool(read_only=True)
