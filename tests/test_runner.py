@@ -1369,3 +1369,22 @@ def test_interrupt_cancels_calls_waiting_for_a_slot() -> None:
     time.sleep(0.05)
     assert sorted(started) == list(range(32))  # the two waiting calls never ran
     assert sorted(int(e.content) for e in results(state) if e.late) == list(range(32))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_forked_child_does_not_reuse_the_parents_workers() -> None:
+    import os
+    import signal
+
+    use_tools(turn(call("ok")), ok)  # leaves a parked worker in this process
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        signal.alarm(10)
+        state = turn(call("ok"))
+        try:
+            use_tools(state, ok)
+            os._exit(0 if result_of(state, "ok").content == "fine" else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

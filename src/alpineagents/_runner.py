@@ -16,6 +16,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -263,6 +264,17 @@ class _Worker:
 _IDLE: list[_Worker] = []
 _IDLE_LOCK = threading.Lock()
 _IDLE_SECONDS = 10.0
+
+
+def _forget_workers() -> None:
+    """In a forked child the parked workers do not exist: start afresh."""
+    global _IDLE_LOCK
+    _IDLE.clear()
+    _IDLE_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
 
 
 def _worker_main(worker: _Worker) -> None:

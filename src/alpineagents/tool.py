@@ -765,7 +765,7 @@ def format_result(value: Any) -> ToolResultContent:
         for item in value:
             if isinstance(item, Image):
                 blocks.append(item)
-            elif item is None or item == "":
+            elif item is None or (isinstance(item, str) and not item):
                 continue
             elif isinstance(item, str):
                 blocks.append(TextBlock(item))
