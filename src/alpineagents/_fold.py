@@ -34,6 +34,7 @@ from alpineagents.types import (
     StopEntry,
     StoppedByFinish,
     ToolCall,
+    ToolOutcomeKind,
     ToolResultBlock,
     ToolResultEntry,
     Usage,
@@ -136,6 +137,7 @@ class StateSnapshot:
 del StateSnapshot.history  # type: ignore[misc]
 del StateSnapshot.messages  # type: ignore[misc]
 
+_DONE = ToolOutcomeKind.DONE
 _new = object.__new__
 _set = object.__setattr__
 _EMPTY_USAGE = Usage()
@@ -320,7 +322,7 @@ def _tool_result(d: dict[str, Any], entry: ToolResultEntry) -> None:
         shown = format_call(entry.call) if isinstance(entry.call, ToolCall) else repr(entry.call)
         raise ValueError(f"{shown} is not a pending call, so it cannot get a result")
     slot = calls[index]
-    block = ToolResultBlock(slot.id, entry.content, name=slot.name, is_error=entry.is_error)
+    block = ToolResultBlock(slot.id, entry.content, name=slot.name, is_error=entry.outcome is not _DONE)
     usage = entry.usage
     if usage is not None:
         d["usage"] = d["usage"] + usage
@@ -563,11 +565,12 @@ def fold(snap: StateSnapshot, entry: HistoryEntry) -> StateSnapshot:
     return _freeze(d)
 
 
-def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None, start: int = 0) -> StateSnapshot:
+def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> StateSnapshot:
     """Fold ``entries`` from an empty snapshot with one mutable accumulator, frozen once at the end.
 
-    The snapshots that restore entries go back to are cached in ``memo`` on the way, so a history with many
-    restores replays in one linear pass. A fold ``ValueError`` gets ``index`` and ``entry`` attributes.
+    ``entries`` must be a list nobody else changes: the result keeps it as its history. The snapshots that restore
+    entries go back to are cached in ``memo`` on the way, so a history with many restores replays in one linear
+    pass. A fold ``ValueError`` gets an ``index`` attribute (the position of the entry that cannot follow).
     """
     if memo is None:
         memo = {}
@@ -578,14 +581,25 @@ def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None, sta
             if type(restored_to) is int and restored_to not in memo:
                 targets.add(restored_to)
     d = empty_acc(memo)
+    d["_h"] = entries  # the rules read at most the first ``_hn`` entries
+    rules = _RULES
     for index, entry in enumerate(entries):
+        d["_hn"] = index
         if targets and index in targets:
-            memo[index] = _freeze(d.copy())
+            reached = d.copy()
+            if index:
+                reached["created_at"] = entries[0].at
+                reached["updated_at"] = entries[index - 1].at
+            memo[index] = _freeze(reached)
         try:
-            apply(d, entry)
+            (rules.get(type(entry)) or _rule(entry))(d, entry)
         except ValueError as error:
             error.index = index  # type: ignore[attr-defined]
             raise
+    d["_hn"] = len(entries)
+    if entries:
+        d["created_at"] = entries[0].at
+        d["updated_at"] = entries[-1].at
     return _freeze(d)
 
 
