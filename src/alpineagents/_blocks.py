@@ -90,6 +90,7 @@ class Image:
     """
 
     data: bytes
+    """The image file's bytes (always ``bytes``)."""
     media_type: str | None = None
     """``"image/png"``, ``"image/jpeg"``, ``"image/gif"`` or ``"image/webp"``. Read from ``data`` when not given."""
 
@@ -181,8 +182,9 @@ class ToolCall:
 
     def __post_init__(self) -> None:
         args = self.args
-        if type(args) is not FrozenDict:
-            if not isinstance(args, Mapping):
+        cls = type(args)
+        if cls is not FrozenDict:
+            if cls is not dict and not isinstance(args, Mapping):
                 raise _args_error(args)
             _set(self, "args", freeze(args))
 
