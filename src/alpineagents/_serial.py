@@ -95,6 +95,8 @@ class InfoDict(TypedDict):
     parent_id: NotRequired[str | None]
 
 
+_fromiso = datetime.fromisoformat
+
 _INFO_KEYS = ("first_message", "created_at", "updated_at", "turn", "stopped", "finished")
 
 
@@ -292,6 +294,8 @@ def _list(value: Any, name: str) -> list[Any]:
 
 
 def _dict(value: Any, name: str) -> Mapping[str, Any]:
+    if type(value) is dict:
+        return value  # pyright: ignore[reportUnknownVariableType]
     if not isinstance(value, Mapping):
         raise TypeError(f"{name} is not an object (got: {type(value).__name__})")
     return value  # pyright: ignore[reportUnknownVariableType]
@@ -540,7 +544,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
     data = _dict(data, "message")
     return Message(
         _str(data["role"], "role"),  # pyright: ignore[reportArgumentType]
-        tuple(_block_from_dict(block) for block in _list(data["content"], "message content")),
+        tuple([_block_from_dict(block) for block in _list(data["content"], "message content")]),
         _opt_int(data["tokens"], "tokens"),
         _opt_str(data.get("stop_reason"), "stop_reason"),
     )
@@ -769,7 +773,10 @@ def entry_from_dict(data: Mapping[str, Any]) -> HistoryEntry:
         turn = data["turn"]
         if type(turn) is not int:
             raise TypeError(f"turn is not an integer (got: {type(turn).__name__})")
-        return reader(data, data["kind"], turn, time_from_str(data["at"]))
+        at = data["at"]
+        if type(at) is not str:
+            raise TypeError(f"at is not a string (got: {type(at).__name__})")
+        return reader(data, data["kind"], turn, _fromiso(at))
     except (KeyError, TypeError, AttributeError, IndexError) as error:
         seq = data.get("seq") if isinstance(data, Mapping) else None
         raise ValueError(f"saved history entry {seq!r} is damaged ({type(error).__name__}: {error})") from error

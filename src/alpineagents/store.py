@@ -21,6 +21,7 @@ import builtins
 import contextvars
 import errno
 import fcntl
+import gc
 import json
 import os
 import shutil
@@ -326,8 +327,14 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
             seq = item.get("seq") if isinstance(item, Mapping) else None
             if type(seq) is not int or seq != index:
                 raise ValueError(f"saved State {state_id!r} is damaged: history entry {index} has seq {seq!r}")
-        entries = [entry_from_dict(item) for item in raw]
-        return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
+        collect = gc.isenabled()
+        gc.disable()  # thousands of new objects, none of them garbage: skip the collector's passes over them
+        try:
+            entries = [entry_from_dict(item) for item in raw]
+            return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
+        finally:
+            if collect:
+                gc.enable()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -343,7 +350,7 @@ class _Hold:
 
 
 _HOLDS: dict[str, _Hold] = {}
-_HOLDS_LOCK = threading.Lock()
+_HOLDS_LOCK = threading.RLock()  # reentrant: a finalizer (_unclaim) may run inside a locked block
 _CLAIMED: weakref.WeakKeyDictionary[State, set[str]] = weakref.WeakKeyDictionary()
 
 

@@ -1,0 +1,1388 @@
+"""Stores (06): the Store role, save/load, StateInfo, FileStore and SQLiteStore.
+
+Each `test_check_N_*` is item N of the Checks of 06; the ones that apply to any store run against both
+`FileStore` and `SQLiteStore` (the `store` fixture).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import pytest
+
+import alpineagents
+import alpineagents.store as store_module
+from alpineagents import _serial
+from alpineagents._async import ASYNC_RUN
+from alpineagents.agent import Agent
+from alpineagents.errors import ResumeWarning
+from alpineagents.state import STOPPED_WAITING, UNSAVED_RESULT, State
+from alpineagents.store import FileStore, Record, StateInfo, Store
+from alpineagents.testing import FakeModel, tool_call
+from alpineagents.tool import tool
+from alpineagents.types import (
+    ErrorEntry,
+    Image,
+    Message,
+    Reply,
+    StoppedByFinish,
+    StoppedByLimit,
+    StoppedByPermission,
+    StoppedByUntil,
+    TextBlock,
+    ToolCall,
+    ToolOutcomeKind,
+    ToolResultBlock,
+    ToolResultEntry,
+    Usage,
+)
+
+SQLiteStore = store_module.SQLiteStore
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(100)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Helpers
+
+
+class MemoryStore(Store):
+    """The minimal store of 06 §4.4 that records every write as (state_id, [seq...], create)."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, Record] = {}
+        self.writes: list[tuple[str, list[int], bool]] = []
+
+    def write(self, state_id: str, entries: Sequence[dict[str, Any]], info: Any, *, create: bool = False) -> None:
+        self.writes.append((state_id, [e["seq"] for e in entries], create))
+        record = self.records.get(state_id)
+        if create:
+            if record is not None:
+                raise ValueError(f"a State with id {state_id!r} is already saved")
+            record = Record([], {})
+        elif record is None:
+            raise LookupError(f"no saved State with id {state_id!r}")
+        have = len(record.entries)
+        self.records[state_id] = Record(record.entries + [e for e in entries if e["seq"] >= have], dict(info))
+
+    def read(self, state_id: str) -> Record | None:
+        return self.records.get(state_id)
+
+
+class AsyncMemoryStore(Store):
+    """The same, reached only asynchronously."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+        self.reads = 0
+
+    async def awrite(
+        self, state_id: str, entries: Sequence[dict[str, Any]], info: Any, *, create: bool = False
+    ) -> None:
+        self.inner.write(state_id, entries, info, create=create)
+
+    async def aread(self, state_id: str) -> Record | None:
+        self.reads += 1
+        return self.inner.read(state_id)
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def make_agent(replies: list[Any], store: Store | None = None, tools: Sequence[Any] = (add,), **kw: Any):
+    fake = FakeModel(replies)
+    return Agent(fake, tools=list(tools), store=store, reporter=None, human=None, **kw), fake
+
+
+def reopen(store: Store) -> Store:
+    """Another store object for the same storage."""
+    if isinstance(store, FileStore):
+        return FileStore(store._root)  # pyright: ignore[reportPrivateUsage]
+    return SQLiteStore(store._given)  # pyright: ignore
+
+
+@pytest.fixture(params=["file", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    if request.param == "file":
+        return FileStore(tmp_path / "runs")
+    return SQLiteStore(tmp_path / "runs.db")
+
+
+def raw_info(store: Store, state_id: str) -> Any:
+    if isinstance(store, FileStore):
+        return json.loads((store._root / state_id / "info.json").read_text())  # pyright: ignore[reportPrivateUsage]
+    with sqlite3.connect(store._given) as conn:  # pyright: ignore
+        return json.loads(conn.execute("SELECT info FROM alpine_states WHERE id = ?", (state_id,)).fetchone()[0])
+
+
+def set_info(store: Store, state_id: str, info: Any) -> None:
+    text = info if isinstance(info, str) else json.dumps(info)
+    if isinstance(store, FileStore):
+        (store._root / state_id / "info.json").write_text(text)  # pyright: ignore[reportPrivateUsage]
+        return
+    with sqlite3.connect(store._given) as conn:  # pyright: ignore
+        conn.execute("UPDATE alpine_states SET info = ? WHERE id = ?", (text, state_id))
+
+
+def raw_lines(store: Store, state_id: str) -> list[str]:
+    if isinstance(store, FileStore):
+        text = (store._root / state_id / "log.jsonl").read_text()  # pyright: ignore[reportPrivateUsage]
+        assert text == "" or text.endswith("\n")
+        return text.split("\n")[:-1]
+    with sqlite3.connect(store._given) as conn:  # pyright: ignore
+        rows = conn.execute("SELECT line FROM alpine_entries WHERE state_id = ? ORDER BY seq", (state_id,))
+        return [row[0] for row in rows]
+
+
+def set_lines(store: Store, state_id: str, lines: list[str]) -> None:
+    if isinstance(store, FileStore):
+        (store._root / state_id / "log.jsonl").write_text("".join(line + "\n" for line in lines))  # pyright: ignore
+        return
+    with sqlite3.connect(store._given) as conn:  # pyright: ignore
+        conn.execute("DELETE FROM alpine_entries WHERE state_id = ?", (state_id,))
+        conn.executemany(
+            "INSERT INTO alpine_entries VALUES (?, ?, ?)", [(state_id, i, line) for i, line in enumerate(lines)]
+        )
+        conn.execute("UPDATE alpine_states SET count = ? WHERE id = ?", (len(lines), state_id))
+
+
+def copy_state(store: Store, state_id: str, target: Path) -> Store:
+    """A copy of the store's data as it is right now (what a crash at this moment leaves)."""
+    if isinstance(store, FileStore):
+        shutil.copytree(store._root / state_id, target / state_id)  # pyright: ignore[reportPrivateUsage]
+        return FileStore(target)
+    target.mkdir(parents=True, exist_ok=True)
+    dst = sqlite3.connect(target / "copy.db")
+    with sqlite3.connect(store._given) as src:  # pyright: ignore
+        src.backup(dst)
+    dst.close()
+    return SQLiteStore(target / "copy.db")
+
+
+def texts(state: State) -> list[str]:
+    return [m.text for m in state.messages]
+
+
+def run_sum(store: Store, state_id: str = "sum", **extra: Any) -> tuple[State, FakeModel]:
+    state = State(id=state_id, messages=[Message.user("What is 1+2?")], **extra)
+    agent, fake = make_agent([tool_call("add", a=1, b=2), "It is 3"], store)
+    agent.run(state)
+    return state, fake
+
+
+def assert_same(loaded: State, state: State) -> None:
+    assert loaded.id == state.id
+    assert loaded.history == state.history
+    assert [e.at for e in loaded.history] == [e.at for e in state.history]
+    assert loaded.snapshot() == state.snapshot()
+    assert (loaded.created_at, loaded.updated_at) == (state.created_at, state.updated_at)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checks of 06
+
+
+def test_check_1_exports() -> None:
+    assert store_module.__all__ == ["Store", "FileStore", "Record", "StateInfo"]
+    assert alpineagents.FileStore is store_module.FileStore
+    assert hasattr(alpineagents, "Record") is False
+    assert _serial.VERSION == 5 and _serial.MIN_VERSION == 4
+    assert store_module.SQLiteStore.__name__ == "SQLiteStore"
+
+
+def test_check_2_run_then_load(store: Store) -> None:
+    state, _ = run_sum(store, extra_data={"seen": ["x", {"n": 1}]})
+    loaded = reopen(store).load("sum")
+    assert_same(loaded, state)
+    assert loaded.turn == 2
+    assert loaded.usage == state.usage
+    assert loaded.answer == "It is 3"
+    assert loaded.stopped == StoppedByUntil("waiting_for_user")
+    assert loaded.extra_data == {"seen": ["x", {"n": 1}]}
+    assert loaded.pending_calls == ()
+    assert type(loaded) is State
+
+
+def test_check_3_everything_round_trips(store: Store) -> None:
+    state = State(id="rich", messages=[Message.user("Look at this", Image(PNG))])
+    state.add_message(Message.notice("a note"))
+    with state.edit_extra_data() as data:
+        data["a"] = [1]
+    with state.edit_extra_data() as data:
+        del data["a"]
+        data["b"] = {"x": 1}
+    agent, _ = make_agent([tool_call("add", a=1, b=2), "It is 3", '{"k": 1}', "The summary"], store)
+    agent.run(state)
+    before = state.snapshot()
+    state.clear_tool_results(keep_last=0)
+    assert agent.ask(state, "Give JSON", returns=dict) == {"k": 1}
+    agent.compact(state)
+    state.restore(before)
+    state.finish({"summary": "done"})
+    store.save(state)
+    loaded = store.load("rich")
+    assert_same(loaded, state)
+    assert State(history=loaded.history).snapshot() == loaded.snapshot()
+    assert loaded.finished and loaded.answer == {"summary": "done"}
+
+
+def test_check_4_empty_state(store: Store) -> None:
+    store.save(State(id="empty"))
+    loaded = store.load("empty")
+    assert loaded.history == ()
+    assert loaded.snapshot() == State().snapshot()
+    (info,) = store.list()
+    assert info.first_message is None
+    assert info.created_at is None and info.updated_at is None
+    assert info.turn == 0 and info.stopped is None and info.finished is False
+
+
+def test_check_5_writes_only_what_is_new() -> None:
+    store = MemoryStore()
+    state = State(id="s", messages=[Message.user("hi")])
+    store.save(state)
+    assert store.writes == [("s", [0], True)]
+    store.save(state)
+    assert len(store.writes) == 1
+    state.add_message(Message.user("more"))
+    with state.edit_extra_data() as data:
+        data["k"] = 1
+    store.save(state)
+    assert store.writes[-1] == ("s", [1, 2], False)
+
+
+def test_check_6_failed_write_is_sent_again() -> None:
+    class Flaky(MemoryStore):
+        fail = True
+
+        def write(self, state_id: str, entries: Sequence[dict[str, Any]], info: Any, *, create: bool = False) -> None:
+            if self.fail:
+                self.fail = False
+                raise OSError("disk full")
+            super().write(state_id, entries, info, create=create)
+
+    store = Flaky()
+    state = State(id="r", messages=[Message.user("hi")])
+    with pytest.raises(OSError):
+        store.save(state)
+    state.add_message(Message.user("again"))
+    store.save(state)
+    assert store.writes == [("r", [0, 1], True)]
+    assert len(store.load("r").history) == 2
+
+
+def test_check_7_save_takes_a_state() -> None:
+    with pytest.raises(TypeError, match="takes a State") as info:
+        MemoryStore().save("not a state")  # type: ignore[arg-type]
+    assert str(info.value).startswith("save() takes a State (got: 'not a state')")
+
+    async def main() -> None:
+        with pytest.raises(TypeError, match=r"^asave\(\) takes a State"):
+            await MemoryStore().asave(3)  # type: ignore[arg-type]
+
+    asyncio.run(main())
+
+
+def test_check_8_instantiation_check_and_optional_methods() -> None:
+    class Nothing(Store):
+        pass
+
+    with pytest.raises(TypeError, match="neither write nor awrite") as info:
+        Nothing()
+    assert str(info.value).startswith("Nothing implements neither write nor awrite\nFix: ")
+    with pytest.raises(TypeError, match="^Store implements neither write nor awrite"):
+        Store()
+
+    class WriteOnly(Store):
+        def write(self, state_id: str, entries: Any, info: Any, *, create: bool = False) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="^WriteOnly implements neither read nor aread"):
+        WriteOnly()
+
+    class Listless(MemoryStore):
+        list = Store.list
+
+    s = Listless()
+    with pytest.raises(NotImplementedError, match="^Listless does not implement list$"):
+        s.list()
+    with pytest.raises(NotImplementedError, match="^Listless does not implement delete$"):
+        s.delete("x")
+
+    async def main() -> None:
+        with pytest.raises(NotImplementedError, match="does not implement list"):
+            await s.alist()
+        with pytest.raises(NotImplementedError, match="does not implement delete"):
+            await s.adelete("x")
+
+    asyncio.run(main())
+
+
+def test_check_9_async_only_store() -> None:
+    store = AsyncMemoryStore()
+    state = State(id="a", messages=[Message.user("hi")])
+
+    async def save_and_load() -> State:
+        await store.asave(state)
+        return await store.aload("a")
+
+    assert asyncio.run(save_and_load()).snapshot() == state.snapshot()
+    with pytest.raises(TypeError, match="only asynchronously") as info:
+        store.save(State(id="other", messages=[Message.user("x")]))
+    assert str(info.value).startswith("AsyncMemoryStore works only asynchronously (it implements awrite, not write)")
+    with pytest.raises(TypeError, match=r"\(it implements aread, not read\)"):
+        store.load("a")
+    agent, fake = make_agent(["hello"], AsyncMemoryStore())
+    with pytest.raises(TypeError, match="only asynchronously"):
+        agent.run("Go")
+    assert fake.requests == []
+    store2 = AsyncMemoryStore()
+    agent, fake = make_agent([tool_call("add", a=1, b=2), "It is 3"], store2)
+    running = State(id="ar", messages=[Message.user("Sum")])
+    asyncio.run(agent.arun(running))
+
+    async def reload() -> State:
+        return await store2.aload("ar")
+
+    assert_same(asyncio.run(reload()), running)
+
+
+def test_check_10_sync_store_under_arun(tmp_path: Path) -> None:
+    threads: list[int] = []
+
+    class Watched(FileStore):
+        def write(self, state_id: str, entries: Any, info: Any, *, create: bool = False) -> None:
+            threads.append(threading.get_ident())
+            super().write(state_id, entries, info, create=create)
+
+    store = Watched(tmp_path)
+    agent, _ = make_agent([tool_call("add", a=1, b=2), "It is 3"], store)
+    state = State(id="t", messages=[Message.user("Sum")])
+
+    async def main() -> int:
+        await agent.arun(state)
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert threads and loop_thread not in threads
+    assert store.load("t").snapshot() == state.snapshot()
+
+
+def test_check_11_sync_save_inside_async_run(store: Store) -> None:
+    async def main() -> None:
+        ASYNC_RUN.set(asyncio.get_running_loop())
+        with pytest.raises(TypeError, match="asave") as info:
+            store.save(State())
+        assert str(info.value).startswith(
+            "store.save() was called inside an async run, where it would block the event loop"
+        )
+        await store.asave(State(id="ok"))
+
+    asyncio.run(main())
+    assert store.load("ok").history == ()
+
+    async def notebook() -> None:  # a loop without an async run: save works
+        store.save(State(id="nb"))
+
+    asyncio.run(notebook())
+
+
+def test_check_12_info_keys() -> None:
+    store = MemoryStore()
+    agent, _ = make_agent([tool_call("add", a=1, b=2), "It is 3"], store)
+    agent.run(State(id="c", messages=[Message.user("Sum")]))
+    info = store.records["c"].info
+    assert list(info) == [
+        "v",
+        "first_message",
+        "created_at",
+        "updated_at",
+        "turn",
+        "stopped",
+        "finished",
+        "parent_id",
+    ]
+    assert info["v"] == 5
+    assert json.loads(json.dumps(info)) == info
+    assert info["first_message"] == "Sum" and info["turn"] == 2
+    assert info["stopped"] == {"kind": "until", "name": "waiting_for_user"}
+    assert info["parent_id"] is None
+
+
+def test_check_13_info_follows_finish() -> None:
+    infos: list[dict[str, Any]] = []
+
+    class Spy(MemoryStore):
+        def write(self, state_id: str, entries: Any, info: Any, *, create: bool = False) -> None:
+            infos.append(dict(info))
+            super().write(state_id, entries, info, create=create)
+
+    store = Spy()
+    state = State(id="f", messages=[Message.user("hi")])
+    store.save(state)
+    state.finish("done")
+    store.save(state)
+    assert [i["finished"] for i in infos] == [False, True]
+    assert infos[1]["stopped"] == {"kind": "finish", "answer": "done"}
+
+
+def test_check_14_state_info_from_list(store: Store) -> None:
+    state = State(id="multi", messages=[Message.user("First\nwith a second line")])
+    store.save(state)
+    fin = State(id="fin", messages=[Message.user("x")])
+    fin.finish({"x": 1})
+    store.save(fin)
+    infos = {i.id: i for i in store.list()}
+    assert infos["multi"].first_message == "First\nwith a second line"
+    assert infos["fin"].finished is True
+    assert infos["fin"].stopped == StoppedByFinish(answer={"x": 1})
+    loaded = store.load("fin")
+    assert (infos["fin"].created_at, infos["fin"].updated_at) == (loaded.created_at, loaded.updated_at)
+    assert hasattr(infos["fin"], "task") is False
+
+
+def test_check_15_first_message() -> None:
+    store = MemoryStore()
+    store.save(State(id="a", messages=[Message.user("imported first"), Message.assistant("ok")]))
+    store.save(State(id="b", messages=[Message.user("", Image(PNG))]))
+    later = State(id="c")
+    later.add_message(Message.user("starts here"))
+    store.save(later)
+    assert [store.records[i].info["first_message"] for i in "abc"] == ["imported first", None, "starts here"]
+
+
+def test_check_16_from_info() -> None:
+    store = MemoryStore()
+    store.save(State(id="x", messages=[Message.user("hi")]))
+    info = store.records["x"].info
+    assert StateInfo.from_info("x", info).first_message == "hi"
+    with pytest.raises(ValueError, match="newer alpineagents"):
+        StateInfo.from_info("x", {**info, "v": 6})
+    with pytest.raises(ValueError, match="damaged: its info has no turn, finished"):
+        StateInfo.from_info("x", {k: v for k, v in info.items() if k not in ("turn", "finished")})
+    without_parent = {k: v for k, v in info.items() if k != "parent_id"}
+    with pytest.raises(ValueError, match="no parent_id"):
+        StateInfo.from_info("x", without_parent)
+    assert StateInfo.from_info("x", {**without_parent, "v": 4}).parent_id is None
+    v4 = {**without_parent, "v": 4, "stopped": {"kind": "limit", "turns": 3}}
+    assert StateInfo.from_info("x", v4).stopped == StoppedByLimit(3)
+    plain_info = StateInfo(
+        id="x", first_message=None, created_at=None, updated_at=None, turn=0, stopped=None, finished=False
+    )
+    assert plain_info.parent_id is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plain_info.turn = 3  # type: ignore[misc]
+
+
+def test_check_17_same_id_twice(store: Store) -> None:
+    run_sum(store, "dup")
+    second = State(id="dup", messages=[Message.user("another task")])
+    agent, fake = make_agent(["never"], store)
+    with pytest.raises(ValueError, match="already saved") as info:
+        agent.run(second)
+    assert "store.load" in str(info.value)
+    assert fake.requests == []
+    assert store.load("dup").messages[0].text == "What is 1+2?"
+
+
+def test_check_18_one_store_per_state(tmp_path: Path) -> None:
+    state = State(id="bound", messages=[Message.user("hi")])
+    FileStore(tmp_path / "a").save(state)
+    with pytest.raises(ValueError, match="saved in another store"):
+        FileStore(tmp_path / "b").save(state)
+    agent, fake = make_agent(["x"], FileStore(tmp_path / "b"))
+    with pytest.raises(ValueError, match="saved in another store"):
+        agent.run(state)
+    assert fake.requests == []
+    assert FileStore(tmp_path) == FileStore(str(tmp_path) + "/.")
+    assert hash(FileStore(tmp_path)) == hash(FileStore(str(tmp_path) + "/."))
+    assert FileStore(tmp_path) != FileStore(tmp_path / "a")
+    assert FileStore(tmp_path).__eq__(3) is NotImplemented
+    loaded = FileStore(tmp_path / "a").load("bound")
+    loaded.add_message(Message.user("more"))
+    FileStore(str(tmp_path / "a") + "/.").save(loaded)
+    assert len(FileStore(tmp_path / "a").load("bound").history) == 2
+    assert repr(FileStore(".agent-runs")) == "FileStore('.agent-runs')"
+    assert repr(SQLiteStore("runs.db")) == "SQLiteStore('runs.db')"
+    assert SQLiteStore(tmp_path / "x.db") == SQLiteStore(str(tmp_path) + "/./x.db")
+
+
+def test_check_19_format_versions(store: Store) -> None:
+    store.save(State(id="old", messages=[Message.user("hi")]))
+    store.save(State(id="new", messages=[Message.user("hi")]))
+    info = raw_info(store, "old")
+    set_info(store, "old", {**info, "v": 3})
+    with pytest.raises(ValueError) as error:
+        store.load("old")
+    lines = str(error.value).splitlines()
+    assert lines[0] == "saved State 'old' was saved by an older alpineagents (format 3, 0.4.x); 0.5 cannot load it"
+    assert lines[1].startswith("Fix:")
+    set_info(store, "old", {**info, "v": 2})
+    with pytest.raises(ValueError, match=r"^saved State 'old' was saved by an older alpineagents \(format 2\); 0.5"):
+        store.load("old")
+    for v in (6, 99):
+        set_info(store, "new", {**info, "v": v})
+        with pytest.raises(ValueError) as error:
+            store.load("new")
+        assert str(error.value).splitlines()[0] == (
+            f"saved State 'new' was saved by a newer alpineagents (format {v}); this alpineagents reads formats 4 to 5"
+        )
+        assert "upgrade alpineagents" in str(error.value)
+    set_info(store, "new", {k: v for k, v in info.items() if k != "v"})
+    with pytest.raises(ValueError, match="no format version"):
+        store.load("new")
+
+
+def test_check_20_version_before_entries() -> None:
+    store = MemoryStore()
+    store.records["m"] = Record([{"seq": 0, "kind": "something_new"}], {"v": 3})
+    with pytest.raises(ValueError, match="older alpineagents"):
+        store.load("m")
+    store.records["n"] = Record([], {"v": 6})
+    with pytest.raises(ValueError, match="newer alpineagents"):
+        asyncio.run(store.aload("n"))
+    store.records["o"] = Record([], [1, 2])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^saved State 'o' is damaged: its info is not a dict$"):
+        store.load("o")
+
+
+def test_check_21_old_folders(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    store.save(State(id="real", messages=[Message.user("hi")]))
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "log.jsonl").write_text("")
+    (old / "snapshot.json").write_text(json.dumps({"v": 3, "messages": []}))
+    with pytest.raises(ValueError, match=r"format 3, 0.4.x"):
+        store.load("old")
+    (tmp_path / ".new-staging").mkdir()
+    (tmp_path / "notes.txt").write_text("hello")
+    assert [i.id for i in store.list()] == ["real"]
+
+
+def test_check_22_missing_info(store: Store, tmp_path: Path) -> None:
+    store.save(State(id="x", messages=[Message.user("hi")]))
+    if isinstance(store, FileStore):
+        (tmp_path / "runs" / "x" / "info.json").unlink()
+    else:
+        set_info(store, "x", "not json {")
+    with pytest.raises(ValueError, match="damaged"):
+        store.load("x")
+
+
+def test_check_23_damaged_entries(store: Store) -> None:
+    state = State(id="gap", messages=[Message.user("hi")])
+    state.add_message(Message.user("b"))
+    state.add_message(Message.user("c"))
+    store.save(state)
+    lines = raw_lines(store, "gap")
+    set_lines(store, "gap", [lines[0], lines[2]])
+    with pytest.raises(ValueError, match="history entry 1 has seq 2"):
+        store.load("gap")
+    state = State(id="bad")
+    state.add_message(Message.user("hi"))
+    store.save(state)
+    reply = _serial.entry_to_dict(ErrorEntry(content="x", turn=0), 0)  # replaced below by a lone model_reply
+    reply = {
+        "seq": 0,
+        "kind": "model_reply",
+        "turn": 1,
+        "at": "2026-01-01T09:00:00+00:00",
+        "content": {
+            "message": {"role": "assistant", "content": [], "tokens": None},
+            "usage": {"requests": 1},
+            "context_tokens": None,
+            "stop_reason": None,
+            "model": None,
+        },
+    }
+    set_lines(store, "bad", [json.dumps(reply)])
+    with pytest.raises(ValueError, match="saved State 'bad' is damaged") as error:
+        store.load("bad")
+    assert "Fix: restore the store's data from a backup" in str(error.value)
+    with pytest.raises(LookupError, match="no saved State") as missing:
+        store.load("nope")
+    assert str(missing.value) == f"no saved State with id 'nope' in {store!r}"
+
+
+def test_check_24_saved_while_waiting(store: Store) -> None:
+    state = State(id="w", messages=[Message.user("Find the bug")])
+    state._begin_think("fake/fake")  # pyright: ignore[reportPrivateUsage]
+    store.save(state)
+    loaded = store.load("w")
+    assert loaded.turn == 0
+    assert texts(loaded) == ["Find the bug"]
+    assert len(loaded.history) == 3
+    last = loaded.history[-1]
+    assert isinstance(last, ErrorEntry) and last.content == STOPPED_WAITING and last.error is None
+    assert len(raw_lines(store, "w")) == 2
+    held = State(id="w2", messages=[Message.user("Find the bug")])
+    held._begin_think("fake/fake")  # pyright: ignore[reportPrivateUsage]
+    held.add_message(Message.user("hurry"))
+    store.save(held)
+    assert texts(store.load("w2")) == ["Find the bug", "hurry"]
+
+
+def pending_state(state_id: str, *calls: ToolCall) -> State:
+    state = State(id=state_id, messages=[Message.user("go")])
+    state._begin_think("fake/fake")  # pyright: ignore[reportPrivateUsage]
+    state._record_reply(Reply(Message("assistant", calls), Usage(requests=1)))  # pyright: ignore[reportPrivateUsage]
+    return state
+
+
+def test_check_25_pending_calls_are_closed(store: Store) -> None:
+    c1, c2 = ToolCall("add", {"a": 1, "b": 2}, "c1"), ToolCall("add", {"a": 3, "b": 4}, "c2")
+    store.save(pending_state("p", c1, c2))
+    loaded = store.load("p")
+    closing = loaded.history[-2:]
+    for entry, call in zip(closing, (c1, c2), strict=True):
+        assert isinstance(entry, ToolResultEntry)
+        assert entry.call == call and entry.content == UNSAVED_RESULT
+        assert entry.outcome is ToolOutcomeKind.ABORTED and entry.is_error
+    last = loaded.messages[-1]
+    assert [b.call_id for b in last.content if isinstance(b, ToolResultBlock)] == ["c1", "c2"]
+    assert loaded.pending_calls == ()
+
+
+def test_check_26_closing_entries_are_saved_by_the_next_save() -> None:
+    store = MemoryStore()
+    store.save(pending_state("n", ToolCall("add", {"a": 1, "b": 2}, "c1")))
+    assert len(store.records["n"].entries) == 3
+    loaded = store.load("n")
+    store.save(loaded)
+    assert store.writes[-1] == ("n", [3], False)
+    again = store.load("n")
+    assert again.history == loaded.history and again.snapshot() == loaded.snapshot()
+    writes = len(store.writes)
+    store.save(again)
+    assert len(store.writes) == writes
+    waiting = State(id="wt", messages=[Message.user("Find the bug")])
+    waiting._begin_think("fake/fake")  # pyright: ignore[reportPrivateUsage]
+    store.save(waiting)
+    resumed = store.load("wt")
+    agent, fake = make_agent(["Found it"], store)
+    agent.run(resumed)
+    assert [m.text for m in fake.requests[0].messages] == ["Find the bug"]
+    assert_same(store.load("wt"), resumed)
+
+
+def test_check_27_crash_copy_from_inside_a_tool(store: Store, tmp_path: Path) -> None:
+    copies: list[Store] = []
+
+    @tool
+    def snap(x: int) -> str:
+        """Copy the store while running."""
+        copies.append(copy_state(store, "crash", tmp_path / "copy"))
+        return "snapped"
+
+    agent, _ = make_agent([tool_call("snap", x=1), "done"], store, tools=[snap])
+    state = State(id="crash", messages=[Message.user("go")])
+    agent.run(state)
+    loaded = copies[0].load("crash")
+    result = loaded.history[-1]
+    assert isinstance(result, ToolResultEntry)
+    assert result.content == UNSAVED_RESULT and result.outcome is ToolOutcomeKind.ABORTED
+    assert [m.role for m in loaded.messages] == ["user", "assistant", "user"]
+    agent2, fake2 = make_agent(["I will check"], copies[0], tools=[snap])
+    agent2.run(loaded)
+    sent = fake2.requests[0].messages[-1].content[0]
+    assert isinstance(sent, ToolResultBlock) and sent.content == UNSAVED_RESULT
+    assert_same(copies[0].load("crash"), loaded)
+
+
+def test_check_27_parallel_fast_and_slow(store: Store, tmp_path: Path) -> None:
+    copies: list[Store] = []
+
+    @tool
+    def fast() -> str:
+        """Fast."""
+        return "fast result"
+
+    @tool
+    def slow() -> str:
+        """Slow: waits for the fast result to be saved, then copies the store."""
+        deadline = time.monotonic() + 10
+        while not any("fast result" in line for line in raw_lines(store, "par")):
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        copies.append(copy_state(store, "par", tmp_path / "copy"))
+        return "slow result"
+
+    agent, _ = make_agent([[tool_call("slow"), tool_call("fast")], "done"], store, tools=[fast, slow])
+    agent.run(State(id="par", messages=[Message.user("go")]))
+    loaded = copies[0].load("par")
+    block_texts = {b.name: b.content for b in loaded.messages[-1].content if isinstance(b, ToolResultBlock)}
+    assert block_texts == {"fast": "fast result", "slow": UNSAVED_RESULT}
+    assert [b.name for b in loaded.messages[-1].content if isinstance(b, ToolResultBlock)] == ["slow", "fast"]
+
+
+def test_check_28_entries_without_info(tmp_path: Path) -> None:
+    class Half(FileStore):
+        fail = False
+
+        def write(self, state_id: str, entries: Sequence[dict[str, Any]], info: Any, *, create: bool = False) -> None:
+            if not self.fail:
+                return super().write(state_id, entries, info, create=create)
+            have = len(self.read(state_id).entries)  # pyright: ignore[reportOptionalMemberAccess]
+            log = self._root / state_id / "log.jsonl"
+            store_module._write_file(log, store_module._lines([e for e in entries if e["seq"] >= have]), append=True)  # pyright: ignore[reportPrivateUsage]
+            raise OSError("failed before the info")
+
+    store = Half(tmp_path)
+    state = State(id="h", messages=[Message.user("hi")])
+    store.save(state)
+    turn_before = store.list()[0].turn
+    store.fail = True
+    agent, _ = make_agent([tool_call("add", a=1, b=2), "It is 3"], store)
+    with pytest.raises(OSError):
+        agent.run(state)
+    loaded = FileStore(tmp_path).load("h")
+    assert loaded.history == state.history and loaded.snapshot() == state.snapshot()
+    assert FileStore(tmp_path).list()[0].turn == turn_before
+
+
+def test_check_28_sqlite_failure_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SQLiteStore(tmp_path / "r.db")
+    state = State(id="h", messages=[Message.user("hi")])
+    store.save(state)
+    real = SQLiteStore._write  # pyright: ignore
+
+    def failing(self: Any, conn: Any, *args: Any) -> None:
+        real(self, conn, *args)
+        raise OSError("failed at the end of the transaction")
+
+    monkeypatch.setattr(SQLiteStore, "_write", failing)
+    state.add_message(Message.user("more"))
+    with pytest.raises(OSError):
+        store.save(state)
+    monkeypatch.undo()
+    assert len(SQLiteStore(tmp_path / "r.db").load("h").history) == 1
+    store.save(state)
+    assert_same(SQLiteStore(tmp_path / "r.db").load("h"), state)
+
+
+def test_check_29_torn_last_line(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    state, _ = run_sum(store, "torn")
+    log = tmp_path / "torn" / "log.jsonl"
+    with open(log, "a") as f:
+        f.write('{"seq": 99, "kind": "us')
+    fresh = FileStore(tmp_path)
+    loaded = fresh.load("torn")
+    assert_same(loaded, state)
+    loaded.add_message(Message.user("And 2+2?"))
+    agent, _ = make_agent(["It is 4"], fresh)
+    agent.run(loaded)
+    for line in log.read_text().split("\n")[:-1]:
+        json.loads(line)
+    assert log.read_text().endswith("\n")
+    assert FileStore(tmp_path).load("torn").answer == "It is 4"
+
+
+def test_check_30_strange_texts(store: Store) -> None:
+    odd = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg"
+    state = State(id="odd", messages=[Message.user(odd)], extra_data={"k": odd})
+    store.save(state)
+    state.add_message(Message.user("안녕하세요"))
+    reopen(store).save(state)
+    surrogate = State(id="sur", messages=[Message.user("bad \udcff name")])
+    store.save(surrogate)
+    surrogate.add_message(Message.user("again \udcff"))
+    reopen(store).save(surrogate)
+    loaded = reopen(store).load("odd")
+    assert_same(loaded, state)
+    assert loaded.extra_data["k"] == odd
+    assert_same(reopen(store).load("sur"), surrogate)
+    if isinstance(store, FileStore):
+        assert "안녕하세요" in (store._root / "odd" / "log.jsonl").read_bytes().decode("utf-8")  # pyright: ignore
+
+
+def test_check_31_layout(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    run_sum(store, "lay")
+    assert os.listdir(tmp_path) == ["lay"]
+    assert sorted(os.listdir(tmp_path / "lay")) == ["info.json", "log.jsonl"]
+    lines = [json.loads(line) for line in (tmp_path / "lay" / "log.jsonl").read_text().split("\n")[:-1]]
+    state = store.load("lay")
+    for index, line in enumerate(lines):
+        assert list(line)[:5] == ["seq", "kind", "turn", "at", "content"]
+        assert line["seq"] == index and "v" not in line
+    assert [line["kind"] for line in lines] == [e.kind for e in state.history]
+    info = json.loads((tmp_path / "lay" / "info.json").read_text())
+    assert info["v"] == 5
+    assert store.read("lay") == Record(lines, info)
+    assert not (tmp_path / "lay" / "info.json").read_text().endswith("\n")
+    assert stat.S_IMODE(os.stat(tmp_path / "lay").st_mode) == 0o700
+
+
+def test_check_32_file_modes(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    run_sum(store, "m")
+    for name in ("log.jsonl", "info.json"):
+        assert stat.S_IMODE(os.stat(tmp_path / "m" / name).st_mode) == 0o600
+
+
+def test_check_33_two_saves_append(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    state = State(id="two", messages=[Message.user("hi")])
+    store.save(state)
+    first = (tmp_path / "two" / "log.jsonl").read_text()
+    state.add_message(Message.user("more"))
+    state.finish()
+    store.save(state)
+    second = (tmp_path / "two" / "log.jsonl").read_text()
+    assert second.startswith(first) and second.count("\n") == 3
+    assert json.loads((tmp_path / "two" / "info.json").read_text())["finished"] is True
+    assert not any(name.startswith(".") for name in os.listdir(tmp_path / "two"))
+
+
+def test_check_34_write_contract(store: Store, tmp_path: Path) -> None:
+    state = State(id="x", messages=[Message.user("hi")])
+    entries = [_serial.entry_to_dict(state.history[0], 0)]
+    info = dict(_serial.info_to_dict(**_serial.info_from_dict("x", {**_info_like(), "v": 5})))
+    store.write("x", entries, info, create=True)
+    with pytest.raises(ValueError, match="already saved"):
+        store.write("x", [], info, create=True)
+    if isinstance(store, FileStore):
+        assert os.listdir(tmp_path / "runs") == ["x"]
+    with pytest.raises(LookupError, match="no saved State"):
+        store.write("ghost", [], info)
+    reopen(store).write("x", entries, info)
+    assert store.read("x").entries == entries  # pyright: ignore[reportOptionalMemberAccess]
+    with pytest.raises(ValueError, match=r"start at seq 3, but .* has 1"):
+        store.write("x", [{**entries[0], "seq": 3}], info)
+    assert store.read("x").entries == entries  # pyright: ignore[reportOptionalMemberAccess]
+
+
+def _info_like() -> dict[str, Any]:
+    return {
+        "first_message": "hi",
+        "created_at": None,
+        "updated_at": None,
+        "turn": 0,
+        "stopped": None,
+        "finished": False,
+        "parent_id": None,
+    }
+
+
+def test_check_35_delete_and_list(store: Store) -> None:
+    state = State(id="gone", messages=[Message.user("hi")])
+    store.save(state)
+    store.delete("gone")
+    state.add_message(Message.user("more"))
+    with pytest.raises(LookupError, match="no saved State"):
+        store.save(state)
+    run_sum(store, "one")
+    run_sum(store, "two")
+    assert [i.id for i in store.list()] == ["two", "one"]
+    store.delete("one")
+    store.delete("one")
+    assert [i.id for i in store.list()] == ["two"]
+    assert asyncio.run(store.alist())[0].id == "two"
+    asyncio.run(store.adelete("two"))
+    assert store.list() == []
+
+
+def test_check_35_missing_root(tmp_path: Path) -> None:
+    assert FileStore(tmp_path / "missing").list() == []
+    assert SQLiteStore(tmp_path / "missing.db").list() == []
+    assert FileStore(tmp_path / "missing").read("x") is None
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "missing.db").exists()
+
+
+def delegate_tool(helper: Agent, child_id: str = "kid1") -> Any:
+    @tool
+    def delegate(prompt: str) -> str:
+        """Hand the task to a helper."""
+        return helper.run(State(id=child_id, messages=[Message.user(prompt)]))
+
+    return delegate
+
+
+def test_check_36_subagent_keys_in_the_log(store: Store) -> None:
+    helper, _ = make_agent(["kid answer"], None)
+    agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[delegate_tool(helper)])
+    agent.run(State(id="parent", messages=[Message.user("go")]))
+    parent = [json.loads(line) for line in raw_lines(store, "parent")]
+    (closing,) = [e for e in parent if e["kind"] == "tool_result"]
+    assert closing["child_ids"] == ["kid1"] and "usage" in closing
+    kid = [json.loads(line) for line in raw_lines(store, "kid1")]
+    (run_start,) = [e for e in kid if e["kind"] == "run_start"]
+    assert run_start["parent_id"] == "parent" and run_start["parent_call_id"] == closing["call"]["id"]
+    for entry in [e for e in parent if e["kind"] != "tool_result"] + [e for e in kid if e["kind"] != "run_start"]:
+        assert not {"child_ids", "usage", "parent_id", "parent_call_id"} & set(entry)
+    loaded = store.load("parent")
+    assert loaded.usage == Usage(
+        **{k: getattr(loaded.usage, k) for k in ("input_tokens", "output_tokens", "requests", "cost")}
+    )
+    assert loaded.usage.requests == 3
+
+
+def test_check_37_format_4(store: Store) -> None:
+    helper, _ = make_agent(["kid answer"], None)
+    agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[delegate_tool(helper)])
+    state = State(id="p4", messages=[Message.user("go")])
+    agent.run(state)
+    lines = [json.loads(line) for line in raw_lines(store, "p4")]
+    for line in lines:
+        for key in ("child_ids", "usage", "parent_id", "parent_call_id"):
+            line.pop(key, None)
+        if line["kind"] == "model_reply":
+            line["content"]["usage"]["input_tokens"] = 10
+    set_lines(store, "p4", [json.dumps(line) for line in lines])
+    info = raw_info(store, "p4")
+    del info["parent_id"]
+    set_info(store, "p4", {**info, "v": 4})
+    loaded = store.load("p4")
+    assert loaded.usage.input_tokens == 20
+    assert [i.parent_id for i in store.list() if i.id == "p4"] == [None]
+    loaded.add_message(Message.user("more"))
+    store.save(loaded)
+    assert raw_info(store, "p4")["v"] == 5 and raw_info(store, "p4")["parent_id"] is None
+    assert_same(store.load("p4"), loaded)
+    bad = dict(lines[0], child_ids="kid1")
+    with pytest.raises(ValueError, match="is damaged"):
+        _serial.entry_from_dict(
+            bad | {"kind": "tool_result", "call": {"name": "a", "args": {}, "id": "c"}, "outcome": "done"}
+        )
+
+
+def test_check_38_stops_survive(store: Store) -> None:
+    call = ToolCall("add", {"a": 1, "b": 2}, "c1")
+    stops: list[Any] = [StoppedByUntil("waiting_for_user"), StoppedByLimit(3), StoppedByFinish({"x": [1]})]
+    for index, stopped in enumerate(stops):
+        state = State(id=f"s{index}", messages=[Message.user("hi")])
+        state._record_stop(stopped)  # pyright: ignore[reportPrivateUsage]
+        store.save(state)
+        assert store.load(f"s{index}").stopped == stopped
+    state = pending_state("perm", call)
+    state._stop_turn(call, "not allowed", "DenyAll()")  # pyright: ignore[reportPrivateUsage]
+    store.save(state)
+    loaded = store.load("perm")
+    assert loaded.stopped == StoppedByPermission(call, "DenyAll()")
+    assert [i.stopped for i in store.list() if i.id == "perm"] == [StoppedByPermission(call, "DenyAll()")]
+    agent, _ = make_agent(["ok"], store)
+    agent.run(loaded)
+    assert store.load("perm").stopped == StoppedByUntil("waiting_for_user")
+
+
+def test_check_39_stop_reason(store: Store) -> None:
+    cut = Reply(Message.assistant("partial answ"), Usage(requests=1), context_tokens=7, stop_reason="max_tokens")
+    agent, _ = make_agent([cut], store)
+    agent.run(State(id="cut", messages=[Message.user("write")]))
+    (reply,) = [json.loads(line) for line in raw_lines(store, "cut") if '"model_reply"' in line]
+    assert "stop_reason" not in reply["content"]["message"]
+    assert reply["content"]["stop_reason"] == "max_tokens"
+    last = store.load("cut").messages[-1]
+    assert last.stop_reason == "max_tokens" and last.cut_off
+
+
+def test_check_40_images(store: Store) -> None:
+    @tool
+    def screenshot(url: str) -> Any:
+        """Take a screenshot."""
+        return (TextBlock("Loaded x.dev"), Image(PNG))
+
+    agent, _ = make_agent([tool_call("screenshot", url="x.dev"), "A blank page"], store, tools=[screenshot])
+    state = State(id="img", messages=[Message.user("Look", Image(PNG))])
+    agent.run(state)
+    assert store.load("img").messages == state.messages
+    image = {"type": "image", "media_type": "image/png", "data": base64.b64encode(PNG).decode()}
+    assert sum(json.dumps(image, separators=(",", ":")) in line for line in raw_lines(store, "img")) >= 2
+
+
+def test_check_41_exceptions_are_not_saved(store: Store) -> None:
+    class Secret(RuntimeError):
+        token = "sk-very-secret"
+
+    @tool
+    def explode() -> str:
+        """Fail."""
+        raise Secret("boom")
+
+    agent, _ = make_agent([tool_call("explode")], store, tools=[explode])
+    with pytest.raises(Secret):
+        agent.run(State(id="boom", messages=[Message.user("go")]))
+    loaded = store.load("boom")
+    assert [e.content for e in loaded.history if isinstance(e, ErrorEntry)] == ["Secret: boom"]
+    assert all(e.error is None for e in loaded.history if isinstance(e, (ErrorEntry, ToolResultEntry)))
+    everything = "\n".join(raw_lines(store, "boom")) + json.dumps(raw_info(store, "boom"))
+    assert "sk-very-secret" not in everything and "Traceback" not in everything
+
+
+def test_check_42_times(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    import alpineagents.types as types_module
+
+    fixed = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+    monkeypatch.setattr(types_module, "_now", lambda: fixed)
+    store.save(State(id="t", messages=[Message.user("hi")]))
+    assert json.loads(raw_lines(store, "t")[0])["at"] == "2026-01-01T09:00:00+00:00"
+    assert store.load("t").history[0].at.tzinfo is UTC
+
+
+def test_check_43_value_that_json_cannot_hold(store: Store) -> None:
+    state = State(id="set", messages=[Message.user("hi")])
+    state._begin_think("fake/fake")  # pyright: ignore[reportPrivateUsage]
+    state._record_reply(  # pyright: ignore[reportPrivateUsage]
+        Reply(Message("assistant", (ToolCall("x", {"s": {1, 2}}, "c"),)), Usage(requests=1))
+    )
+    with pytest.raises(TypeError) as error:
+        store.save(state)
+    assert str(error.value).splitlines()[0] == "tool call x args['s'] holds set {1, 2}, which cannot be saved as JSON"
+    assert store.list() == []
+
+
+def test_check_44_answers_load_as_json(store: Store) -> None:
+    @dataclasses.dataclass
+    class Verdict:
+        ok: bool
+
+    class Score(pydantic.BaseModel):
+        score: int
+
+    agent, _ = make_agent(['{"ok": true}'], store)
+    state = State(id="ans", messages=[Message.user("hi")])
+    agent.ask(state, "Is it ok?", returns=Verdict)
+    state.finish(Score(score=3))
+    store.save(state)
+    loaded = store.load("ans")
+    exchange = [e for e in loaded.history if e.kind == "ask"][0]
+    assert exchange.content.answer == {"ok": True}  # pyright: ignore[reportAttributeAccessIssue]
+    assert loaded.answer == {"score": 3}
+    assert loaded.stopped == StoppedByFinish(answer={"score": 3})
+    with pytest.raises(TypeError):
+        loaded.answer["score"] = 4
+
+
+def test_check_45_children_from_the_store(store: Store, tmp_path: Path) -> None:
+    helper, _ = make_agent(["kid answer"], None)
+    agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[delegate_tool(helper)])
+    parent = State(id="parent", messages=[Message.user("go")])
+    agent.run(parent)
+    kid = parent.child("kid1")
+    loaded = store.load("parent")
+    first, second = loaded.child("kid1"), loaded.child("kid1")
+    assert first.snapshot() == kid.snapshot() and first is not second
+    assert first.parent_id == "parent"
+    fork = loaded.fork()
+    assert fork.child("kid1").snapshot() == kid.snapshot()
+    FileStore(tmp_path / "elsewhere").save(fork)
+    assert fork.child("kid1").snapshot() == kid.snapshot()
+    own = FileStore(tmp_path / "own")
+    helper2, _ = make_agent(["kid answer"], own)
+    agent2, _ = make_agent([tool_call("delegate", prompt="x"), "done"], store, tools=[delegate_tool(helper2, "kid2")])
+    agent2.run(State(id="parent2", messages=[Message.user("go")]))
+    with pytest.raises(LookupError, match="no saved State"):
+        store.load("parent2").child("kid2")
+    assert [i.id for i in own.list()] == ["kid2"]
+
+
+def test_check_45_async_only_children() -> None:
+    store = AsyncMemoryStore()
+    helper, _ = make_agent(["kid answer"], None)
+    agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[_async_delegate(helper)])
+
+    async def main() -> None:
+        await agent.arun(State(id="parent", messages=[Message.user("go")]))
+        loaded = await store.aload("parent")
+        with pytest.raises(TypeError, match="only asynchronously"):
+            loaded.child("kid1")
+        reads = store.reads
+        one = await loaded.achild("kid1")
+        two = await loaded.achild("kid1")
+        assert one.parent_id == "parent" and one is not two and store.reads == reads + 2
+
+    asyncio.run(main())
+
+
+def _async_delegate(helper: Agent) -> Any:
+    @tool
+    async def delegate(prompt: str) -> str:
+        """Hand the task to a helper."""
+        return await helper.arun(State(id="kid1", messages=[Message.user(prompt)]))
+
+    return delegate
+
+
+def test_check_46_subagents_in_the_listing(store: Store) -> None:
+    seen: dict[str, tuple[int, int]] = {}
+
+    @tool
+    def peek() -> str:
+        """Load the child and the parent from the store."""
+        for state_id in ("kid1", "lead"):
+            state = store.load(state_id)
+            seen[state_id] = (state.turn, sum(e.kind == "model_reply" for e in state.history))
+        return "peeked"
+
+    helper, _ = make_agent([tool_call("peek"), "kid answer"], None, tools=[peek])
+    agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[delegate_tool(helper)])
+    agent.run(State(id="lead", messages=[Message.user("go")]))
+    parents = {i.id: i.parent_id for i in store.list()}
+    assert parents == {"lead": None, "kid1": "lead"}
+    assert seen == {"kid1": (1, 1), "lead": (1, 1)}
+    assert [i.id for i in store.list() if i.parent_id is None] == ["lead"]
+
+
+def test_check_47_resume_warning(store: Store) -> None:
+    @tool
+    def search_web(q: str) -> str:
+        """Search the web."""
+        return "r"
+
+    @tool
+    def search_docs(q: str) -> str:
+        """Search the docs."""
+        return "r"
+
+    agent, _ = make_agent(["hi"], store, tools=[search_web])
+    agent.run(State(id="rw", messages=[Message.user("go")]))
+    loaded = store.load("rw")
+    loaded.add_message(Message.user("again"))
+    other, _ = make_agent(["hi again"], store, tools=[search_docs])
+    with pytest.warns(ResumeWarning) as caught:
+        other.run(loaded)
+    assert len(caught) == 1
+    store.save(State(id="never", messages=[Message.user("go")]))
+    fork_source = store.load("rw")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_agent(["a"], store, tools=[search_docs])[0].run(store.load("never"))
+        fork = fork_source.fork()
+        fork.add_message(Message.user("more"))
+        make_agent(["b"], None, tools=[search_web])[0].run(fork)
+
+
+def test_check_48_cost(tmp_path: Path) -> None:
+    writes: list[tuple[int, int]] = []
+
+    class Counting(FileStore):
+        def write(self, state_id: str, entries: Sequence[dict[str, Any]], info: Any, *, create: bool = False) -> None:
+            writes.append((entries[0]["seq"] if entries else -1, len(entries)))
+            super().write(state_id, entries, info, create=create)
+
+    store = Counting(tmp_path)
+    state = State(id="long")
+    state.add_message(Message.user("Start the long task"))
+    store.save(state)
+    for turn in range(800):
+        call = ToolCall("read_file", {"path": f"src/module_{turn}.py"}, f"c{turn}")
+        state._begin_think("fake/fake")  # pyright: ignore[reportPrivateUsage]
+        store.save(state)
+        state._record_reply(  # pyright: ignore[reportPrivateUsage]
+            Reply(Message("assistant", (TextBlock("Reading the next file."), call)), Usage(10, 5, requests=1))
+        )
+        store.save(state)
+        state._tool_result(call, "x" * 200, ToolOutcomeKind.DONE)  # pyright: ignore[reportPrivateUsage]
+        store.save(state)
+        store.save(state)  # nothing new: no write
+    assert len(state.history) == 2401
+    assert len(writes) == 2401
+    assert all(n == 1 for _, n in writes)
+    assert [seq for seq, _ in writes] == list(range(2401))
+    FileStore(tmp_path).load("long")
+    best = min(_timed(lambda: FileStore(tmp_path).load("long")) for _ in range(5))
+    assert best < 0.020 * _slowness()
+    assert FileStore(tmp_path).load("long").snapshot() == state.snapshot()
+
+
+def _timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _slowness() -> float:
+    """Allow a slower machine (e.g. a busy CI runner): scale by a small fixed piece of pure-Python work."""
+    start = time.perf_counter()
+    sum(i * i for i in range(200_000))
+    took = time.perf_counter() - start
+    return max(1.0, took / 0.010)
+
+
+def test_check_49_damaged_lines(store: Store) -> None:
+    state, _ = run_sum(store, "dmg")
+    lines = raw_lines(store, "dmg")
+    set_lines(store, "dmg", [lines[0], "not json", *lines[2:]])
+    with pytest.raises(ValueError, match="is damaged") as error:
+        store.load("dmg")
+    if isinstance(store, FileStore):
+        assert "line 2" in str(error.value)
+    else:
+        assert "entry 1" in str(error.value)
+    set_lines(store, "dmg", lines)
+    set_info(store, "dmg", "{")
+    with pytest.raises(ValueError, match="is damaged"):
+        store.load("dmg")
+    with pytest.raises(ValueError, match="is damaged"):
+        store.list()
+
+
+def test_check_50_list_order(store: Store) -> None:
+    for state_id in ("c", "a", "b"):
+        store.save(State(id=state_id))
+    for state_id in ("older", "newer"):
+        store.save(State(id=state_id, messages=[Message.user(state_id)]))
+        time.sleep(0.002)
+    assert [i.id for i in store.list()] == ["newer", "older", "a", "b", "c"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Beyond the checks: ids, bad input, concurrency, SQLite
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b", "dot.id", "", "a b", "x" * 129])
+def test_ids_with_path_characters(store: Store, bad: str) -> None:
+    with pytest.raises(ValueError, match="may only have letters, digits"):
+        store.load(bad)
+    with pytest.raises(ValueError, match="may only have letters, digits"):
+        store.read(bad)
+    with pytest.raises(ValueError, match="may only have letters, digits"):
+        store.write(bad, [], {"v": 5})
+    with pytest.raises(ValueError, match="may only have letters, digits"):
+        store.delete(bad)
+    with pytest.raises(TypeError, match="needs the id as a string"):
+        store.load(3)  # type: ignore[arg-type]
+    assert store.list() == []
+
+
+def test_load_names_the_method(store: Store) -> None:
+    with pytest.raises(ValueError, match=r"^load\(\) got the id '../x'"):
+        store.load("../x")
+    with pytest.raises(ValueError, match=r"^aload\(\) got the id '../x'"):
+        asyncio.run(store.aload("../x"))
+
+
+def test_threads_saving_different_states(store: Store) -> None:
+    states = [State(id=f"t{i}", messages=[Message.user(str(i))]) for i in range(8)]
+
+    def work(state: State) -> None:
+        for n in range(20):
+            state.add_message(Message.user(f"m{n}"))
+            store.save(state)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in states]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for state in states:
+        assert_same(reopen(store).load(state.id), state)
+
+
+def test_two_state_objects_of_one_id_conflict(store: Store) -> None:
+    store.save(State(id="twin", messages=[Message.user("hi")]))
+    one, two = store.load("twin"), store.load("twin")
+    one.add_message(Message.user("from one"))
+    two.add_message(Message.user("from two"))
+    store.save(one)
+    with pytest.raises(ValueError, match="differs from the one") as error:
+        store.save(two)
+    assert "Fix: load it again with store.load(id)" in str(error.value)
+    assert texts(store.load("twin")) == ["hi", "from one"]
+
+
+def test_full_disk_keeps_what_was_saved(store: Store, tmp_path: Path) -> None:
+    import resource
+    import signal
+
+    state = State(id="full", messages=[Message.user("hi")])
+    store.save(state)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    path = Path(store._root / "full" / "log.jsonl") if isinstance(store, FileStore) else Path(store._given)  # pyright: ignore
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path) + 300, hard))
+        state.add_message(Message.user("x" * 2000))
+        with pytest.raises(OSError):
+            store.save(state)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old_handler)
+    assert len(reopen(store).load("full").history) == 1
+    store.save(state)
+    assert_same(reopen(store).load("full"), state)
+
+
+def test_not_writable_directory(tmp_path: Path) -> None:
+    if os.getuid() == 0:  # root writes anywhere a mode allows nothing; sysfs refuses even root
+        root = Path("/sys/alpineagents-not-writable")
+    else:
+        root = tmp_path / "ro"
+        root.mkdir()
+        os.chmod(root, 0o555)
+    for store in (FileStore(root / "runs"), SQLiteStore(root / "runs.db")):
+        with pytest.raises(PermissionError):
+            store.save(State(id="x", messages=[Message.user("hi")]))
+        assert store.list() == []
+        assert store.read("x") is None
+
+
+def test_sqlite_file_cut_short_or_garbage(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    store = SQLiteStore(path)
+    run_sum(store, "a")
+    store.close()
+    data = path.read_bytes()
+    for name, damaged in [("garbage", data[:100] + os.urandom(len(data) - 100)), ("cut", data[:50])]:
+        target = tmp_path / f"{name}.db"
+        target.write_bytes(damaged)
+        with pytest.raises((ValueError, LookupError)) as error:
+            SQLiteStore(target).load("a")
+        if isinstance(error.value, ValueError):
+            assert "damaged" in str(error.value)
+
+
+def test_sqlite_layout_and_same_json(tmp_path: Path) -> None:
+    files, lite = FileStore(tmp_path / "f"), SQLiteStore(tmp_path / "s.db")
+    import alpineagents.types as types_module
+
+    fixed = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+    original = types_module._now  # pyright: ignore[reportPrivateUsage]
+    types_module._now = lambda: fixed  # pyright: ignore[reportPrivateUsage]
+    try:
+        run_sum(files, "same")
+        run_sum(lite, "same")
+    finally:
+        types_module._now = original  # pyright: ignore[reportPrivateUsage]
+    for a, b in zip(raw_lines(files, "same"), raw_lines(lite, "same"), strict=True):
+        assert json.loads(a)["kind"] == json.loads(b)["kind"]
+        if json.loads(a)["kind"] != "run_start":
+            assert a.replace('"call_', "").split('"id"')[0] == b.replace('"call_', "").split('"id"')[0]
+    assert raw_info(files, "same") == raw_info(lite, "same")
+    assert sorted(os.listdir(tmp_path)) == ["f", "s.db", "s.db-lock", "s.db-shm", "s.db-wal"]
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_sqlite_memory_store() -> None:
+    store = SQLiteStore(":memory:")
+    state, _ = run_sum(store, "mem")
+    assert_same(store.load("mem"), state)
+    assert store != SQLiteStore(":memory:") and store == store
+
+
+def test_record_is_frozen() -> None:
+    record = Record([{"seq": 0}], {"v": 5})
+    assert record == Record(entries=[{"seq": 0}], info={"v": 5})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.info = {}  # type: ignore[misc]
+    assert repr(record) == "Record(entries=[{'seq': 0}], info={'v': 5})"
