@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from alpineagents._async import run_in_thread
-from alpineagents._frozen import thaw
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
+from alpineagents.models._wire import plain
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import (
     CUT_OFF_STOP_REASONS,
@@ -377,7 +377,7 @@ class Anthropic(Model):
         """The API content blocks of one message (tool results first in a user message)."""
         blocks: tuple[Any, ...] = message.content
         user = message.role == "user"
-        if user and any(isinstance(b, ToolResultBlock) for b in blocks):
+        if user and len(blocks) > 1 and any(isinstance(b, ToolResultBlock) for b in blocks):
             blocks = tuple(b for b in blocks if isinstance(b, ToolResultBlock)) + tuple(
                 b for b in blocks if not isinstance(b, ToolResultBlock)
             )
@@ -390,7 +390,7 @@ class Anthropic(Model):
                 continue
             only_text = False
             if isinstance(block, ToolCall):
-                out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": thaw(block.args)})
+                out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": plain(block.args)})
             elif isinstance(block, ToolResultBlock):
                 out.append(
                     {
@@ -405,7 +405,7 @@ class Anthropic(Model):
                     out.append(_image(block))
             elif isinstance(block, RawBlock):
                 if block.provider == self.provider:
-                    out.append(thaw(block.data))
+                    out.append(plain(block.data))
         if not out and only_text:
             out.append({"type": "text", "text": _EMPTY_REPLY})
         return out

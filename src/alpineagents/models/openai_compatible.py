@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from alpineagents._async import run_in_thread
-from alpineagents._frozen import thaw
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
+from alpineagents.models._wire import plain
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import (
     INVALID_ARGS_KEY,
@@ -186,7 +186,7 @@ class OpenAICompatible(Model):
         }
         for block in message.content:
             if isinstance(block, RawBlock) and block.provider == self.provider:
-                result.update(thaw(block.data))
+                result.update(plain(block.data))
         if calls:
             result["tool_calls"] = [
                 {
