@@ -567,7 +567,7 @@ class MessageEntry:
                 )
             )
         kind: Literal["user", "notice"] = "notice" if message.is_notice else "user"
-        return cls(kind=kind, content=message.content, turn=turn)  # type: ignore[arg-type]
+        return cls(kind=kind, content=message.content, turn=turn)  # type: ignore[arg-type]  # checked above
 
     @property
     def message(self) -> Message:
