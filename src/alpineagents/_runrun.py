@@ -222,6 +222,8 @@ def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps
             result = yield (_call_loop, _await_loop, (loop, agent, state))
             if store is not None:
                 yield (store.save, store.asave, (state,))
+        except GeneratorExit:  # the driver was abandoned: nothing to record
+            raise
         except BaseException as failure:
             error = failure
             state._record_error(failure)

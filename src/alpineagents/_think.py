@@ -81,6 +81,8 @@ def think_steps(agent: Any, state: State, specs: tuple[Any, ...]) -> Steps:
             reporter.on_think_end(state, reply)
         if reply.cut_off and not reply.tool_calls and not reply.text.strip():
             raise cut_off_error(reply)
+    except GeneratorExit:  # the driver was abandoned: nothing to record
+        raise
     except BaseException as error:
         state._record_error(error)
         yield from save_after_error(store, state, error)
@@ -98,6 +100,8 @@ def use_tools_steps(agent: Any, state: State, method: str) -> Steps:
     if state.pending_calls:
         try:
             yield (run_tool_calls, arun_tool_calls, (state, agent._tool_map, context))
+        except GeneratorExit:  # the driver was abandoned: nothing to record
+            raise
         except BaseException as error:
             yield from save_after_error(store, state, error)
             raise
@@ -138,6 +142,8 @@ def compact_steps(agent: Any, state: State, instructions: str | None) -> Steps:
                 )
             )
         state._compact_done(summary, reply.usage)
+    except GeneratorExit:  # the driver was abandoned: nothing to record
+        raise
     except BaseException as error:
         state._end_compact()
         yield from save_after_error(store, state, error)
@@ -181,6 +187,8 @@ def ask_steps(agent: Any, state: State, prompt: str, returns: Any, retries: int,
                 continue
             found = True
             break
+    except GeneratorExit:
+        raise
     except BaseException:
         if replied:
             state._record_ask(prompt, None, total)
