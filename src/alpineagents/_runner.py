@@ -6,7 +6,8 @@ parallel group (daemon worker threads, at most 32 at once; under `arun_tool_call
 loop), then the serial group; the first tool exception in completion order is re-raised with a note.
 
 All records and Reporter calls happen on the calling thread (the loop thread for the async twin); worker threads
-only run tools and format their results. Fixed internal names (04 §12): `_Job`, `_Executor.submit` (looked up on
+only run tools and format their results. Each call gets a daemon worker thread of its own; a worker whose call
+ended parks for a few seconds and may take a later call (starting a thread costs more than a turn's whole budget). Fixed internal names (04 §12): `_Job`, `_Executor.submit` (looked up on
 the class at call time), `_finish`.
 """
 
