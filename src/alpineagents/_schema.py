@@ -7,14 +7,14 @@ import enum
 import sys
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Union
 
 import pydantic
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SUPPORTED_TYPES_TEXT", "ArgsModel", "unsupported_reason", "build_args_model", "error_message"]
+__all__ = ["SUPPORTED_TYPES_TEXT", "StdlibTypedDict", "unsupported_reason", "build_args_model", "error_message"]
 
 SUPPORTED_TYPES_TEXT = (
     "str, int, float, bool, Literal[...], Enum, list[T], dict[str, T], T | None, dataclass, TypedDict, Pydantic model"
@@ -40,7 +40,10 @@ def _is_typeddict(tp: Any) -> bool:
 
 
 def unsupported_reason(tp: Any) -> bool:
-    """Whether `tp` (a resolved parameter type) is outside the supported set; raises `StdlibTypedDict`."""
+    """Whether `tp` (a resolved parameter type) is outside the supported set (04 §4.5).
+
+    Raises `StdlibTypedDict` for a stdlib `typing.TypedDict` anywhere in the type on Python 3.11.
+    """
     return not _supported(tp, set())
 
 
@@ -94,12 +97,9 @@ def _strip_required(tp: Any) -> Any:
     return tp
 
 
-ArgsModel = type[BaseModel]
-
-
 def build_args_model(
     params: Sequence[tuple[str, Any, Any, str | None]],
-) -> tuple[ArgsModel, dict[str, Any], Callable[[Any], Any]]:
+) -> tuple[type[BaseModel], dict[str, Any], Callable[[Any], Any]]:
     """Build the argument model, its input schema and its validate function.
 
     `params` holds `(name, type, default, description)` per visible parameter (`default` is `...` when required).
@@ -138,12 +138,3 @@ def error_message(error: pydantic.ValidationError) -> str:
             text = item["msg"]
         parts.append(f"{_loc(item['loc'])}: {text}")
     return "; ".join(parts)
-
-
-def values_of(instance: BaseModel, names: Sequence[str]) -> dict[str, Any]:
-    """Map each parameter name to its validated value, in signature order."""
-    return dict(zip(names, instance.__dict__.values(), strict=True))
-
-
-def is_mapping(value: Any) -> bool:
-    return isinstance(value, Mapping)
