@@ -38,11 +38,38 @@ from alpineagents._frozen import FrozenDict, thaw
 from alpineagents._state_parts import (
     ACCEPTED,
     GET_RETIRED,
-    MESSAGES_EXAMPLE,
     Joined,
+    add_message_empty_error,
+    add_message_role_error,
+    add_message_type_error,
     assignment_error,
+    child_no_store_error,
+    compact_empty_error,
+    compact_type_error,
+    compact_window_error,
+    damaged_error,
+    extra_data_type_error,
+    finished_error,
+    fork_waiting_error,
+    history_combined_error,
+    history_fold_error,
+    history_item_error,
+    id_type_error,
+    id_value_error,
+    keep_last_error,
     line,
+    message_item_error,
     messages_type_error,
+    pending_error,
+    positional_error,
+    restore_busy_error,
+    restore_foreign_error,
+    restore_type_error,
+    restore_waiting_snapshot_error,
+    running_error,
+    store_binding_error,
+    think_empty_error,
+    think_waiting_error,
     turns,
     unknown_keyword,
 )
@@ -96,7 +123,6 @@ STOPPED_WAITING = "(process stopped while waiting for the model)"
 _ = (CLEARED, LATE_RESULT, SUMMARY_PREFIX, fold)  # public names of this module, defined in _fold
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_ID_EXAMPLE = 'State(id="bug-hunt-1")'
 
 
 def closed_result(error: BaseException) -> str:
@@ -121,21 +147,9 @@ def check_id(value: Any, where: str) -> str:
         ValueError: it has other characters, or is empty or longer than 128 characters.
     """
     if not isinstance(value, str):
-        raise TypeError(
-            fix_message(
-                f"{where} needs the id as a string (got: {type(value).__name__})",
-                "use letters, digits, _ and -",
-                _ID_EXAMPLE,
-            )
-        )
+        raise id_type_error(where, value)
     if _ID.fullmatch(value) is None:
-        raise ValueError(
-            fix_message(
-                f"{where} got the id {value!r}, which may only have letters, digits, _ and - (1 to 128 characters)",
-                "leave out dots, slashes and spaces (a FileStore uses the id as a file name)",
-                _ID_EXAMPLE,
-            )
-        )
+        raise id_value_error(where, value)
     return value
 
 
@@ -178,13 +192,7 @@ class State:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             if args:
-                raise TypeError(
-                    fix_message(
-                        f"State takes keyword arguments only (got the positional argument {args[0]!r})",
-                        "give the starting messages with messages=",
-                        'State(messages=[Message.user("Find the bug in this repo")])',
-                    )
-                )
+                raise positional_error(args)
             for name in kwargs:
                 if name not in ACCEPTED:
                     raise unknown_keyword(name)
@@ -218,71 +226,34 @@ class State:
 
     def _init_history(self, history: Any, messages: Any, extra_data: Any) -> None:
         if extra_data is not None or _non_empty(messages):
-            raise TypeError(
-                fix_message(
-                    "State(history=...) cannot be combined with messages= or extra_data=: the history already holds "
-                    "them",
-                    "pass the history alone, or leave it out and build the State from messages=",
-                    "State(history=other.history)\nState(messages=[Message.user('...')], extra_data={'repo': 'api'})",
-                )
-            )
+            raise history_combined_error()
         entries = list(history)
         for index, item in enumerate(entries):
             if not is_entry(item):
-                raise TypeError(
-                    fix_message(
-                        f"State(history=...) takes history entries (history[{index}] is {item!r})",
-                        "pass state.history, or the entries a store loaded",
-                        "State(history=state.history)",
-                    )
-                )
+                raise history_item_error(index, item)
         try:
             snap = replay(entries)
         except ValueError as error:
             index: int = getattr(error, "index", 0)
-            raise ValueError(
-                fix_message(
-                    f"history entry {index} ({entries[index].kind}) cannot follow the entries before it: {error}",
-                    "pass a history that a State recorded (state.history), without leaving entries out",
-                    "State(history=state.history)",
-                )
-            ) from error
+            raise history_fold_error(index, entries, error) from error
         self.__dict__["_snap"] = snap
 
     def _init_messages(self, messages: Any, extra_data: Any) -> None:
         if isinstance(messages, (str, bytes, Message)):
-            raise messages_type_error(
-                messages, "wrap each message with Message.user(...), Message.notice(...) or Message.assistant(...)"
-            )
+            raise messages_type_error(messages, iterable=True)
         try:
             iterator = iter(messages)
         except TypeError:
-            raise messages_type_error(
-                messages,
-                "pass a list of messages, wrapping each one with Message.user(...), Message.notice(...) or "
-                "Message.assistant(...)",
-            ) from None
+            raise messages_type_error(messages, iterable=False) from None
         items: list[Message] = []
         for item in iterator:
             if not isinstance(item, Message):
-                raise TypeError(
-                    fix_message(
-                        f"State(messages=...) takes Message objects only (got: {item!r})",
-                        "wrap text with Message.user(...), Message.notice(...) or Message.assistant(...)",
-                        MESSAGES_EXAMPLE,
-                    )
-                )
+                raise message_item_error(item)
             items.append(item)
         values: dict[str, Any] = {}
         if extra_data is not None:
             if not isinstance(extra_data, Mapping):
-                raise TypeError(
-                    fix_message(
-                        f"State(extra_data=...) takes a dict (got: {type(extra_data).__name__})",
-                        "pass your values as a dict with string keys",
-                        'State(extra_data={"repo": "api"})',
-                    )
-                )
+                raise extra_data_type_error(extra_data)
             values = json_copy(extra_data, "State(extra_data=...)")
         if items:
             found = tuple(items)
@@ -376,36 +347,15 @@ class State:
             TypeError: ``message`` is not a ``Message``.
             ValueError: it is not a user message, it is empty, or it has blocks other than text and images.
         """
-        example = 'state.add_message(Message.user("Next step: run the tests"))'
         if not isinstance(message, Message):
-            raise TypeError(
-                fix_message(
-                    f"add_message() takes a Message (got: {type(message).__name__})",
-                    "wrap the text with Message.user(...) or Message.notice(...)",
-                    example,
-                )
-            )
+            raise add_message_type_error(message)
         if message.role != "user":
-            raise ValueError(
-                fix_message(
-                    f"add_message() takes user messages only (got a {message.role} message)",
-                    "assistant messages come from the model; to start from a conversation that has them, use "
-                    "State(messages=[...])",
-                    example,
-                )
-            )
+            raise add_message_role_error(message)
         text = message.text
         if text.startswith("[notice] "):
             text = text[len("[notice] ") :]
         if not text.strip() and not any(isinstance(block, Image) for block in message.content):
-            raise ValueError(
-                fix_message(
-                    f"add_message() got a message with no text and no image (text: {message.text!r}). Providers "
-                    "reject empty messages",
-                    "pass a message with text (if the human's input was empty, ask again)",
-                    example,
-                )
-            )
+            raise add_message_empty_error(message)
         with self._lock:
             snap = self._snap
             entry = MessageEntry.from_message(message, turn=snap.turn)
@@ -466,13 +416,7 @@ class State:
             ValueError: ``keep_last`` is not an integer >= 0, or calls are pending.
         """
         if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
-            raise ValueError(
-                fix_message(
-                    f"keep_last must be an integer >= 0 (got: {keep_last!r})",
-                    "pass the number of recent tool results to keep as an integer",
-                    "state.clear_tool_results(keep_last=5)",
-                )
-            )
+            raise keep_last_error(keep_last)
         with self._lock:
             self._ensure_no_pending("clear_tool_results")
             messages = list(self._snap.messages)
@@ -505,44 +449,18 @@ class State:
                 is under way, or the snapshot was taken while the model was being waited on.
         """
         if not isinstance(snapshot, StateSnapshot):
-            raise TypeError(
-                fix_message(
-                    f"restore() takes a StateSnapshot (got: {type(snapshot).__name__})",
-                    "pass what state.snapshot() returned",
-                    "before = state.snapshot()\n...\nstate.restore(before)",
-                )
-            )
+            raise restore_type_error(snapshot)
         with self._lock:
             snap = self._snap
             if not self._is_prefix(snapshot):
-                raise ValueError(
-                    fix_message(
-                        "restore takes a snapshot taken from this State (its history is not the start of this "
-                        "State's history)",
-                        "for a snapshot of another State, build a new State from it: State(history=snapshot.history)",
-                        "copy = State(history=snapshot.history)",
-                    )
-                )
+                raise restore_foreign_error()
             self._ensure_no_pending("restore")
-            wait_fix = "wait for the think or compact to end, then restore"
-            wait_example = "agent.think(state)\nstate.restore(before)"
             if snap._waiting:
-                raise ValueError(
-                    fix_message("cannot call restore() while the model is being waited on", wait_fix, wait_example)
-                )
+                raise restore_busy_error("the model is being waited on")
             if self._compacting is not None:
-                raise ValueError(
-                    fix_message("cannot call restore() while a compaction is under way", wait_fix, wait_example)
-                )
+                raise restore_busy_error("a compaction is under way")
             if snapshot._waiting:
-                raise ValueError(
-                    fix_message(
-                        "this snapshot was taken while the model was being waited on, so there is no complete turn "
-                        "to go back to",
-                        "take snapshots between turns (before think, or after use_tools)",
-                        "before = state.snapshot()  # not inside a think",
-                    )
-                )
+                raise restore_waiting_snapshot_error()
             restored_to = _history_length(snapshot)
             memo = snap._memo
             if restored_to not in memo:
@@ -566,14 +484,7 @@ class State:
         with self._lock:
             snap = self._snap
             if snap._waiting:
-                raise ValueError(
-                    fix_message(
-                        "cannot call fork() while the model is being waited on: the copy would be waiting for a "
-                        "reply that no think() will record",
-                        "fork before think, or after think returns (e.g. in Reporter.on_think_end)",
-                        "attempt = state.fork()\nagent.think(state)",
-                    )
-                )
+                raise fork_waiting_error()
             copy = State.__new__(State)
             copy._setup(None)
             d = copy.__dict__
@@ -609,16 +520,7 @@ class State:
             )
         store = self._child_store if self._child_store is not None else self._saved_store
         if store is None:
-            raise ValueError(
-                fix_message(
-                    f"subagent {child_id!r} is not in memory, and State {self._id!r} has no store to load it from "
-                    "(it was not loaded from a store or saved in one)",
-                    "run the subagents with Agent(store=...), which saves them in that store, and load this State "
-                    "from it",
-                    "store = FileStore('.alpine/states')\nagent = Agent(model=..., store=store)\n"
-                    "state = store.load(state_id)\nstate.child(child_id)",
-                )
-            )
+            raise child_no_store_error(child_id, self._id)
         return store
 
     # --- printed forms -------------------------------------------------------------------------------------
@@ -688,26 +590,14 @@ class State:
     def _ensure_open(self, action: str) -> None:
         """Raise the ``ValueError`` for ``action`` on a finished State."""
         if self._snap.finished:
-            raise ValueError(
-                fix_message(
-                    f"cannot call {action}() on a finished State (finish() ends the whole run)",
-                    "if a block called state.finish(), return from the loop body right away",
-                    "submit(agent, state)\nif state.finished:\n    return\nagent.think(state)",
-                )
-            )
+            raise finished_error(action)
 
     def _ensure_no_pending(self, action: str) -> None:
         """Raise the ``ValueError`` for ``action`` while calls are pending."""
         pending = self._snap.pending_calls
         if pending:
             shown = ", ".join(format_call(call) for call in pending)
-            raise ValueError(
-                fix_message(
-                    f"cannot call {action}() while calls are pending ({shown})",
-                    "run them first with agent.use_tools(state) (its permissions decide which ones run)",
-                    "agent.think(state)\nif state.pending_calls:\n    agent.use_tools(state)",
-                )
-            )
+            raise pending_error(action, shown)
 
     def _attach(self, agent: Any) -> None:
         """Link the State to ``agent`` (the latest Agent that used it)."""
@@ -728,14 +618,7 @@ class State:
         """
         with self._lock:
             if self._running:
-                raise ValueError(
-                    fix_message(
-                        "this State is already being run by another run() or arun() call, and a State runs one at a "
-                        "time",
-                        "wait for that run to end, then run the State again",
-                        "agent.run(state)\nagent.run(state)  # one after the other",
-                    )
-                )
+                raise running_error()
             parent_id, parent_call_id = parent if parent is not None else (None, None)
             self._commit_locked(
                 RunStartEntry(content=info, parent_id=parent_id, parent_call_id=parent_call_id, turn=self._snap.turn)
@@ -774,22 +657,9 @@ class State:
                 self._ensure_open("think")
                 self._ensure_no_pending("think")
                 if snap._waiting:
-                    raise ValueError(
-                        fix_message(
-                            "cannot call think() while another think() is waiting on the model",
-                            "wait for that think() to end",
-                            "agent.think(state)\nagent.think(state)  # one after the other",
-                        )
-                    )
+                    raise think_waiting_error()
                 if not snap._late_notices:
-                    raise ValueError(
-                        fix_message(
-                            "cannot call think() on a State with no messages (the model would get an empty request)",
-                            "start the State with messages, or add one first",
-                            'state = State(messages=[Message.user("Find the bug")])\n# or\n'
-                            'state.add_message(Message.user("Find the bug"))',
-                        )
-                    )
+                    raise think_empty_error()
             self.__dict__["_snap"] = _fold_commit(snap, ModelRequestEntry(content=model, turn=snap.turn + 1))
 
     def _record_reply(self, reply: Reply) -> None:
@@ -971,13 +841,7 @@ class State:
         with self._lock:
             self._ensure_no_pending("compact")
             if self._compacting is not None:
-                raise ValueError(
-                    fix_message(
-                        "cannot call compact() while another compaction of this State is under way",
-                        "wait for it to end",
-                        "agent.compact(state)\nagent.compact(state)  # one after the other",
-                    )
-                )
+                raise compact_window_error()
             self._compacting = 0
 
     def _compact_done(self, summary: str, usage: Usage | None) -> None:
@@ -991,23 +855,10 @@ class State:
             self._compacting = None
 
     def _record_compact(self, summary: Any, usage: Usage | None, *, hand: bool) -> ContextChange:
-        example = 'summary = agent.ask(state, "Summarize the work so far")\nstate.compact(summary)'
         if not isinstance(summary, str):
-            raise TypeError(
-                fix_message(
-                    f"compact() needs summary to be a string (got: {type(summary).__name__})",
-                    "pass summary as a str",
-                    example,
-                )
-            )
+            raise compact_type_error(summary)
         if not summary.strip():
-            raise ValueError(
-                fix_message(
-                    f"compact() got an empty summary (got: {summary!r}). Providers reject empty messages",
-                    "pass a non-empty summary (if the human's input was empty, ask again)",
-                    example,
-                )
-            )
+            raise compact_empty_error(summary)
         with self._lock:
             self._ensure_no_pending("compact")
             snap = self._snap
@@ -1083,15 +934,7 @@ class State:
         with self._lock:
             bound = self._saved_store
             if bound is not None and not (bound == store):
-                raise ValueError(
-                    fix_message(
-                        f"State {self._id!r} is saved in another store ({bound!r}), and a State is saved in one store "
-                        f"only (this one is {store!r})",
-                        "save it in the store it was saved in, or start a new State (State(messages=state.messages) "
-                        "keeps the messages)",
-                        'state = store.load("task-1")\nstore.save(state)',
-                    )
-                )
+                raise store_binding_error(self._id, store, bound)
             snap = self._snap
             return bound is None, self._saved_count, history_list(snap)[1], snap
 
@@ -1116,12 +959,7 @@ class State:
             state = State(id=state_id, history=entries)
         except ValueError as error:
             reason = str(error).split("\nFix: ", 1)[0]
-            raise ValueError(
-                fix_message(
-                    f"saved State {state_id!r} is damaged: {reason}",
-                    "restore the store's data from a backup, or start a new State",
-                )
-            ) from error
+            raise damaged_error(state_id, reason) from error
         state._saved_store = store
         state._child_store = store
         state._saved_count = len(entries)
