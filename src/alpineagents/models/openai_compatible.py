@@ -131,10 +131,11 @@ class OpenAICompatible(Model):
     def _async_client(self) -> Any:
         """The async SDK client for the running event loop (one per loop, created on first use)."""
         loop = asyncio.get_running_loop()
-        client = self._async_clients.get(loop)
-        if client is None:
-            client = _sdk().AsyncOpenAI(**self._client_kwargs())
-            self._async_clients[loop] = client
+        with self._client_lock:
+            client = self._async_clients.get(loop)
+            if client is None:
+                client = _sdk().AsyncOpenAI(**self._client_kwargs())
+                self._async_clients[loop] = client
         return client
 
     # -- request mapping (§4.3) ----------------------------------------------------------------------------------
