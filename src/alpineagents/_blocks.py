@@ -350,19 +350,19 @@ class Message:
         if self.role != "user":
             return False
         for block in self.content:
-            if type(block) is TextBlock:
+            if isinstance(block, TextBlock):
                 return block.text.startswith(NOTICE_PREFIX)
         return False
 
     @property
     def text(self) -> str:
         """The texts of all text blocks, joined with no separator (``""`` without any)."""
-        return "".join([b.text for b in self.content if type(b) is TextBlock])
+        return "".join([b.text for b in self.content if isinstance(b, TextBlock)])
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The tool-call blocks, in order."""
-        return tuple([b for b in self.content if type(b) is ToolCall])
+        return tuple([b for b in self.content if isinstance(b, ToolCall)])
 
     @property
     def cut_off(self) -> bool:

@@ -544,7 +544,7 @@ class MessageEntry:
             if isinstance(content, str):
                 return
             content = tuple(content)
-        if len(content) == 1 and type(content[0]) is TextBlock:
+        if len(content) == 1 and isinstance(content[0], TextBlock):
             _set(self, "content", content[0].text)
         elif content is not self.content:
             _set(self, "content", content)
@@ -556,9 +556,7 @@ class MessageEntry:
         Raises:
             ValueError: The message is not a user message, or has blocks other than text and images.
         """
-        if message.role != "user" or any(
-            type(b) is not TextBlock and not isinstance(b, Image) for b in message.content
-        ):
+        if message.role != "user" or any(not isinstance(b, (TextBlock, Image)) for b in message.content):
             raise ValueError(
                 fix_message(
                     "a MessageEntry holds a user message made of text and images only",
