@@ -1444,3 +1444,28 @@ def test_check_41_str_of_an_agent_run() -> None:
     assert lines[-1] == "done: stopped by waiting_for_user (2 turns)"
     assert lines[1].startswith("[turn 0] run_start: fake/fake")
     assert same_as_replay(state)
+
+
+def test_child_started_after_its_call_was_closed() -> None:
+    parent = State(messages=[Message.user("q")])
+    call = ToolCall("sub", {}, "c1")
+    think(parent, "", call)
+    parent._close_pending(KeyboardInterrupt())
+    assert parent.history[-1].child_ids == () and parent.history[-1].usage is None
+    again = ToolCall("sub", {}, "c1")  # a later turn reuses the id
+    think(parent, "", again)
+    kid = State(id="kid", messages=[Message.user("x")])
+    parent._add_child("c1", kid, call)  # the old tool, still running, starts a child
+    assert parent._children_of("c1") == ()
+    assert parent.child("kid") is kid and kid._depth == 1
+    think(kid, "work", usage=Usage(requests=1, cost=0.5))
+    parent._late_result(call, "finished late", ToolOutcomeKind.DONE)
+    late = parent.history[-1]
+    assert late.late and late.child_ids == ("kid",) and late.usage == Usage(requests=1, cost=0.5)
+    assert parent.pending_calls == (again,)
+    stranger = ToolCall("sub", {}, "c1")  # never a call of this State: goes to the list of its id
+    other = State(id="other")
+    parent._add_child("c1", other, stranger)
+    assert parent._children_of("c1") == ("other",)
+    parent._tool_result(again, "done", ToolOutcomeKind.DONE)
+    assert parent.history[-1].child_ids == ("other",) and parent.history[-1].usage == Usage()

@@ -175,7 +175,7 @@ class State:
     _resume_info: AgentInfo | None
     _children: dict[str, State]
     _call_children: dict[str, Joined]
-    _closed_calls: dict[int, Joined | ToolCall]
+    _closed_calls: dict[int, Joined]
 
     if TYPE_CHECKING:
 
@@ -699,9 +699,7 @@ class State:
             del self._call_children[slot.id]
             joined.settle(moved)
             joined.call = slot
-            self._closed_calls[id(slot)] = joined
-        else:
-            self._closed_calls[id(slot)] = slot
+            self._closed_calls[id(slot)] = joined  # its children may still report usage in a late result
 
     def _tool_result(
         self,
@@ -895,18 +893,23 @@ class State:
         return tuple(child.id for child, _ in joined.children)
 
     def _closed_joined(self, call: Any, create: bool = False) -> Joined | None:
-        """The children record of the closed call object ``call`` (None if this State did not close it)."""
+        """The children record of the call object ``call`` that this State closed (None if it did not).
+
+        Calls closed with children keep a record; for another call, ``create`` looks for its closing entry in
+        history (only a tool still running after its call was closed gets here) and starts a record.
+        """
         found = self._closed_calls.get(id(call))
-        if found is None:
-            return None
-        if isinstance(found, Joined):
-            return found if found.call is call else None
-        if found is not call:
-            return None
+        if found is not None and found.call is call:
+            return found
         if not create:
             return None
-        joined = self._closed_calls[id(call)] = Joined(call)
-        return joined
+        history, n = history_list(self._snap)
+        for index in range(n - 1, -1, -1):
+            entry = history[index]
+            if type(entry) is ToolResultEntry and entry.call is call and not entry.late:
+                joined = self._closed_calls[id(call)] = Joined(call)
+                return joined
+        return None
 
     def _add_child(self, call_id: str, child: State, call: ToolCall | None = None) -> None:
         """Register ``child`` as started by the call ``call_id`` (or by the closed call object ``call``)."""
