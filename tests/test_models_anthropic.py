@@ -622,7 +622,7 @@ def test_arespond_against_server(server: ProviderServer) -> None:  # noqa: F811
 
 
 def test_arespond_cancel_closes_stream(server: ProviderServer) -> None:  # noqa: F811
-    server.script(sse(anthropic_events([f"c{i}" for i in range(50)]), pause=0.05))
+    server.script(sse(anthropic_events([f"c{i}" for i in range(50)]), pause=0.1))
     m = model(server, max_tokens=100)
     got: list[str] = []
 
@@ -637,7 +637,7 @@ def test_arespond_cancel_closes_stream(server: ProviderServer) -> None:  # noqa:
         return time.monotonic() - start
 
     elapsed = asyncio.run(main())
-    assert elapsed < 1.0
+    assert elapsed < 2.0
     assert 0 < len(got) < 50
 
 
@@ -776,11 +776,11 @@ def test_other_bad_request(server: ProviderServer) -> None:  # noqa: F811
 
 
 def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: F811
-    server.script(slow(1.0, anthropic_stream(["late"])))
+    server.script(slow(3.0, anthropic_stream(["late"])))
     start = time.monotonic()
     with pytest.raises(ProviderError) as info:
         model(server, max_tokens=100, timeout=0.2, retries=0).respond(req())
-    assert time.monotonic() - start < 0.9
+    assert time.monotonic() - start < 2.5
     assert type(info.value) is ProviderError
     assert isinstance(info.value.__cause__, sdk.APITimeoutError)
 

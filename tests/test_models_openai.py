@@ -567,7 +567,7 @@ def test_arespond_against_server(server: ProviderServer) -> None:  # noqa: F811
 
 
 def test_arespond_cancel_closes_request(server: ProviderServer) -> None:  # noqa: F811
-    server.script(sse(openai_chunks([f"c{i}" for i in range(50)]), pause=0.05))
+    server.script(sse(openai_chunks([f"c{i}" for i in range(50)]), pause=0.1))
     m = model(server)
     got: list[str] = []
 
@@ -581,7 +581,7 @@ def test_arespond_cancel_closes_request(server: ProviderServer) -> None:  # noqa
             await task
         return time.monotonic() - start
 
-    assert asyncio.run(main()) < 1.0
+    assert asyncio.run(main()) < 2.0
     assert 0 < len(got) < 50
 
 
@@ -661,11 +661,11 @@ def test_auth_and_context_errors(server: ProviderServer) -> None:  # noqa: F811
 
 
 def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: F811
-    server.script(slow(1.0, openai_stream(["late"])))
+    server.script(slow(3.0, openai_stream(["late"])))
     start = time.monotonic()
     with pytest.raises(ProviderError) as info:
         model(server, timeout=0.2).respond(req())
-    assert time.monotonic() - start < 0.9
+    assert time.monotonic() - start < 2.5
     assert type(info.value) is ProviderError
     assert isinstance(info.value.__cause__, sdk.APITimeoutError)
 
