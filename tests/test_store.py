@@ -26,6 +26,7 @@ import pydantic
 import pytest
 
 import alpineagents
+import alpineagents.errors
 import alpineagents.store as store_module
 from alpineagents import _serial
 from alpineagents._async import ASYNC_RUN
@@ -1386,3 +1387,47 @@ def test_record_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.info = {}  # type: ignore[misc]
     assert repr(record) == "Record(entries=[{'seq': 0}], info={'v': 5})"
+
+
+HOLDER = """
+import sys
+from alpineagents.store import FileStore, SQLiteStore
+from alpineagents.types import Message
+store = FileStore(sys.argv[2]) if sys.argv[1] == "file" else SQLiteStore(sys.argv[2])
+state = store.load("held")
+state.add_message(Message.user("from the other process"))
+store.save(state)
+print("holding", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_second_process_gets_a_clear_error(store: Store) -> None:
+    import gc
+    import subprocess
+    import sys
+
+    state = State(id="held", messages=[Message.user("hi")])
+    store.save(state)
+    del state
+    gc.collect()  # this process drops the State, and with it its lock
+    kind = "file" if isinstance(store, FileStore) else "sqlite"
+    path = str(store._root) if isinstance(store, FileStore) else store._given  # pyright: ignore
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, kind, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "holding\n"
+        mine = store.load("held")
+        mine.add_message(Message.user("from this process"))
+        with pytest.raises(store_module.StateLockedError, match="is being written by another process") as error:
+            store.save(mine)
+        assert "Fix: let that process finish with it" in str(error.value)
+        assert isinstance(error.value, alpineagents.errors.AlpineAgentsError)
+        assert texts(store.load("held")) == ["hi", "from the other process"]
+    finally:
+        assert other.stdin is not None
+        other.stdin.close()
+        other.wait(timeout=60)
+    store.save(mine)  # the other process is gone: its lock went with it
+    assert texts(store.load("held")) == ["hi", "from the other process", "from this process"]
