@@ -1388,3 +1388,62 @@ def test_forked_child_does_not_reuse_the_parents_workers() -> None:
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_approval_is_saved_before_the_approved_tool_runs(tmp_path: Any) -> None:
+    from alpineagents.permissions import DecideByHuman
+    from alpineagents.store import FileStore
+    from alpineagents.testing import FakeHuman
+
+    store = FileStore(tmp_path)
+    on_disk: list[list[str]] = []
+
+    @tool
+    def deploy(state: State) -> str:
+        on_disk.append([e.kind for e in FileStore(tmp_path).load(state.id).history])
+        return "deployed"
+
+    agent, fake = make_agent(
+        [tool_call("deploy"), "done"],
+        deploy,
+        permissions=[DecideByHuman(FakeHuman(["yes"]))],
+        store=store,
+    )
+    state = State(messages=[Message.user("ship it")])
+    assert agent.run(state) == "done"
+    # What the store holds while the tool runs: the approval (loading adds the closing entry of the open call).
+    assert on_disk[0][-2:] == ["human", "tool_result"], on_disk
+    assert result_of(state, "deploy").content == "deployed"
+
+
+def test_async_stop_and_refusals_match_the_sync_phase() -> None:
+    class Stopper(DecidePermission):
+        def check(self, state: State, call: ToolCall, tool: Tool) -> Any:
+            if call.name == "serial":
+                return Denied("stop here", stop=True)
+            return Allowed()
+
+    def once(use_async: bool) -> tuple[list[Any], list[Any], Any]:
+        recorder = Recorder()
+        state = turn(call("ok"), call("serial"), call("boom"))
+        tools = tool_map(ok, serial, boom)
+        ctx = context(recorder, permissions=(Stopper(),))
+        if use_async:
+            asyncio.run(_runner.arun_tool_calls(state, tools, ctx))
+        else:
+            _runner.run_tool_calls(state, tools, ctx)
+        return (
+            [(e.call.name, e.content, e.outcome) for e in results(state)],
+            [(e[0], e[1]) for e in recorder.events],
+            str(state.stopped),
+        )
+
+    sync = once(False)
+    assert sync == once(True)
+    assert sync[0] == [
+        ("serial", "stop here", K.DENIED),
+        ("ok", "(not run: the user stopped this turn)", K.CANCELLED),
+        ("boom", "(not run: the user stopped this turn)", K.CANCELLED),
+    ]
+    assert sync[1] == [("end", "serial"), ("end", "ok"), ("end", "boom")]
+    assert sync[2] == "stopped by permission Stopper()"
