@@ -1469,3 +1469,33 @@ def test_child_started_after_its_call_was_closed() -> None:
     assert parent._children_of("c1") == ("other",)
     parent._tool_result(again, "done", ToolOutcomeKind.DONE)
     assert parent.history[-1].child_ids == ("other",) and parent.history[-1].usage == Usage()
+
+
+def test_child_of_a_loaded_state_comes_from_its_store(tmp_path: Any) -> None:
+    from alpineagents.agent import Agent
+    from alpineagents.store import FileStore
+    from alpineagents.testing import FakeModel, tool_call
+
+    store = FileStore(tmp_path)
+    helper = Agent(model=FakeModel(["helped"]), name="helper", description="Helps.", reporter=None, human=None)
+    boss = Agent(
+        model=FakeModel([tool_call("helper", prompt="help me"), "all done"]),
+        tools=[helper],
+        store=store,
+        reporter=None,
+        human=None,
+    )
+    state = State(messages=[Message.user("go")])
+    assert boss.run(state) == "all done"
+    result = next(e for e in state.history if isinstance(e, ToolResultEntry))
+    (child_id,) = result.child_ids
+    child = state.child(child_id)
+    assert child is state.child(child_id) and child.parent_id == state.id
+    loaded = store.load(state.id)
+    assert loaded.snapshot() == state.snapshot()
+    first, second = loaded.child(child_id), loaded.child(child_id)
+    assert first is not second and first.snapshot() == child.snapshot()
+    assert asyncio.run(loaded.achild(child_id)).snapshot() == child.snapshot()
+    assert loaded.fork().child(child_id).snapshot() == child.snapshot()
+    with pytest.raises(KeyError, match="not a subagent"):
+        loaded.child("stranger")
