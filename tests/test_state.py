@@ -1499,3 +1499,12 @@ def test_child_of_a_loaded_state_comes_from_its_store(tmp_path: Any) -> None:
     assert loaded.fork().child(child_id).snapshot() == child.snapshot()
     with pytest.raises(KeyError, match="not a subagent"):
         loaded.child("stranger")
+
+
+def test_history_slice_for_saves() -> None:
+    state = State(messages=[Message.user("q")])
+    think(state, "a")
+    create, start, end, snap = state._save_batch(_Store("s"))
+    state.add_message(Message.user("later"))
+    assert State._history_slice(snap, 1, end) == list(snap.history[1:end])
+    assert State._history_slice(snap, 0, 99) == list(snap.history)

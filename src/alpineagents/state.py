@@ -941,6 +941,12 @@ class State:
             snap = self._snap
             return bound is None, self._saved_count, history_list(snap)[1], snap
 
+    @staticmethod
+    def _history_slice(snapshot: StateSnapshot, start: int, end: int) -> list[HistoryEntry]:
+        """``snapshot.history[start:end]`` without building the whole history tuple (for saves)."""
+        history, n = history_list(snapshot)
+        return history[start : min(end, n)]
+
     def _mark_saved(self, store: Any, end: int) -> None:
         """After a successful write: bind to ``store`` and count the entries up to ``end`` as saved."""
         with self._lock:
