@@ -132,7 +132,7 @@ class Retry(_Wrapper):
     `compact`/`acompact` are retried the same way.
     """
 
-    def __init__(self, model: Model, *, attempts: int = 3, backoff: float = 1.0) -> None:
+    def __init__(self, model: Model, attempts: int = 3, backoff: float = 1.0) -> None:
         self._inner = _check_model(model, "Retry's model", "Retry(Anthropic('claude-sonnet-5'), attempts=3)")
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             raise ValueError(
