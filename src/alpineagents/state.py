@@ -665,7 +665,8 @@ class State:
     def _record_reply(self, reply: Reply) -> None:
         """Record ``model_reply``: the message joins the context, usage grows, its calls become pending."""
         with self._lock:
-            self._commit_locked(ModelReplyEntry(content=reply, turn=self._snap.turn))
+            snap = self._snap
+            self.__dict__["_snap"] = _fold_commit(snap, ModelReplyEntry(content=reply, turn=snap.turn))
 
     def _record_model_event(self, event: ModelEvent) -> None:
         """Record ``model_event``."""
@@ -674,10 +675,17 @@ class State:
 
     def _pending_slot(self, call: Any, same_object: bool = False) -> ToolCall | None:
         snap = self._snap
+        calls = snap._turn_calls
+        results = snap._turn_results
+        if same_object:
+            for index in range(len(calls)):
+                if calls[index] is call and results[index] is None:
+                    return calls[index]
+            return None
         call_id = getattr(call, "id", None)
-        for slot, result in zip(snap._turn_calls, snap._turn_results, strict=True):
-            if result is None and (slot is call if same_object else slot.id == call_id):
-                return slot
+        for index in range(len(calls)):
+            if results[index] is None and calls[index].id == call_id:
+                return calls[index]
         return None
 
     def _close_slot(self, slot: ToolCall, content: Any, outcome: Any, error: BaseException | None) -> None:
