@@ -674,14 +674,6 @@ class _Arrivals:
         except RuntimeError:  # the loop is closed: nobody waits any more
             pass
 
-    async def wait(self) -> None:
-        while not self.items:
-            self.waiter = self.loop.create_future()
-            try:
-                await self.waiter
-            finally:
-                self.waiter = None
-
 
 def _start_task(job: _Job, state: State, arrivals: _Arrivals) -> None:
     job.started = True
@@ -715,10 +707,15 @@ async def _arun_group(
             else:
                 waiting.append(job)
         outstanding = len(jobs)
+        items = arrivals.items
+        create_future = arrivals.loop.create_future
         while outstanding:
-            await arrivals.wait()
-            batch = list(arrivals.items)
-            arrivals.items.clear()
+            while not items:
+                arrivals.waiter = waiter = create_future()
+                await waiter
+            arrivals.waiter = None
+            batch = list(items)
+            items.clear()
             for job in batch:
                 _finish(state, reporter, job, failures)
                 outstanding -= 1
