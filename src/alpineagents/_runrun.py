@@ -7,7 +7,7 @@ import inspect
 import os
 import sys
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from alpineagents._async import ASYNC_RUN
 from alpineagents._context import RUNS, RunContext, run_context
@@ -19,9 +19,6 @@ from alpineagents.permissions import check_run_start
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.types import AgentInfo, Message
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["prepare_run", "start_run", "run_steps", "resume_warning"]
 
