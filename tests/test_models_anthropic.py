@@ -42,6 +42,7 @@ from servers.provider import (
     anthropic_error,
     anthropic_events,
     anthropic_stream,
+    json_body,
     slow,
     sse,
     status,
@@ -816,6 +817,37 @@ def test_check_30_async_lookup_shared_with_sync(server: ProviderServer) -> None:
     m.respond(req())
     assert [p.body["max_tokens"] for p in server.posts] == [32_000, 32_000]
     assert len(server.lookups) == 1
+
+
+def _slow_limit(limit: int) -> Any:
+    info = {"type": "model", "id": "claude-test", "display_name": "x", "created_at": "2026-01-01T00:00:00Z"}
+    return slow(0.3, json_body({**info, "lifecycle": "active", "max_tokens": limit}))
+
+
+def test_one_lookup_for_concurrent_requests_on_threads(server: ProviderServer) -> None:  # noqa: F811
+    import threading
+
+    server.model_limit = _slow_limit(8192)
+    m = model(server)
+    threads = [threading.Thread(target=m.respond, args=(req(),)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(server.lookups) == 1
+    assert [p.body["max_tokens"] for p in server.posts] == [8192] * 3
+
+
+def test_one_lookup_for_concurrent_requests_on_a_loop(server: ProviderServer) -> None:  # noqa: F811
+    server.model_limit = _slow_limit(16_000)
+    m = model(server)
+
+    async def main() -> None:
+        await asyncio.gather(*(m.arespond(req()) for _ in range(3)))
+
+    asyncio.run(main())
+    assert len(server.lookups) == 1
+    assert [p.body["max_tokens"] for p in server.posts] == [16_000] * 3
 
 
 @pytest.mark.parametrize("lookup", [None, status(500), status(200, {"type": "model", "id": "x"})])

@@ -40,6 +40,8 @@ _OUTPUT_LIMITS: dict[tuple[str | None, str], int | None] = {}
 """Process-wide cache of looked-up output limits, keyed `(base_url, name)`; `None` = the lookup failed."""
 
 _LIMITS_LOCK = threading.Lock()
+_KEY_LOCKS: dict[tuple[str | None, str], threading.Lock] = {}
+_INFLIGHT: dict[tuple[int, tuple[str | None, str]], asyncio.Future[int | None]] = {}
 
 _EMPTY_REPLY = "(empty reply)"
 _TOO_HIGH = re.compile(r"max_tokens:\s*(\d+)\s*>\s*(\d+)")
@@ -260,7 +262,10 @@ class Anthropic(Model):
             return self.max_tokens
         known, limit = self._cached_limit()
         if not known:
+            key = self._limit_key
             with _LIMITS_LOCK:
+                lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+            with lock:  # one lookup per key, even with requests on several threads
                 known, limit = self._cached_limit()
                 if not known:
                     try:
@@ -268,7 +273,7 @@ class Anthropic(Model):
                         limit = self._limit_of(info)
                     except Exception:  # noqa: BLE001 - any failure makes the limit unknown
                         limit = None
-                    _OUTPUT_LIMITS[self._limit_key] = limit
+                    _OUTPUT_LIMITS[key] = limit
         value = self._send_value(limit)
         self._check_budget(value)
         return value
@@ -278,16 +283,29 @@ class Anthropic(Model):
             return self.max_tokens
         known, limit = self._cached_limit()
         if not known:
-            try:
-                info = await client.with_options(max_retries=0, timeout=10.0).models.retrieve(self.name)
-                limit = self._limit_of(info)
-            except Exception:  # noqa: BLE001 - any failure makes the limit unknown
-                limit = None
-            known, cached = self._cached_limit()
-            if known:
-                limit = cached
+            loop = asyncio.get_running_loop()
+            marker = (id(loop), self._limit_key)
+            pending = _INFLIGHT.get(marker)
+            if pending is not None:  # another request on this loop is looking it up: wait for its answer
+                limit = await asyncio.shield(pending)
             else:
-                _OUTPUT_LIMITS[self._limit_key] = limit
+                future: asyncio.Future[int | None] = loop.create_future()
+                _INFLIGHT[marker] = future
+                try:
+                    try:
+                        info = await client.with_options(max_retries=0, timeout=10.0).models.retrieve(self.name)
+                        limit = self._limit_of(info)
+                    except Exception:  # noqa: BLE001 - any failure makes the limit unknown
+                        limit = None
+                    known, cached = self._cached_limit()
+                    if known:
+                        limit = cached
+                    else:
+                        _OUTPUT_LIMITS[self._limit_key] = limit
+                finally:
+                    _INFLIGHT.pop(marker, None)
+                    if not future.done():
+                        future.set_result(limit)
         value = self._send_value(limit)
         self._check_budget(value)
         return value
