@@ -786,6 +786,14 @@ def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: 
     assert isinstance(info.value.__cause__, sdk.APITimeoutError)
 
 
+def test_stream_stalling_past_timeout(server: ProviderServer) -> None:  # noqa: F811
+    server.script(sse(anthropic_events(["never"]), pause=1.5))
+    with pytest.raises(ProviderError, match="stream failed mid-reply") as info:
+        model(server, max_tokens=100, timeout=0.3).respond(req())
+    assert type(info.value) is ProviderError
+    assert isinstance(info.value.__cause__, httpx2.ReadTimeout)
+
+
 def test_connection_refused_is_provider_error() -> None:
     m = Anthropic("c", api_key="k", base_url="http://127.0.0.1:9", retries=0, max_tokens=10)
     with pytest.raises(ProviderError) as info:

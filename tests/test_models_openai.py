@@ -670,6 +670,14 @@ def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: 
     assert isinstance(info.value.__cause__, sdk.APITimeoutError)
 
 
+def test_stream_stalling_past_timeout(server: ProviderServer) -> None:  # noqa: F811
+    server.script(sse(openai_chunks(["never"]), pause=1.5))
+    with pytest.raises(ProviderError) as info:
+        model(server, timeout=0.3).respond(req())
+    assert type(info.value) is ProviderError
+    assert isinstance(info.value.__cause__, sdk.APITimeoutError)
+
+
 @pytest.mark.skipif(not os.environ.get("OPENAI_API_KEY"), reason="needs OPENAI_API_KEY")
 def test_real_provider_smoke() -> None:
     m = OpenAICompatible(os.environ.get("ALPINEAGENTS_OPENAI_MODEL", "gpt-5-mini"))
