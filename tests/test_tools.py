@@ -1400,3 +1400,11 @@ def test_tool_map() -> None:
     shown = "".join(traceback.format_exception_only(type(info.value), info.value))
     assert shown.startswith("KeyError: No tool named")
     assert waiting.get("github__x") is None and "github__x" not in waiting
+
+
+def test_package_attribute_reads_like_the_module() -> None:
+    import alpineagents
+
+    assert alpineagents.Hints is alpineagents.tool.Hints  # type: ignore[attr-defined]
+    assert alpineagents.tool.__all__ == importlib.import_module("alpineagents.tool").__all__  # type: ignore[attr-defined]
+    assert alpineagents.tool is tool and alpineagents.Tool is alpineagents.tool.Tool  # type: ignore[attr-defined]

@@ -936,3 +936,16 @@ class ToolMap(Mapping[str, Tool]):
 
     def __repr__(self) -> str:
         return repr(self._tools)
+
+
+# The package root re-exports the decorator as `alpineagents.tool`, which hides this module behind it: the decorator
+# also carries the module's names, so `alpineagents.tool.Hints is alpineagents.Hints` and
+# `alpineagents.tool.__all__` read as they do on the module (04 §1).
+def _mirror_module_names() -> None:
+    names = globals()
+    for name in (*__all__, "__all__", "_parse_docstring"):
+        if name != "tool":
+            setattr(tool, name, names[name])
+
+
+_mirror_module_names()
