@@ -494,8 +494,7 @@ def test_other_exceptions_propagate_unchanged() -> None:
     assert info.value is error
 
 
-def test_check_29_no_credentials_is_auth_error(no_credentials: None, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    monkeypatch.setenv("HOME", "/nonexistent-home")
+def test_check_29_no_credentials_is_auth_error(no_credentials: None) -> None:  # noqa: F811
     m = Anthropic("claude-sonnet-5", base_url="http://127.0.0.1:9", retries=0)
     with pytest.raises(AuthError) as info:
         m.respond(req())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +18,12 @@ def _shared() -> ProviderServer:
     if _SERVER is None:
         _SERVER = ProviderServer().start()
     return _SERVER
+
+
+def _clear_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("ANTHROPIC_", "OPENAI_")):
+            monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
