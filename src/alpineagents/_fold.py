@@ -110,11 +110,14 @@ class StateSnapshot:
             # ``history`` and ``messages`` of a folded snapshot are built on first read, once.
             d = self.__dict__
             if name == "history" and "_h" in d:
-                value = tuple(d["_h"][: d["_hn"]])
+                lst, n = d["_h"], d["_hn"]
             elif name == "messages" and "_m" in d:
-                value = tuple(d["_m"][: d["_mn"]])
+                lst, n = d["_m"], d["_mn"]
             else:
                 raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
+            value = tuple(lst) if len(lst) == n else tuple(lst[:n])
+            if len(value) != n:  # the list grew while it was copied: take the prefix
+                value = value[:n]
             d[name] = value
             return value
 
