@@ -350,17 +350,23 @@ def usage_to_dict(usage: Usage) -> dict[str, Any]:
 def usage_from_dict(data: Mapping[str, Any]) -> Usage:
     """A `Usage` from its object; absent counts take the `Usage` defaults."""
     data = _dict(data, "usage")
-    cost = data.get("cost")
+    get = data.get
+    i, o, r, w, n, cost = (
+        get("input_tokens", 0),
+        get("output_tokens", 0),
+        get("cache_read_tokens", 0),
+        get("cache_write_tokens", 0),
+        get("requests", 0),
+        get("cost"),
+    )
+    if type(i) is not int or type(o) is not int or type(r) is not int or type(w) is not int or type(n) is not int:
+        for name, value in (("input_tokens", i), ("output_tokens", o), ("cache_read_tokens", r)):
+            _int(value, name)
+        _int(w, "cache_write_tokens")
+        _int(n, "requests")
     if cost is not None and (type(cost) is bool or not isinstance(cost, (int, float))):
         raise TypeError(f"usage cost is not a number (got: {type(cost).__name__})")
-    return Usage(
-        input_tokens=_int(data.get("input_tokens", 0), "input_tokens"),
-        output_tokens=_int(data.get("output_tokens", 0), "output_tokens"),
-        cache_read_tokens=_int(data.get("cache_read_tokens", 0), "cache_read_tokens"),
-        cache_write_tokens=_int(data.get("cache_write_tokens", 0), "cache_write_tokens"),
-        requests=_int(data.get("requests", 0), "requests"),
-        cost=cost,
-    )
+    return Usage(i, o, r, w, n, cost)
 
 
 def _call_to_dict(call: ToolCall) -> dict[str, Any]:
@@ -368,8 +374,14 @@ def _call_to_dict(call: ToolCall) -> dict[str, Any]:
 
 
 def _call_from_dict(data: Any) -> ToolCall:
-    data = _dict(data, "call")
-    return ToolCall(_str(data["name"], "call name"), _dict(data["args"], "call args"), _str(data["id"], "call id"))
+    if type(data) is not dict:
+        data = _dict(data, "call")
+    name, args, call_id = data["name"], data["args"], data["id"]
+    if type(name) is not str or type(call_id) is not str or type(args) is not dict:
+        _str(name, "call name")
+        _dict(args, "call args")
+        _str(call_id, "call id")
+    return ToolCall(name, args, call_id)
 
 
 def stopped_to_dict(stopped: Stopped | None) -> dict[str, Any] | None:
@@ -503,12 +515,19 @@ def _block_to_dict(block: Any) -> dict[str, Any]:
 
 
 def _block_from_dict(data: Any) -> Any:
-    data = _dict(data, "a message block")
+    if type(data) is not dict:
+        data = _dict(data, "a message block")
     kind = data["type"]
     if kind == "text":
-        return TextBlock(_str(data["text"], "text"))
+        text = data["text"]
+        return TextBlock(text if type(text) is str else _str(text, "text"))
     if kind == "tool_call":
-        return ToolCall(_str(data["name"], "call name"), _dict(data["args"], "call args"), _str(data["id"], "call id"))
+        name, args, call_id = data["name"], data["args"], data["id"]
+        if type(name) is not str or type(call_id) is not str or type(args) is not dict:
+            _str(name, "call name")
+            _dict(args, "call args")
+            _str(call_id, "call id")
+        return ToolCall(name, args, call_id)
     if kind == "tool_result":
         return ToolResultBlock(
             _str(data["call_id"], "call_id"),
@@ -541,13 +560,17 @@ def message_to_dict(message: Message) -> dict[str, Any]:
 
 def message_from_dict(data: Mapping[str, Any]) -> Message:
     """A `Message` from its object (`stop_reason` is `None` without the key)."""
-    data = _dict(data, "message")
-    return Message(
-        _str(data["role"], "role"),  # pyright: ignore[reportArgumentType]
-        tuple([_block_from_dict(block) for block in _list(data["content"], "message content")]),
-        _opt_int(data["tokens"], "tokens"),
-        _opt_str(data.get("stop_reason"), "stop_reason"),
-    )
+    if type(data) is not dict:
+        data = _dict(data, "message")
+    role, content, tokens, stop_reason = data["role"], data["content"], data["tokens"], data.get("stop_reason")
+    if type(role) is not str or type(content) is not list:
+        _str(role, "role")
+        _list(content, "message content")
+    if tokens is not None and type(tokens) is not int:
+        _int(tokens, "tokens")
+    if stop_reason is not None and type(stop_reason) is not str:
+        _str(stop_reason, "stop_reason")
+    return Message(role, tuple([_block_from_dict(block) for block in content]), tokens, stop_reason)  # pyright: ignore
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -640,18 +663,21 @@ def _read_message(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> H
 
 
 def _read_request(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    return ModelRequestEntry(content=_str(d["content"], "content"), turn=turn, at=at)
+    content = d["content"]
+    return ModelRequestEntry(content=content if type(content) is str else _str(content, "content"), turn=turn, at=at)
 
 
 def _read_reply(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    c = _dict(d["content"], "content")
-    reply = Reply(
-        message_from_dict(c["message"]),
-        usage_from_dict(c["usage"]),
-        _opt_int(c["context_tokens"], "context_tokens"),
-        _opt_str(c["stop_reason"], "stop_reason"),
-        _opt_str(c["model"], "model"),
-    )
+    c = d["content"]
+    if type(c) is not dict:
+        c = _dict(c, "content")
+    context_tokens, stop_reason, model = c["context_tokens"], c["stop_reason"], c["model"]
+    if context_tokens is not None and type(context_tokens) is not int:
+        _int(context_tokens, "context_tokens")
+    if (stop_reason is not None and type(stop_reason) is not str) or (model is not None and type(model) is not str):
+        _opt_str(stop_reason, "stop_reason")
+        _opt_str(model, "model")
+    reply = Reply(message_from_dict(c["message"]), usage_from_dict(c["usage"]), context_tokens, stop_reason, model)
     return ModelReplyEntry(content=reply, turn=turn, at=at)
 
 
@@ -666,11 +692,13 @@ def _read_result(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> Hi
     if call is None:
         raise ValueError("a saved tool_result history entry has no call")
     usage = d.get("usage")
+    outcome = _OUTCOMES.get(d["outcome"]) or ToolOutcomeKind(d["outcome"])
+    late = d.get("late", False)
     return ToolResultEntry(
         content=_result_from_json(d["content"]),
         call=_call_from_dict(call),
-        outcome=ToolOutcomeKind(d["outcome"]),
-        late=_bool(d.get("late", False), "late"),
+        outcome=outcome,
+        late=late if type(late) is bool else _bool(late, "late"),
         child_ids=_strs(d["child_ids"], "child_ids") if "child_ids" in d else (),
         usage=None if usage is None else usage_from_dict(usage),
         turn=turn,
@@ -740,6 +768,8 @@ def _read_error(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> His
         at=at,
     )
 
+
+_OUTCOMES: dict[Any, ToolOutcomeKind] = {kind.value: kind for kind in ToolOutcomeKind}
 
 _READERS: dict[str, Callable[[Mapping[str, Any], str, int, datetime], HistoryEntry]] = {
     "user": _read_message,

@@ -308,7 +308,13 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
             TypeError: The store works only asynchronously.
         """
         check_id(state_id, "load()")
-        return self._rebuild(state_id, self.read(state_id))
+        collect = gc.isenabled()
+        gc.disable()  # thousands of new objects, none of them garbage: skip the collector's passes over them
+        try:
+            return self._rebuild(state_id, self.read(state_id))
+        finally:
+            if collect:
+                gc.enable()
 
     async def aload(self, state_id: str) -> State:
         """`load` for async code: the same steps, awaiting `aread`."""
@@ -328,7 +334,7 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
             if type(seq) is not int or seq != index:
                 raise ValueError(f"saved State {state_id!r} is damaged: history entry {index} has seq {seq!r}")
         collect = gc.isenabled()
-        gc.disable()  # thousands of new objects, none of them garbage: skip the collector's passes over them
+        gc.disable()
         try:
             entries = [entry_from_dict(item) for item in raw]
             return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
