@@ -758,9 +758,4 @@ def test_history_shapes_of_13() -> None:
     two.run(second)
     second.add_message(Message.user("next"))
     two.run(second)
-    assert (
-        kinds(second)[-7:]
-        == ["model_request", "model_reply", "stop", "user", "run_start", "model_request", "model_reply"][-7:]
-        or True
-    )
     assert kinds(second)[-6:] == ["stop", "user", "run_start", "model_request", "model_reply", "stop"]
