@@ -32,6 +32,7 @@ from alpineagents.types import (
     ModelRequestEntry,
     RunStartEntry,
     StopEntry,
+    Stopped,
     StoppedByFinish,
     ToolCall,
     ToolOutcomeKind,
@@ -41,9 +42,6 @@ from alpineagents.types import (
     format_call,
     result_text,
 )
-
-if TYPE_CHECKING:
-    from alpineagents.types import Stopped
 
 __all__ = [
     "CLEARED",
@@ -134,6 +132,8 @@ class StateSnapshot:
             f"pending={len(self.pending_calls)}{end}"
         )
 
+
+StateSnapshot.__module__ = "alpineagents.state"  # its public home (pickle finds it there too)
 
 # The generated __init__ keeps its defaults; without these class attributes a folded snapshot's unread
 # ``history``/``messages`` reach ``__getattr__``, which builds them.

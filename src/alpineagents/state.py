@@ -9,6 +9,7 @@ the stores use to record what happens.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import re
 import threading
@@ -94,6 +95,7 @@ from alpineagents.types import (
     Reply,
     RunStartEntry,
     StopEntry,
+    Stopped,
     StoppedByFinish,
     StoppedByPermission,
     ToolCall,
@@ -105,9 +107,6 @@ from alpineagents.types import (
     Usage,
     format_call,
 )
-
-if TYPE_CHECKING:
-    from alpineagents.types import Stopped
 
 __all__ = ["State", "StateSnapshot"]
 
@@ -1014,6 +1013,24 @@ class State:
     def _replay_prefix(self, length: int) -> StateSnapshot:
         history, _ = history_list(self._snap)
         return replay(history[:length], self._snap._memo)
+
+
+def _keyword_signature() -> inspect.Signature:
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature(
+        [
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("id", keyword, default=None, annotation="str | None"),
+            inspect.Parameter("messages", keyword, default=(), annotation="Iterable[Message]"),
+            inspect.Parameter("extra_data", keyword, default=None, annotation="Mapping[str, Any] | None"),
+            inspect.Parameter("history", keyword, default=None, annotation="Iterable[HistoryEntry] | None"),
+        ],
+        return_annotation="None",
+    )
+
+
+# help(State) and inspect.signature(State) show the keywords, not the (*args, **kwargs) that catches misuse.
+State.__init__.__signature__ = _keyword_signature()  # type: ignore[attr-defined]
 
 
 def _history_length(snapshot: StateSnapshot) -> int:
