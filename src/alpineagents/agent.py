@@ -560,7 +560,7 @@ class Agent:
         if instructions is not None and not isinstance(instructions, str):
             raise TypeError(
                 fix_message(
-                    f"The instructions of {method}() take a string (got: {instructions!r})",
+                    f"The instructions of compact() take a string (got: {instructions!r})",
                     "say in words what the summary must keep",
                     f'agent.{method}(state, instructions="Keep the list of files changed")',
                 )
