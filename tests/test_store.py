@@ -1431,3 +1431,17 @@ def test_a_second_process_gets_a_clear_error(store: Store) -> None:
         other.wait(timeout=60)
     store.save(mine)  # the other process is gone: its lock went with it
     assert texts(store.load("held")) == ["hi", "from the other process", "from this process"]
+
+
+def test_bad_write_arguments(store: Store) -> None:
+    with pytest.raises(TypeError, match="without an integer seq"):
+        store.write("x", [{"kind": "user"}], {"v": 5}, create=True)
+    with pytest.raises(TypeError, match="info as a dict"):
+        store.write("x", [], [1], create=True)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="list of dicts"):
+        store.write("x", "abc", {}, create=True)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        store.write("x", [{"seq": 0, "s": {1}}], {"v": 5}, create=True)
+    with pytest.raises(ValueError, match="Out of range float"):
+        store.write("x", [{"seq": 0, "f": float("nan")}], {"v": 5}, create=True)
+    assert store.read("x") is None and store.list() == []

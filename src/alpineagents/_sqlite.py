@@ -38,6 +38,7 @@ from alpineagents.store import (
     Store,
     _check_batch,  # pyright: ignore[reportPrivateUsage]
     _check_overlap,  # pyright: ignore[reportPrivateUsage]
+    _check_write,  # pyright: ignore[reportPrivateUsage]
     _drop,  # pyright: ignore[reportPrivateUsage]
     _dump,  # pyright: ignore[reportPrivateUsage]
     _hold,  # pyright: ignore[reportPrivateUsage]
@@ -219,7 +220,7 @@ class SQLiteStore(Store):
             OSError: The database could not be written (e.g. a full disk); nothing of this write is kept.
         """
         check_id(state_id, "SQLiteStore.write()")
-        info = dict(info)
+        info = _check_write("SQLiteStore.write()", entries, info)
         info_text = _dump(info).decode()
         key = self._key(state_id)
         with self._mutex, self._errors():

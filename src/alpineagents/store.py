@@ -518,6 +518,19 @@ def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
     return values
 
 
+def _check_write(method: str, entries: Any, info: Any) -> dict[str, Any]:
+    """The arguments of a `write`, checked: entry dicts with an integer `seq`, and an info mapping (returned as a
+    plain dict)."""
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        raise TypeError(f"{method} takes the entries as a list of dicts (got: {type(entries).__name__})")
+    for index, entry in enumerate(entries):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        if not isinstance(entry, Mapping) or type(entry.get("seq")) is not int:  # pyright: ignore
+            raise TypeError(f"{method} got an entry without an integer seq (entries[{index}] is {entry!r:.80})")
+    if not isinstance(info, Mapping):
+        raise TypeError(f"{method} takes the info as a dict (got: {type(info).__name__})")
+    return dict(info)  # pyright: ignore[reportUnknownArgumentType]
+
+
 def _check_batch(
     state_id: str, store: Store, entries: Sequence[Mapping[str, Any]], have: int
 ) -> builtins.list[Mapping[str, Any]]:
@@ -649,7 +662,7 @@ class FileStore(Store):
             OSError: The disk refused (e.g. full, not writable); what was saved before stays intact.
         """
         check_id(state_id, "FileStore.write()")
-        info_bytes = _dump(dict(info))
+        info_bytes = _dump(_check_write("FileStore.write()", entries, info))
         with self._lock(state_id):
             if create:
                 self._create(state_id, entries, info_bytes)
