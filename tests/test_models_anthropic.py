@@ -467,6 +467,7 @@ def test_check_28_callback_errors_propagate_unchanged() -> None:
         TypeError("reporter bug"),
         httpx2.ReadError("in the reporter"),
         _status_error(sdk.AuthenticationError, 401, "x"),
+        _status_error(sdk.BadRequestError, 400, "max_tokens: 10 > 5"),
     ):
         _, stream = with_fake(m, ["a", "b"], final())
 

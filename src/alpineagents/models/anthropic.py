@@ -83,6 +83,14 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
 
 
+class _Rejected(Exception):
+    """Carries a bad-request error of the API up to the too-high retry of `respond`."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 def _message_stream_types() -> tuple[type, ...]:
     from anthropic.lib.streaming import AsyncMessageStream, MessageStream
 
@@ -482,14 +490,15 @@ class Anthropic(Model):
         while True:
             try:
                 return self._stream(client, kwargs, on_text)
-            except _sdk().BadRequestError as error:
+            except _Rejected as rejected:
+                error = rejected.error
                 lower = self._lower_limit(error, kwargs["max_tokens"])
                 if lower is None:
                     raise self._wrap(error) from error
             kwargs["max_tokens"] = lower
 
     def _stream(self, client: Any, kwargs: dict[str, Any], on_text: OnText | None) -> Reply:
-        """One streamed attempt; a bad request is passed up unwrapped (for the too-high retry)."""
+        """One streamed attempt; a bad request of the API comes up as `_Rejected` (for the too-high retry)."""
         sdk = _sdk()
         caught = (sdk.AnthropicError, TypeError, ValueError, *_transport_errors())
         callback_error: BaseException | None = None
@@ -504,8 +513,10 @@ class Anthropic(Model):
                             raise
                 final, complete = _final_message_sync(stream)
         except caught as error:
-            if error is callback_error or isinstance(error, sdk.BadRequestError):
+            if error is callback_error:
                 raise
+            if isinstance(error, sdk.BadRequestError):
+                raise _Rejected(error) from None
             if isinstance(error, ValueError) and _BAD_TOOL_JSON not in str(error):
                 raise
             raise self._wrap(error) from error
@@ -525,7 +536,8 @@ class Anthropic(Model):
         while True:
             try:
                 return await self._astream(client, kwargs, on_text)
-            except _sdk().BadRequestError as error:
+            except _Rejected as rejected:
+                error = rejected.error
                 lower = self._lower_limit(error, kwargs["max_tokens"])
                 if lower is None:
                     raise self._wrap(error) from error
@@ -546,8 +558,10 @@ class Anthropic(Model):
                             raise
                 final, complete = await _final_message_async(stream)
         except caught as error:
-            if error is callback_error or isinstance(error, sdk.BadRequestError):
+            if error is callback_error:
                 raise
+            if isinstance(error, sdk.BadRequestError):
+                raise _Rejected(error) from None
             if isinstance(error, ValueError) and _BAD_TOOL_JSON not in str(error):
                 raise
             raise self._wrap(error) from error
