@@ -936,3 +936,42 @@ def test_real_provider_smoke() -> None:
     reply = m.respond(Request(None, (Message.user("Say just: ok"),)), got.append)
     assert reply.text and "".join(got) == reply.text
     assert reply.usage.requests == 1 and reply.usage.output_tokens > 0
+
+
+class FakeAsyncStream(FakeStream):
+    async def __aenter__(self) -> FakeAsyncStream:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.exited = True
+
+    @property
+    def text_stream(self) -> Any:  # type: ignore[override]
+        async def chunks() -> Any:
+            for chunk in self.chunks:
+                if isinstance(chunk, BaseException):
+                    raise chunk
+                yield chunk
+
+        return chunks()
+
+    async def get_final_message(self) -> Any:
+        return self.final
+
+
+def test_arespond_through_the_async_client_seam() -> None:
+    m = Anthropic("claude-sonnet-5")
+    stream = FakeAsyncStream(["Hel", "lo"], final(Block(type="text", text="Hello"), model="claude-sonnet-5-x"))
+    client = FakeClient(stream)  # no with_options: the lookup fails, 64000 is sent
+    m._async_client = lambda: client  # type: ignore[method-assign]
+    got: list[str] = []
+    reply = asyncio.run(m.arespond(req(), got.append))
+    assert got == ["Hel", "lo"] and reply.text == "Hello" and reply.model == "claude-sonnet-5-x"
+    assert client.kwargs[0]["max_tokens"] == 64_000 and stream.exited
+    error = httpx2.RemoteProtocolError("peer closed")
+    failing = FakeAsyncStream(["a", error], final())
+    m._async_client = lambda: FakeClient(failing)  # type: ignore[method-assign]
+    with pytest.raises(ProviderError) as info:
+        asyncio.run(m.arespond(req()))
+    assert type(info.value) is ProviderError and info.value.__cause__ is error and failing.exited
+    assert m._sdk_client is None

@@ -685,3 +685,39 @@ def test_real_provider_smoke() -> None:
     reply = m.respond(Request(None, (Message.user("Say just: ok"),)), got.append)
     assert reply.text and "".join(got) == reply.text
     assert reply.usage.requests == 1
+
+
+class FakeAsyncStream:
+    def __init__(self, chunks: list[Any]) -> None:
+        self.chunks = chunks
+        self.closed = False
+
+    def __aiter__(self) -> Any:
+        async def items() -> Any:
+            for item in self.chunks:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+
+        return items()
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def test_arespond_through_the_async_client_seam() -> None:
+    m = OpenAICompatible("x")
+    stream = FakeAsyncStream([chunk("Hel"), chunk("lo", finish="stop")])
+
+    async def create(**kwargs: Any) -> Any:
+        return stream
+
+    m._async_client = lambda: ns(chat=ns(completions=ns(create=create)))  # type: ignore[method-assign]
+    got: list[str] = []
+    reply = asyncio.run(m.arespond(req(), got.append))
+    assert reply.text == "Hello" and got == ["Hel", "lo"] and stream.closed
+    error = status_error(sdk.RateLimitError, 429, "busy")
+    stream = FakeAsyncStream([chunk("a"), error])
+    with pytest.raises(RateLimitError) as info:
+        asyncio.run(m.arespond(req()))
+    assert info.value.__cause__ is error and stream.closed
