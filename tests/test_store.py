@@ -1444,3 +1444,16 @@ def test_bad_write_arguments(store: Store) -> None:
     with pytest.raises(ValueError, match="Out of range float"):
         store.write("x", [{"seq": 0, "f": float("nan")}], {"v": 5}, create=True)
     assert store.read("x") is None and store.list() == []
+
+
+def test_many_live_states_do_not_run_out_of_descriptors(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "_MAX_HOLDS", 20)
+    states = [State(id=f"live{i}", messages=[Message.user(str(i))]) for i in range(60)]
+    for state in states:
+        store.save(state)
+    assert len(store_module._HOLDS) <= 20  # pyright: ignore[reportPrivateUsage]
+    for state in states:  # every State still saves (taking its lock again)
+        state.add_message(Message.user("more"))
+        store.save(state)
+    for state in states:
+        assert_same(reopen(store).load(state.id), state)

@@ -357,7 +357,10 @@ class _Hold:
 
 _HOLDS: dict[str, _Hold] = {}
 _HOLDS_LOCK = threading.RLock()  # reentrant: a finalizer (_unclaim) may run inside a locked block
-_CLAIMED: weakref.WeakKeyDictionary[State, set[str]] = weakref.WeakKeyDictionary()
+_CLAIMED: weakref.WeakKeyDictionary[State, dict[str, _Hold]] = weakref.WeakKeyDictionary()
+_MAX_HOLDS = 512
+"""At most this many locks held at once (each FileStore lock is an open descriptor): past it, the least recently
+written State's lock goes (its later writes take it again; the overlap check still guards its entries)."""
 
 
 def _locked_error(state_id: str, store: Store) -> StateLockedError:
@@ -375,8 +378,13 @@ def _locked_error(state_id: str, store: Store) -> StateLockedError:
 def _hold(key: str, acquire: Callable[[], Callable[[], None]]) -> None:
     """Take the process's writer lock for `key` (a no-op when this process holds it already)."""
     with _HOLDS_LOCK:
-        if key not in _HOLDS:
-            _HOLDS[key] = _Hold(acquire())
+        hold = _HOLDS.pop(key, None)
+        if hold is None:
+            hold = _Hold(acquire())
+        _HOLDS[key] = hold  # the most recently written last
+        while len(_HOLDS) > _MAX_HOLDS:
+            oldest = next(iter(_HOLDS))
+            _HOLDS.pop(oldest).release()
 
 
 def _settle(key: str) -> None:
@@ -388,12 +396,12 @@ def _settle(key: str) -> None:
             return
         if state is not None:
             try:
-                keys = _CLAIMED.setdefault(state, set())
+                claimed = _CLAIMED.setdefault(state, {})
             except TypeError:  # a State that cannot be weakly referenced: hold only during the write
-                keys = None
-            if keys is not None:
-                if key not in keys:
-                    keys.add(key)
+                claimed = None
+            if claimed is not None:
+                if claimed.get(key) is not hold:
+                    claimed[key] = hold
                     hold.claims += 1
                     weakref.finalize(state, _unclaim, key, hold)
                 return
@@ -739,11 +747,8 @@ class FileStore(Store):
             shutil.rmtree(temp, ignore_errors=True)
             raise
         key = self._key(state_id)
-        with _HOLDS_LOCK:
-            old = _HOLDS.pop(key, None)
-            _HOLDS[key] = _Hold(lambda: os.close(fd))
-        if old is not None:  # a lock of a State deleted by another process
-            old.release()
+        _drop(key)  # a lock left from a State of this id that another process deleted
+        _hold(key, lambda: lambda: os.close(fd))
         self._known[state_id] = (len(new), len(data))
         try:
             _fsync_dir(self._root)  # the new folder's name is durable too
