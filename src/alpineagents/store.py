@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from alpineagents._async import blocks_event_loop, run_in_thread
 from alpineagents._serial import check_version, entry_from_dict, entry_to_dict, info_from_dict, info_to_dict
@@ -147,7 +147,7 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
     raise `LookupError` if the id does not exist. `read(state_id)` returns `Record(entries, info)` or `None`.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Store:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         if not (_overrides(cls, "write") or _overrides(cls, "awrite")):
             raise TypeError(
                 fix_message(
