@@ -20,7 +20,6 @@ import abc
 import builtins
 import contextvars
 import errno
-import fcntl
 import gc
 import json
 import os
@@ -614,6 +613,8 @@ _INFO = "info.json"
 
 def _flock_dir(folder: str, state_id: str, store: Store) -> Callable[[], None]:
     try:
+        import fcntl  # POSIX only: imported here so that the package imports everywhere
+
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
         raise LookupError(f"no saved State with id {state_id!r} in {store!r} (was it deleted?)") from None
@@ -731,6 +732,8 @@ class FileStore(Store):
         os.mkdir(temp, 0o700)
         fd = -1
         try:
+            import fcntl
+
             fd = os.open(temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             _write_file(temp / _LOG, data, append=False)
