@@ -539,17 +539,45 @@ def _branch_history(d: dict[str, Any], lst: list[Any], n: int, entry: Any) -> No
     d["_memo"] = {k: v for k, v in d["_memo"].items() if k <= n}
 
 
-def commit(snap: StateSnapshot, entry: Any) -> StateSnapshot:
-    """``fold`` for the hot path of a State (same result)."""
-    d = snap.__dict__.copy()
+def commit(values: dict[str, Any], entry: Any) -> dict[str, Any]:
+    """The hot path of a State: the values after ``entry``, as a new dict (``values`` never changes).
+
+    ``values`` is the ``__dict__`` of a folded snapshot (see ``values_of``); the result is one too. Same rules and
+    errors as ``fold``.
+    """
+    d = values.copy()
     if "history" in d:
         del d["history"]
-    if "_h" not in d or "_m" not in d:
-        d = _acc(snap)
-    apply(d, entry)
-    new = _new(StateSnapshot)
-    _set(new, "__dict__", d)
-    return new
+    (_RULES.get(type(entry)) or _rule(entry))(d, entry)
+    at = entry.at
+    n = d["_hn"]
+    if n == 0:
+        d["created_at"] = at
+    lst = d["_h"]
+    if len(lst) == n:
+        lst.append(entry)
+        if lst[n] is not entry:
+            _branch_history(d, lst, n, entry)
+    else:
+        _branch_history(d, lst, n, entry)
+    d["_hn"] = n + 1
+    d["updated_at"] = at
+    return d
+
+
+def values_of(snap: StateSnapshot) -> dict[str, Any]:
+    """The values of a snapshot in the form ``commit`` takes (its own ``__dict__`` when it was folded)."""
+    d = snap.__dict__
+    if "_h" in d and "_m" in d:
+        return d
+    return _acc(snap)
+
+
+def snapshot_of(values: dict[str, Any]) -> StateSnapshot:
+    """A snapshot whose fields are ``values`` (shared: neither may change afterwards)."""
+    snap = _new(StateSnapshot)
+    _set(snap, "__dict__", values)
+    return snap
 
 
 def is_entry(value: Any) -> bool:

@@ -33,6 +33,8 @@ from alpineagents._fold import (
     json_form,
     message_count,
     replay,
+    snapshot_of,
+    values_of,
 )
 from alpineagents._fold import commit as _fold_commit
 from alpineagents._frozen import FrozenDict, thaw
@@ -162,7 +164,8 @@ class State:
     _id: str
     _lock: threading.RLock
     _edit_lock: threading.RLock
-    _snap: StateSnapshot
+    _values: dict[str, Any]
+    _snapshot: StateSnapshot | None
     _agent: Any
     _running: bool
     _compacting: int | None
@@ -209,7 +212,8 @@ class State:
         d["_id"] = uuid.uuid4().hex if state_id is None else check_id(state_id, "State(id=...)")
         d["_lock"] = threading.RLock()
         d["_edit_lock"] = threading.RLock()
-        d["_snap"] = StateSnapshot()
+        d["_snapshot"] = snap = StateSnapshot()
+        d["_values"] = values_of(snap)
         d["_agent"] = None
         d["_running"] = False
         d["_compacting"] = None
@@ -235,7 +239,8 @@ class State:
         except ValueError as error:
             index: int = getattr(error, "index", 0)
             raise history_fold_error(index, entries, error) from error
-        self.__dict__["_snap"] = snap
+        self.__dict__["_values"] = snap.__dict__
+        self.__dict__["_snapshot"] = snap
 
     def _init_messages(self, messages: Any, extra_data: Any) -> None:
         if isinstance(messages, (str, bytes, Message)):
@@ -271,73 +276,83 @@ class State:
     @property
     def parent_id(self) -> str | None:
         """The id of the State whose tool call first ran this one (its first linked ``RunStartEntry``), or None."""
-        return self._snap._parent_id
+        return self._values["_parent_id"]
 
     @property
     def parent_call_id(self) -> str | None:
         """The id of that tool call; ``None`` together with ``parent_id``."""
-        return self._snap._parent_call_id
+        return self._values["_parent_call_id"]
 
     @property
     def history(self) -> tuple[HistoryEntry, ...]:
         """Every entry, oldest first."""
-        return self._snap.history
+        return self.snapshot().history
 
     @property
     def messages(self) -> tuple[Message, ...]:
         """What the model sees at the next ``think``."""
-        return self._snap.messages
+        return self.snapshot().messages
 
     @property
     def pending_calls(self) -> tuple[ToolCall, ...]:
         """The calls of the open turn that have no result yet, in request order."""
-        return self._snap.pending_calls
+        return self._values["pending_calls"]
 
     @property
     def turn(self) -> int:
         """Completed model replies, plus one while a request waits; a failed request takes its turn back."""
-        return self._snap.turn
+        return self._values["turn"]
 
     @property
     def usage(self) -> Usage:
         """Summed usage of replies, asks, model compactions and subagents. Never lowered by ``restore``."""
-        return self._snap.usage
+        return self._values["usage"]
 
     @property
     def extra_data(self) -> FrozenDict[str, Any]:
         """The user's JSON values (read-only; change them inside ``edit_extra_data()``). The model never sees them."""
-        return self._snap.extra_data
+        return self._values["extra_data"]
 
     @property
     def finished(self) -> bool:
         """Whether ``finish()`` was called (and not undone by ``restore``)."""
-        return self._snap.finished
+        return self._values["finished"]
 
     @property
     def answer(self) -> Any:
         """The latest non-None ``finish`` answer, else the text of the latest reply without tool calls, else None."""
-        return self._snap.answer
+        return self._values["answer"]
 
     @property
     def stopped(self) -> Stopped | None:
         """Why the current or last run is set to stop, or None."""
-        return self._snap.stopped
+        return self._values["stopped"]
 
     @property
     def created_at(self) -> datetime | None:
         """The time of the first history entry; None while history is empty."""
-        return self._snap.created_at
+        return self._values["created_at"]
 
     @property
     def updated_at(self) -> datetime | None:
         """The time of the latest history entry; None while history is empty."""
-        return self._snap.updated_at
+        return self._values["updated_at"]
 
     # --- public methods ------------------------------------------------------------------------------------
 
     def snapshot(self) -> StateSnapshot:
         """The current value of the State: the same object until something is recorded, and frozen."""
-        return self._snap
+        snap = self._snapshot
+        if snap is None:
+            with self._lock:
+                snap = self._snapshot
+                if snap is None:
+                    snap = self.__dict__["_snapshot"] = snapshot_of(self._values)
+        return snap
+
+    @property
+    def _snap(self) -> StateSnapshot:
+        return self.snapshot()
 
     def add_message(self, message: Message) -> None:
         """Add a user message or a notice. Allowed at any time; held until the turn in flight ends.
@@ -487,7 +502,9 @@ class State:
             copy = State.__new__(State)
             copy._setup(None)
             d = copy.__dict__
-            d["_snap"] = fork_snapshot(snap)
+            forked = fork_snapshot(snap)
+            d["_snapshot"] = forked
+            d["_values"] = forked.__dict__
             d["_children"] = dict(self._children)
             d["_child_store"] = self._child_store
         return copy
@@ -567,7 +584,9 @@ class State:
 
     def _commit_locked(self, entry: Any) -> None:
         """Fold one prepared entry into the State (the caller holds the lock, or the State is being built)."""
-        self.__dict__["_snap"] = _fold_commit(self._snap, entry)
+        d = self.__dict__
+        d["_values"] = _fold_commit(self._values, entry)
+        d["_snapshot"] = None
 
     def _commit(self, entry: HistoryEntry) -> None:
         """Record one prepared history entry through the fold, under the State lock.
@@ -651,21 +670,20 @@ class State:
             ValueError: finished, calls pending, another think waiting, or no messages (nothing recorded).
         """
         with self._lock:
-            snap = self._snap
-            if snap.finished or snap.pending_calls or snap._waiting or not message_count(snap):
+            values = self._values
+            if values["finished"] or values["pending_calls"] or values["_waiting"] or not values["_mn"]:
                 self._ensure_open("think")
                 self._ensure_no_pending("think")
-                if snap._waiting:
+                if values["_waiting"]:
                     raise think_waiting_error()
-                if not snap._late_notices:
+                if not values["_late_notices"]:
                     raise think_empty_error()
-            self.__dict__["_snap"] = _fold_commit(snap, ModelRequestEntry(content=model, turn=snap.turn + 1))
+            self._commit_locked(ModelRequestEntry(content=model, turn=values["turn"] + 1))
 
     def _record_reply(self, reply: Reply) -> None:
         """Record ``model_reply``: the message joins the context, usage grows, its calls become pending."""
         with self._lock:
-            snap = self._snap
-            self.__dict__["_snap"] = _fold_commit(snap, ModelReplyEntry(content=reply, turn=snap.turn))
+            self._commit_locked(ModelReplyEntry(content=reply, turn=self._values["turn"]))
 
     def _record_model_event(self, event: ModelEvent) -> None:
         """Record ``model_event``."""
@@ -673,9 +691,9 @@ class State:
             self._commit_locked(ModelEventEntry(content=event, turn=self._snap.turn))
 
     def _pending_slot(self, call: Any, same_object: bool = False) -> ToolCall | None:
-        snap = self._snap
-        calls = snap._turn_calls
-        results = snap._turn_results
+        values = self._values
+        calls = values["_turn_calls"]
+        results = values["_turn_results"]
         if same_object:
             for index in range(len(calls)):
                 if calls[index] is call and results[index] is None:
@@ -690,8 +708,7 @@ class State:
     def _close_slot(self, slot: ToolCall, content: Any, outcome: Any, error: BaseException | None) -> None:
         joined = self._call_children.get(slot.id) if self._call_children else None
         child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
-        self.__dict__["_snap"] = _fold_commit(
-            self._snap,
+        self._commit_locked(
             ToolResultEntry(
                 content=content,
                 call=slot,
@@ -699,8 +716,8 @@ class State:
                 error=error,
                 child_ids=child_ids,
                 usage=usage,
-                turn=self._snap.turn,
-            ),
+                turn=self._values["turn"],
+            )
         )
         if joined is not None:
             del self._call_children[slot.id]
