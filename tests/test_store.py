@@ -1092,6 +1092,7 @@ def test_check_45_children_from_the_store(store: Store, tmp_path: Path) -> None:
     with pytest.raises(LookupError, match="no saved State"):
         store.load("parent2").child("kid2")
     assert [i.id for i in own.list()] == ["kid2"]
+    assert "kid2" not in [i.id for i in store.list()]  # a subagent with its own store is listed only there
 
 
 def test_check_45_async_only_children() -> None:
