@@ -409,6 +409,17 @@ class ToolOutcomeKind(StrEnum):
     """Not run because a permission stopped the turn (another call was denied with ``stop=True``)."""
 
 
+_OUTCOME_KINDS: dict[str, ToolOutcomeKind] = {kind.value: kind for kind in ToolOutcomeKind}
+
+
+def _outcome_kind(value: Any) -> ToolOutcomeKind:
+    """``ToolOutcomeKind(value)``, with a fast path for the plain strings a loaded history holds."""
+    try:
+        return _OUTCOME_KINDS[value]
+    except (KeyError, TypeError):
+        return ToolOutcomeKind(value)
+
+
 @fast_init
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
@@ -433,7 +444,7 @@ class ToolOutcome:
 
     def __post_init__(self) -> None:
         if type(self.kind) is not ToolOutcomeKind:
-            _set(self, "kind", ToolOutcomeKind(self.kind))
+            _set(self, "kind", _outcome_kind(self.kind))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -671,7 +682,7 @@ class ToolResultEntry:
 
     def __post_init__(self) -> None:
         if type(self.outcome) is not ToolOutcomeKind:
-            _set(self, "outcome", ToolOutcomeKind(self.outcome))
+            _set(self, "outcome", _outcome_kind(self.outcome))
         child_ids: Any = self.child_ids
         if type(child_ids) is not tuple:
             if isinstance(child_ids, (str, bytes)):
