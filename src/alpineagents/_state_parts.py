@@ -3,9 +3,12 @@ bookkeeping of the subagents a tool call started."""
 
 from __future__ import annotations
 
+import inspect
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._fold import json_form
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     ContextChangeEntry,
@@ -673,3 +676,44 @@ def damaged_error(state_id: Any, reason: Any) -> ValueError:
             "restore the store's data from a backup, or start a new State",
         )
     )
+
+
+# --- small helpers of State ------------------------------------------------------------------------------------
+
+
+def keyword_signature() -> inspect.Signature:
+    """The signature ``State(*, id, messages, extra_data, history)`` shown by ``help`` and ``inspect``."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature(
+        [
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("id", keyword, default=None, annotation="str | None"),
+            inspect.Parameter("messages", keyword, default=(), annotation="Iterable[Message]"),
+            inspect.Parameter("extra_data", keyword, default=None, annotation="Mapping[str, Any] | None"),
+            inspect.Parameter("history", keyword, default=None, annotation="Iterable[HistoryEntry] | None"),
+        ],
+        return_annotation="None",
+    )
+
+
+def non_empty(messages: Any) -> bool:
+    """Whether ``messages`` (given next to ``history=``) holds anything; consumes it."""
+    if messages is None:
+        return False
+    try:
+        return len(list(messages)) > 0
+    except TypeError:
+        return True
+
+
+def canonical(value: Any) -> str:
+    """The JSON text ``edit_extra_data`` compares values by (sorted keys: 1, 1.0 and True differ)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def exchange_answer(question: str, answer: Any) -> Any:
+    """The JSON form of an ``ask``/``human`` answer, or its ``repr`` when it has none."""
+    try:
+        return json_form(answer, f"the answer to {question!r}")
+    except TypeError:
+        return repr(answer)

@@ -9,8 +9,6 @@ the stores use to record what happens.
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
 import re
 import threading
 import uuid
@@ -46,11 +44,13 @@ from alpineagents._state_parts import (
     add_message_role_error,
     add_message_type_error,
     assignment_error,
+    canonical,
     child_no_store_error,
     compact_empty_error,
     compact_type_error,
     compact_window_error,
     damaged_error,
+    exchange_answer,
     extra_data_type_error,
     finished_error,
     fork_waiting_error,
@@ -60,9 +60,11 @@ from alpineagents._state_parts import (
     id_type_error,
     id_value_error,
     keep_last_error,
+    keyword_signature,
     line,
     message_item_error,
     messages_type_error,
+    non_empty,
     pending_error,
     positional_error,
     restore_busy_error,
@@ -228,7 +230,7 @@ class State:
         d["_closed_calls"] = {}
 
     def _init_history(self, history: Any, messages: Any, extra_data: Any) -> None:
-        if extra_data is not None or _non_empty(messages):
+        if extra_data is not None or non_empty(messages):
             raise history_combined_error()
         entries = list(history)
         for index, item in enumerate(entries):
@@ -415,7 +417,7 @@ class State:
             new = json_copy(data, "state.extra_data")
             changed: dict[str, Any] = {}
             for key, value in new.items():
-                if key not in old or _canonical(old[key]) != _canonical(value):
+                if key not in old or canonical(old[key]) != canonical(value):
                     changed[key] = value
             removed = tuple(key for key in old if key not in new)
             if not changed and not removed:
@@ -475,7 +477,7 @@ class State:
                 raise restore_busy_error("a compaction is under way")
             if snapshot._waiting:
                 raise restore_waiting_snapshot_error()
-            restored_to = _history_length(snapshot)
+            restored_to = history_list(snapshot)[1]
             memo = snap._memo
             if restored_to not in memo:
                 memo[restored_to] = snapshot if "_h" in snapshot.__dict__ else self._replay_prefix(restored_to)
@@ -829,7 +831,7 @@ class State:
 
     def _record_ask(self, question: str, answer: Any, usage: Usage | None = None) -> None:
         """Record an ``ask`` exchange (answer in JSON form, or its repr); ``usage`` is added to the State's."""
-        value = _exchange_answer(question, answer)
+        value = exchange_answer(question, answer)
         with self._lock:
             self._commit_locked(
                 ExchangeEntry(kind="ask", content=Exchange(question, value), usage=usage, turn=self._snap.turn)
@@ -837,7 +839,7 @@ class State:
 
     def _record_human(self, question: str, answer: Any) -> None:
         """Record a ``human`` exchange (answer in JSON form, or its repr)."""
-        value = _exchange_answer(question, answer)
+        value = exchange_answer(question, answer)
         with self._lock:
             self._commit_locked(
                 ExchangeEntry(kind="human", content=Exchange(question, value), usage=None, turn=self._snap.turn)
@@ -1032,44 +1034,5 @@ class State:
         return replay(history[:length], self._snap._memo)
 
 
-def _keyword_signature() -> inspect.Signature:
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    return inspect.Signature(
-        [
-            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-            inspect.Parameter("id", keyword, default=None, annotation="str | None"),
-            inspect.Parameter("messages", keyword, default=(), annotation="Iterable[Message]"),
-            inspect.Parameter("extra_data", keyword, default=None, annotation="Mapping[str, Any] | None"),
-            inspect.Parameter("history", keyword, default=None, annotation="Iterable[HistoryEntry] | None"),
-        ],
-        return_annotation="None",
-    )
-
-
 # help(State) and inspect.signature(State) show the keywords, not the (*args, **kwargs) that catches misuse.
-State.__init__.__signature__ = _keyword_signature()  # type: ignore[attr-defined]
-
-
-def _history_length(snapshot: StateSnapshot) -> int:
-    """``len(snapshot.history)`` without building the tuple."""
-    return history_list(snapshot)[1]
-
-
-def _non_empty(messages: Any) -> bool:
-    if messages is None:
-        return False
-    try:
-        return len(list(messages)) > 0
-    except TypeError:
-        return True
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-def _exchange_answer(question: str, answer: Any) -> Any:
-    try:
-        return json_form(answer, f"the answer to {question!r}")
-    except TypeError:
-        return repr(answer)
+State.__init__.__signature__ = keyword_signature()  # type: ignore[attr-defined]
