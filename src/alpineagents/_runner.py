@@ -19,6 +19,7 @@ import functools
 import inspect
 import os
 import threading
+import types
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -29,7 +30,7 @@ from alpineagents._frozen import thaw
 from alpineagents._scope import CALL_SCOPE, CallScope
 from alpineagents.errors import ToolError, ToolInputError
 from alpineagents.tool import Tool, format_result, invalid_args_message
-from alpineagents.types import ToolCall, ToolOutcome, ToolOutcomeKind, format_call
+from alpineagents.types import INVALID_ARGS_KEY, ToolCall, ToolOutcome, ToolOutcomeKind, format_call
 
 if TYPE_CHECKING:
     from alpineagents.state import State
@@ -92,20 +93,17 @@ class _Job:
         "threaded",
     )
 
+    future: Future[Any] | None
+    error: BaseException | None
+    runner: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None
+
     def __init__(self, call: ToolCall, tool: Tool | None = None, context: Any = None) -> None:
         self.call = call
         self.tool = tool
         self.context = context
-        self.future: Future[Any] | None = None
-        self.announced = False
         self.outcome = _DONE
-        self.error: BaseException | None = None
-        self.finished = False
-        self.started = False
-        self.abandoned = False
-        self.dropped = False
-        self.cancel_sent = False
-        self.runner: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        self.future = self.error = self.runner = None
+        self.announced = self.finished = self.started = self.abandoned = self.dropped = self.cancel_sent = False
         self.threaded = True
 
     def __repr__(self) -> str:
@@ -122,6 +120,9 @@ def _error_result(job: _Job, error: Exception) -> Any:
         return str(error)
     job.outcome = _INPUT_ERROR
     return f"(input error: {error})"
+
+
+_COROUTINE = types.CoroutineType
 
 
 async def _await(awaitable: Any) -> Any:
@@ -181,7 +182,7 @@ async def _task_body(job: _Job, state: State, arrivals: _Arrivals) -> None:
     try:
         try:
             value = tool.run(thaw(job.call.args), state)
-            if inspect.isawaitable(value):
+            if type(value) is _COROUTINE or inspect.isawaitable(value):  # the exact-type test is the cheap common case
                 value = await value
             content: Any = format_result(value)
         except (ToolError, ToolInputError) as error:
@@ -203,11 +204,11 @@ def _settle(job: _Job, state: State, arrivals: _Arrivals, content: Any, error: B
 class _Outcome:
     """The completed "future" of a job run as a Task on the loop (same reading methods as a `Future`)."""
 
-    __slots__ = ("_value", "_error")
+    __slots__ = ("value", "error")
 
     def __init__(self, value: Any, error: BaseException | None) -> None:
-        self._value = value
-        self._error = error
+        self.value = value
+        self.error = error
 
     def done(self) -> bool:
         return True
@@ -216,12 +217,12 @@ class _Outcome:
         return False
 
     def exception(self) -> BaseException | None:
-        return self._error
+        return self.error
 
     def result(self) -> Any:
-        if self._error is not None:
-            raise self._error
-        return self._value
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 def _complete(job: _Job, state: State, content: Any, error: BaseException | None) -> None:
@@ -321,6 +322,10 @@ class _Executor:
         thread.start()
 
 
+_EXECUTOR = _Executor(MAX_WORKERS)
+"""The executor of every turn (it holds no state of its own besides `max_workers`)."""
+
+
 # --- recording -----------------------------------------------------------------------------------------------
 
 
@@ -329,13 +334,18 @@ def _finish(state: State, reporter: Any, job: _Job, failures: list[Any]) -> None
     if job.finished:
         return
     future = job.future
-    if future is None or not future.done() or future.cancelled():
+    content: Any
+    if type(future) is _Outcome:  # a Task's result, already on this thread: no lock to take
+        error = future.error
+        content = future.value
+    elif future is None or not future.done() or future.cancelled():
         return
+    else:
+        error = future.exception()
+        content = None if error is not None else future.result()
     job.finished = True
     call = job.call
-    error = future.exception()
     if error is None:
-        content = future.result()
         outcome = job.outcome
         recorded = state._tool_result(call, content, outcome, error=job.error, if_pending=True)
         if recorded and job.announced and reporter is not None:
@@ -366,11 +376,11 @@ def _input_errors(state: State, tools: Any, context: Any, reporter: Any, calls: 
         if tool is None:
             names = ", ".join(tools) or "(none)"
             message: str | None = f"unknown tool {call.name!r}. Available tools: {names}"
-        else:
-            message = invalid_args_message(call.args)
-        if message is None:
+        elif INVALID_ARGS_KEY not in call.args:  # readable arguments (`invalid_args_message` would be None)
             jobs.append(_Job(call, tool, context))
             continue
+        else:
+            message = invalid_args_message(call.args)
         text = f"(input error: {message})"
         if reporter is not None:
             reporter.on_tool_start(state, call)
@@ -444,15 +454,14 @@ def run_tool_calls(state: State, tools: Any, context: Any) -> None:
             store.save(state)
     if not jobs:
         return
-    executor = _Executor(MAX_WORKERS)
     failures: list[_Job] = []
     parallel = [job for job in jobs if job.tool is not None and job.tool.parallel]
     if parallel:
-        _run_group(state, reporter, store, parallel, failures, executor)
-    if not failures:
+        _run_group(state, reporter, store, parallel, failures, _EXECUTOR)
+    if not failures and len(parallel) < len(jobs):
         for job in jobs:
             if job.tool is not None and not job.tool.parallel:
-                _run_group(state, reporter, store, [job], failures, executor)
+                _run_group(state, reporter, store, [job], failures, _EXECUTOR)
                 if failures:
                     break
     if failures:
@@ -637,15 +646,14 @@ async def arun_tool_calls(state: State, tools: Any, context: Any) -> None:
             await store.asave(state)
     if not jobs:
         return
-    executor = _Executor(MAX_WORKERS)
     failures: list[_Job] = []
     parallel = [job for job in jobs if job.tool is not None and job.tool.parallel]
     if parallel:
-        await _arun_group(state, reporter, store, parallel, failures, executor)
-    if not failures:
+        await _arun_group(state, reporter, store, parallel, failures, _EXECUTOR)
+    if not failures and len(parallel) < len(jobs):
         for job in jobs:
             if job.tool is not None and not job.tool.parallel:
-                await _arun_group(state, reporter, store, [job], failures, executor)
+                await _arun_group(state, reporter, store, [job], failures, _EXECUTOR)
                 if failures:
                     break
     if failures:
@@ -693,6 +701,7 @@ async def _arun_group(
     waiting: deque[_Job] = deque()
     limit = max(1, executor.max_workers)
     threads = 0
+    tasks = False
     try:
         for job in jobs:
             if reporter is not None:
@@ -701,6 +710,7 @@ async def _arun_group(
             assert job.tool is not None
             if job.tool.is_async:
                 _start_task(job, state, arrivals)
+                tasks = True
             elif threads < limit:
                 threads += 1
                 _start(job, state, executor, arrivals.put_threadsafe)
@@ -709,6 +719,11 @@ async def _arun_group(
         outstanding = len(jobs)
         items = arrivals.items
         create_future = arrivals.loop.create_future
+        if tasks:
+            # Yield once: the Tasks just created run their first step before this one resumes, in the same pass
+            # of the event loop, so a tool that ends without waiting is recorded without a waiter (one loop pass
+            # per turn instead of two).
+            await asyncio.sleep(0)
         while outstanding:
             while not items:
                 arrivals.waiter = waiter = create_future()

@@ -63,7 +63,8 @@ def think_steps(agent: Any, state: State, specs: tuple[Any, ...]) -> Steps:
     else:
         reporter = context.reporter
         store = context.store
-    state._attach(agent)
+    if state._agent is not agent:  # in a run it is linked already: skip the guarded attribute write
+        state._attach(agent)
     state._begin_think(agent._model_string)
     model = agent._model
     try:
@@ -96,7 +97,8 @@ def use_tools_steps(agent: Any, state: State, method: str) -> Steps:
     state._ensure_open(method)
     context = agent._context_for(state)
     store = context.store
-    state._attach(agent)
+    if state._agent is not agent:
+        state._attach(agent)
     if state.pending_calls:
         try:
             yield (run_tool_calls, arun_tool_calls, (state, agent._tool_map, context))

@@ -54,6 +54,7 @@ class FakeModel(Model):
         self._count = len(self._items)
         self._lock = threading.Lock()
         self.requests: list[Request] = []
+        self._overhead: tuple[Any, Any, int] | None = None
 
     @property
     def context_window(self) -> int:
@@ -86,16 +87,31 @@ class FakeModel(Model):
         return self._convert(item, size, on_text)
 
     def _size(self, request: Request) -> int:
-        """The default `count_tokens(request)`, without estimating the overhead when an anchor makes it unused."""
+        """The default `count_tokens(request)`, without estimating the overhead again for the same system prompt
+        and tools (every request of a run shares them), nor at all when an anchor makes it unused."""
         if type(self).count_tokens is not Model.count_tokens:
             return self.count_tokens(request)
         messages = request.messages
         for message in reversed(messages):
             if message.tokens is not None:
                 return context_tokens(messages, 0)
-        return context_tokens(messages, estimate_overhead_tokens(request.system, request.tools))
+        system, tools = request.system, request.tools
+        known = self._overhead
+        if known is not None and known[0] is system and known[1] is tools:
+            return context_tokens(messages, known[2])
+        overhead = estimate_overhead_tokens(system, tools)
+        self._overhead = (system, tools, overhead)  # one tuple: readers on other threads see all three or none
+        return context_tokens(messages, overhead)
 
     def _convert(self, item: Any, input_tokens: int, on_text: Any) -> Reply:
+        # The common items (a ToolCall, a str) are tested first, by exact type: one check each on the hot path.
+        kind = type(item)
+        if kind is ToolCall:
+            return self._reply((item,), input_tokens, 0, "tool_use")
+        if kind is str:
+            if on_text is not None:
+                on_text(item)
+            return self._reply((TextBlock(item),), input_tokens, estimate_text_tokens(item), "end_turn")
         if isinstance(item, BaseException):
             raise item
         if isinstance(item, Reply):
@@ -125,6 +141,9 @@ class FakeModel(Model):
                     on_text(block.text)
             elif isinstance(block, ToolCall):
                 has_call = True
+        return self._reply(blocks, input_tokens, output_tokens, "tool_use" if has_call else "end_turn")
+
+    def _reply(self, blocks: tuple[Any, ...], input_tokens: int, output_tokens: int, stop_reason: str) -> Reply:
         usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens, requests=1)
         if self.price is not None:
             usage = Usage(
@@ -137,7 +156,7 @@ class FakeModel(Model):
             Message("assistant", blocks),
             usage,
             context_tokens=input_tokens + output_tokens,
-            stop_reason="tool_use" if has_call else "end_turn",
+            stop_reason=stop_reason,
             model=self.name,
         )
 
