@@ -278,11 +278,23 @@ def _reply(d: dict[str, Any], entry: ModelReplyEntry) -> None:
         raise ValueError("no request is waiting for this reply")
     reply = entry.content
     message = reply.message
+    content = message.content
     usage = d["usage"] + reply.usage
-    calls = message.tool_calls
+    calls = tuple([block for block in content if type(block) is ToolCall])
+    added = Message("assistant", content, tokens=reply.context_tokens, stop_reason=reply.stop_reason)
     d["_waiting"] = False
-    _add_message(d, Message("assistant", message.content, tokens=reply.context_tokens, stop_reason=reply.stop_reason))
     d["usage"] = usage
+    lst = d["_m"]
+    n = d["_mn"]
+    if len(lst) == n:
+        lst.append(added)
+        if lst[n] is not added:
+            d["_m"] = [*lst[:n], added]
+    else:
+        d["_m"] = [*lst[:n], added]
+    d["_mn"] = n + 1
+    if "messages" in d:
+        del d["messages"]
     if calls:
         d["_turn_calls"] = calls
         d["_turn_results"] = (None,) * len(calls)
@@ -315,12 +327,16 @@ def _tool_result(d: dict[str, Any], entry: ToolResultEntry) -> None:
     results: tuple[ToolResultBlock | None, ...] = d["_turn_results"]
     index = -1
     still_open = 0
-    for i in range(len(calls)):
-        if results[i] is None:
-            if index < 0 and calls[i].id == call_id:
-                index = i
-            else:
-                still_open += 1
+    if len(calls) == 1:
+        if results[0] is None and calls[0].id == call_id:
+            index = 0
+    else:
+        for i in range(len(calls)):
+            if results[i] is None:
+                if index < 0 and calls[i].id == call_id:
+                    index = i
+                else:
+                    still_open += 1
     if index < 0:
         shown = format_call(entry.call) if isinstance(entry.call, ToolCall) else repr(entry.call)
         raise ValueError(f"{shown} is not a pending call, so it cannot get a result")
@@ -337,7 +353,18 @@ def _tool_result(d: dict[str, Any], entry: ToolResultEntry) -> None:
         d["_turn_results"] = results
         d["pending_calls"] = tuple([call for call, result in zip(calls, results, strict=True) if result is None])
         return
-    _add_message(d, Message("user", results))  # type: ignore[arg-type]  # every slot is filled
+    added = Message("user", results)  # type: ignore[arg-type]  # every slot is filled
+    lst = d["_m"]
+    n = d["_mn"]
+    if len(lst) == n:
+        lst.append(added)
+        if lst[n] is not added:
+            d["_m"] = [*lst[:n], added]
+    else:
+        d["_m"] = [*lst[:n], added]
+    d["_mn"] = n + 1
+    if "messages" in d:
+        del d["messages"]
     d["_turn_calls"] = ()
     d["_turn_results"] = ()
     d["pending_calls"] = ()

@@ -680,12 +680,17 @@ class State:
                     raise think_waiting_error()
                 if not values["_late_notices"]:
                     raise think_empty_error()
-            self._commit_locked(ModelRequestEntry(content=model, turn=values["turn"] + 1))
+            d = self.__dict__
+            d["_values"] = _fold_commit(values, ModelRequestEntry(content=model, turn=values["turn"] + 1))
+            d["_snapshot"] = None
 
     def _record_reply(self, reply: Reply) -> None:
         """Record ``model_reply``: the message joins the context, usage grows, its calls become pending."""
         with self._lock:
-            self._commit_locked(ModelReplyEntry(content=reply, turn=self._values["turn"]))
+            d = self.__dict__
+            values = d["_values"]
+            d["_values"] = _fold_commit(values, ModelReplyEntry(content=reply, turn=values["turn"]))
+            d["_snapshot"] = None
 
     def _record_model_event(self, event: ModelEvent) -> None:
         """Record ``model_event``."""
@@ -710,17 +715,19 @@ class State:
     def _close_slot(self, slot: ToolCall, content: Any, outcome: Any, error: BaseException | None) -> None:
         joined = self._call_children.get(slot.id) if self._call_children else None
         child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
-        self._commit_locked(
-            ToolResultEntry(
-                content=content,
-                call=slot,
-                outcome=outcome,
-                error=error,
-                child_ids=child_ids,
-                usage=usage,
-                turn=self._values["turn"],
-            )
+        d = self.__dict__
+        values = d["_values"]
+        entry = ToolResultEntry(
+            content=content,
+            call=slot,
+            outcome=outcome,
+            error=error,
+            child_ids=child_ids,
+            usage=usage,
+            turn=values["turn"],
         )
+        d["_values"] = _fold_commit(values, entry)
+        d["_snapshot"] = None
         if joined is not None:
             del self._call_children[slot.id]
             joined.settle(moved)
