@@ -123,6 +123,8 @@ def _error_result(job: _Job, error: Exception) -> Any:
 
 
 _COROUTINE = types.CoroutineType
+_PLAIN = frozenset({str, type(None), dict, list, tuple, int, float, bool})
+"""Types of tool results that are never awaitable (a cheap test before `inspect.isawaitable`)."""
 
 
 async def _await(awaitable: Any) -> Any:
@@ -163,7 +165,7 @@ def _work(job: _Job, state: State) -> None:
     try:
         try:
             value = tool.run(thaw(job.call.args), state)
-            if inspect.isawaitable(value):
+            if type(value) not in _PLAIN and inspect.isawaitable(value):
                 value = _drive(job, value)
             content: Any = format_result(value)
         except (ToolError, ToolInputError) as error:

@@ -32,7 +32,10 @@ def estimate_message_tokens(message: Message) -> int:
     """4 for the message, plus each block estimated and rounded on its own (an image counts ``IMAGE_TOKENS``)."""
     total = 4
     for block in message.content:
-        if isinstance(block, TextBlock):
+        # A tool result with text, the commonest block after a text, by exact type first (no isinstance chain).
+        if type(block) is ToolResultBlock and type(block.content) is str:
+            total += (len(block.content) + 2) // 3
+        elif isinstance(block, TextBlock):
             total += (len(block.text) + 2) // 3
         elif isinstance(block, ToolCall):
             total += estimate_text_tokens(block.name + json.dumps(block.args, ensure_ascii=False, default=str))
@@ -75,5 +78,10 @@ def context_tokens(messages: Sequence[Message], overhead: int) -> int:
     for i in range(len(messages) - 1, -1, -1):
         tokens = messages[i].tokens
         if tokens is not None:
-            return tokens + sum(estimate_message_tokens(m) for m in messages[i + 1 :])
-    return overhead + sum(estimate_message_tokens(m) for m in messages)
+            for message in messages[i + 1 :]:
+                tokens += estimate_message_tokens(message)
+            return tokens
+    total = overhead
+    for message in messages:
+        total += estimate_message_tokens(message)
+    return total

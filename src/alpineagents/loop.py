@@ -155,7 +155,7 @@ class Loop:
 
     def _reason(self, state: Any, turns: int) -> Any:
         stopped = state.stopped
-        if isinstance(stopped, (StoppedByFinish, StoppedByPermission)):
+        if stopped is not None and isinstance(stopped, (StoppedByFinish, StoppedByPermission)):
             return stopped
         if state.finished:
             return StoppedByFinish()
@@ -254,10 +254,9 @@ def loop(fn: Any = None, /, *, until: Any = None, limit: Any = None) -> Callable
 def waiting_for_user(state: Any) -> bool:
     """True when the model has handed the turn back: no pending calls, and the last message is an assistant
     message without tool calls."""
-    snap = state.snapshot()
-    if snap.pending_calls:
+    if state.pending_calls:
         return False
-    messages = snap.messages
+    messages = state.messages
     if not messages:
         return False
     last = messages[-1]
