@@ -633,27 +633,37 @@ def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> 
     if memo is None:
         memo = {}
     targets: set[int] = set()
+    has_restore = False
     for entry in entries:
-        if type(entry) is ContextChangeEntry and entry.content.kind == "restore":
+        kind = type(entry)
+        if kind is not ContextChangeEntry and (kind in _RULES or not isinstance(entry, ContextChangeEntry)):
+            continue
+        if entry.content.kind == "restore":
+            has_restore = True
             restored_to = entry.content.restored_to
             if type(restored_to) is int and restored_to not in memo:
                 targets.add(restored_to)
     d = empty_acc(memo)
     d["_h"] = entries  # the rules read at most the first ``_hn`` entries
     rules = _RULES
-    for index, entry in enumerate(entries):
-        d["_hn"] = index
-        if targets and index in targets:
-            reached = d.copy()
-            if index:
-                reached["created_at"] = entries[0].at
-                reached["updated_at"] = entries[index - 1].at
-            memo[index] = _freeze(reached)
-        try:
-            (rules.get(type(entry)) or _rule(entry))(d, entry)
-        except ValueError as error:
-            error.index = index  # type: ignore[attr-defined]
-            raise
+    index = 0
+    try:
+        if has_restore:
+            for index, entry in enumerate(entries):
+                d["_hn"] = index
+                if index in targets:
+                    reached = d.copy()
+                    if index:
+                        reached["created_at"] = entries[0].at
+                        reached["updated_at"] = entries[index - 1].at
+                    memo[index] = _freeze(reached)
+                (rules.get(type(entry)) or _rule(entry))(d, entry)
+        else:  # no restore reads the history length: one tight loop
+            for index, entry in enumerate(entries):  # noqa: B007 - index names the failing entry
+                (rules.get(type(entry)) or _rule(entry))(d, entry)
+    except ValueError as error:
+        error.index = index  # type: ignore[attr-defined]
+        raise
     d["_hn"] = len(entries)
     if entries:
         d["created_at"] = entries[0].at
