@@ -19,7 +19,17 @@ from alpineagents.types import Message, ModelEvent, Reply, Request, Usage
 if TYPE_CHECKING:
     from alpineagents.state import State
 
-__all__ = ["think_steps", "use_tools_steps", "compact_steps", "ask_steps", "event_recorder"]
+__all__ = [
+    "think_start",
+    "think_steps",
+    "think_now",
+    "athink_now",
+    "use_tools_start",
+    "use_tools_steps",
+    "compact_steps",
+    "ask_steps",
+    "event_recorder",
+]
 
 
 def event_recorder(state: State, reporter: Any) -> Any:
@@ -54,8 +64,9 @@ def cut_off_error(reply: Reply) -> CutOffError:
     return CutOffError(message, reply)
 
 
-def think_steps(agent: Any, state: State, specs: tuple[Any, ...]) -> Steps:
-    """One model request on `state` and its recorded reply (03 §4 steps 5-12)."""
+def think_start(agent: Any, state: State) -> tuple[Any, Any]:
+    """03 §4 steps 5-6: link the State to `agent` and record `model_request`; return the `(reporter, store)` that
+    apply."""
     context = agent._active_context(state)
     if context is None:
         reporter = agent.reporter
@@ -66,22 +77,42 @@ def think_steps(agent: Any, state: State, specs: tuple[Any, ...]) -> Steps:
     if state._agent is not agent:  # in a run it is linked already: skip the guarded attribute write
         state._attach(agent)
     state._begin_think(agent._model_string)
+    return reporter, store
+
+
+def think_request(agent: Any, state: State, specs: tuple[Any, ...], reporter: Any) -> tuple[Any, ...]:
+    """03 §4 steps 7-8: the arguments of the model call `(request, on_text, on_event)`; `on_think_start`."""
+    request = agent._model.mark_cache(Request(agent._system, state.messages, specs))
+    if reporter is not None:
+        reporter.on_think_start(state)
+        on_text: Any = partial(reporter.on_text, state)
+    else:
+        on_text = None
+    return (request, on_text, event_recorder(state, reporter))
+
+
+def think_reply(state: State, reply: Reply, reporter: Any) -> None:
+    """03 §4 steps 9-11: record the reply, `on_think_end`, refuse a reply cut off before it wrote anything."""
+    state._record_reply(reply)
+    if reporter is not None:
+        reporter.on_think_end(state, reply)
+    if reply.cut_off and not reply.tool_calls and not reply.text.strip():
+        raise cut_off_error(reply)
+
+
+def think_steps(agent: Any, state: State, specs: tuple[Any, ...], reporter: Any, store: Any) -> Steps:
+    """One model request on `state` and its recorded reply, after `think_start` (03 §4 steps 7-12).
+
+    `think_now` and `athink_now` are the same sequence for the common case of no store (nothing to save), without
+    the step driver.
+    """
     model = agent._model
     try:
         if store is not None:
             yield (store.save, store.asave, (state,))
-        request = model.mark_cache(Request(agent._system, state.messages, specs))
-        if reporter is not None:
-            reporter.on_think_start(state)
-            on_text: Any = partial(reporter.on_text, state)
-        else:
-            on_text = None
-        reply = yield (model.respond, model.arespond, (request, on_text, event_recorder(state, reporter)))
-        state._record_reply(reply)
-        if reporter is not None:
-            reporter.on_think_end(state, reply)
-        if reply.cut_off and not reply.tool_calls and not reply.text.strip():
-            raise cut_off_error(reply)
+        call = think_request(agent, state, specs, reporter)
+        reply = yield (model.respond, model.arespond, call)
+        think_reply(state, reply, reporter)
     except GeneratorExit:  # the driver was abandoned: nothing to record
         raise
     except BaseException as error:
@@ -92,16 +123,45 @@ def think_steps(agent: Any, state: State, specs: tuple[Any, ...]) -> Steps:
         yield (store.save, store.asave, (state,))
 
 
-def use_tools_steps(agent: Any, state: State, method: str) -> Steps:
-    """Run every pending call of `state` and record their results (03 §5 steps 3-7)."""
+def think_now(agent: Any, state: State, specs: tuple[Any, ...], reporter: Any) -> None:
+    """`think_steps` without a store, run directly (the sync twin)."""
+    try:
+        reply = agent._model.respond(*think_request(agent, state, specs, reporter))
+        think_reply(state, reply, reporter)
+    except BaseException as error:
+        state._record_error(error)
+        raise
+
+
+async def athink_now(agent: Any, state: State, specs: tuple[Any, ...], reporter: Any) -> None:
+    """`think_steps` without a store, run directly (the async twin)."""
+    try:
+        reply = await agent._model.arespond(*think_request(agent, state, specs, reporter))
+        think_reply(state, reply, reporter)
+    except BaseException as error:
+        state._record_error(error)
+        raise
+
+
+def use_tools_start(agent: Any, state: State, method: str) -> Any:
+    """03 §5 steps 3-4: refuse a finished State, link it to `agent`; return the run context that applies."""
     state._ensure_open(method)
     context = agent._context_for(state)
-    store = context.store
     if state._agent is not agent:
         state._attach(agent)
+    return context
+
+
+def use_tools_steps(state: State, tools: Any, context: Any) -> Steps:
+    """Run every pending call of `state` and record their results, after `use_tools_start` (03 §5 steps 5-7).
+
+    Without a store this is just `run_tool_calls` / `arun_tool_calls` when calls are pending (the Agent calls
+    them directly then).
+    """
+    store = context.store
     if state.pending_calls:
         try:
-            yield (run_tool_calls, arun_tool_calls, (state, agent._tool_map, context))
+            yield (run_tool_calls, arun_tool_calls, (state, tools, context))
         except GeneratorExit:  # the driver was abandoned: nothing to record
             raise
         except BaseException as error:

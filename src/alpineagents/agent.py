@@ -15,9 +15,19 @@ from alpineagents import _structured
 from alpineagents._async import blocks_event_loop
 from alpineagents._context import DEFAULT, RUNS, RunContext, own_context
 from alpineagents._drive import adrive, drive
+from alpineagents._runner import arun_tool_calls, run_tool_calls
 from alpineagents._runrun import prepare_run, run_steps, start_run
 from alpineagents._subagent import SubagentTool
-from alpineagents._think import ask_steps, compact_steps, think_steps, use_tools_steps
+from alpineagents._think import (
+    ask_steps,
+    athink_now,
+    compact_steps,
+    think_now,
+    think_start,
+    think_steps,
+    use_tools_start,
+    use_tools_steps,
+)
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens
 from alpineagents.errors import fix_message
 from alpineagents.human import aask_human_with, ask_human_with
@@ -527,14 +537,22 @@ class Agent:
         if not isinstance(state, State):
             raise _not_a_state("think", state)
         specs = self._specs if tools is None else self._choose_specs(tools)
-        drive(think_steps(self, state, specs))
+        reporter, store = think_start(self, state)
+        if store is None:  # nothing to save: the same steps without the driver (the common case)
+            think_now(self, state, specs, reporter)
+        else:
+            drive(think_steps(self, state, specs, reporter, store))
 
     async def athink(self, state: State, tools: Iterable[Any] | None = None) -> None:
         """The async twin of `think`."""
         if not isinstance(state, State):
             raise _not_a_state("athink", state)
         specs = self._specs if tools is None else self._choose_specs(tools)
-        await adrive(think_steps(self, state, specs))
+        reporter, store = think_start(self, state)
+        if store is None:  # nothing to save: the same steps without the driver (the common case)
+            await athink_now(self, state, specs, reporter)
+        else:
+            await adrive(think_steps(self, state, specs, reporter, store))
 
     # --- use_tools ------------------------------------------------------------------------------------------
 
@@ -544,13 +562,23 @@ class Agent:
             raise _sync_refusal("use_tools")
         if not isinstance(state, State):
             raise _not_a_state("use_tools", state)
-        drive(use_tools_steps(self, state, "use_tools"))
+        context = use_tools_start(self, state, "use_tools")
+        if context.store is None:  # nothing to save: the steps are just the runner's (the common case)
+            if state.pending_calls:
+                run_tool_calls(state, self._tool_map, context)
+        else:
+            drive(use_tools_steps(state, self._tool_map, context))
 
     async def ause_tools(self, state: State) -> None:
         """The async twin of `use_tools`: `async def` tools run as tasks on the event loop."""
         if not isinstance(state, State):
             raise _not_a_state("ause_tools", state)
-        await adrive(use_tools_steps(self, state, "ause_tools"))
+        context = use_tools_start(self, state, "ause_tools")
+        if context.store is None:  # nothing to save: the steps are just the runner's (the common case)
+            if state.pending_calls:
+                await arun_tool_calls(state, self._tool_map, context)
+        else:
+            await adrive(use_tools_steps(state, self._tool_map, context))
 
     # --- compact --------------------------------------------------------------------------------------------
 

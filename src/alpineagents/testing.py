@@ -87,21 +87,16 @@ class FakeModel(Model):
         return self._convert(item, size, on_text)
 
     def _size(self, request: Request) -> int:
-        """The default `count_tokens(request)`, without estimating the overhead again for the same system prompt
-        and tools (every request of a run shares them), nor at all when an anchor makes it unused."""
+        """The default `count_tokens(request)`, estimating the overhead (system prompt and tools) once for all the
+        requests that share them (every request of a run does)."""
         if type(self).count_tokens is not Model.count_tokens:
             return self.count_tokens(request)
-        messages = request.messages
-        for message in reversed(messages):
-            if message.tokens is not None:
-                return context_tokens(messages, 0)
         system, tools = request.system, request.tools
         known = self._overhead
-        if known is not None and known[0] is system and known[1] is tools:
-            return context_tokens(messages, known[2])
-        overhead = estimate_overhead_tokens(system, tools)
-        self._overhead = (system, tools, overhead)  # one tuple: readers on other threads see all three or none
-        return context_tokens(messages, overhead)
+        if known is None or known[0] is not system or known[1] is not tools:
+            # one tuple: a reader on another thread sees all three fields or none
+            known = self._overhead = (system, tools, estimate_overhead_tokens(system, tools))
+        return context_tokens(request.messages, known[2])
 
     def _convert(self, item: Any, input_tokens: int, on_text: Any) -> Reply:
         # The common items (a ToolCall, a str) are tested first, by exact type: one check each on the hot path.
