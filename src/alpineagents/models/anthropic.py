@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
 import ssl
 import sys
@@ -13,7 +14,7 @@ from typing import Any
 
 from alpineagents._async import run_in_thread
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
-from alpineagents.models._wire import plain
+from alpineagents.models._wire import close_with_loop, plain
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import (
     CUT_OFF_STOP_REASONS,
@@ -61,6 +62,19 @@ async def _aload_sdk() -> None:
     """Import the SDK on a worker thread the first time, so the slow import never blocks the event loop."""
     if "anthropic" not in sys.modules:
         await run_in_thread(_sdk)
+
+
+def _warm_client(make: Any) -> Any:
+    """Create a client and do the SDK's slow first-use imports (its resources, the async backend, tracing)."""
+    client = make()
+    for name in ("messages", "models"):
+        getattr(client, name, None)
+    for module in ("anyio._backends._asyncio", "opentelemetry.propagate"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    return client
 
 
 def _sdk() -> Any:
@@ -161,7 +175,9 @@ class Anthropic(Model):
         self._base_url = base_url
         self._sdk_client: Any = None
         self._client_lock = threading.Lock()
-        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
 
         self._thinking: dict[str, Any] | None = None
         self._budget: int | None = None
@@ -232,15 +248,28 @@ class Anthropic(Model):
                 client = self._sdk_client
         return client
 
+    async def _aprepare_client(self) -> None:
+        """Import the SDK and create this loop's client on a worker thread (both are slow), unless a client is
+        ready or `_async_client` was replaced on the instance."""
+        await _aload_sdk()
+        loop = asyncio.get_running_loop()
+        if loop in self._async_clients or "_async_client" in self.__dict__:
+            return
+        kwargs = self._client_kwargs()
+        client = await run_in_thread(_warm_client, lambda: _sdk().AsyncAnthropic(**kwargs))
+        with self._client_lock:
+            if loop not in self._async_clients:
+                self._async_clients[loop] = (client, close_with_loop(client))
+
     def _async_client(self) -> Any:
         """The async SDK client for the running event loop (one per loop, created on first use)."""
         loop = asyncio.get_running_loop()
         with self._client_lock:
-            client = self._async_clients.get(loop)
-            if client is None:
+            entry = self._async_clients.get(loop)
+            if entry is None:
                 client = _sdk().AsyncAnthropic(**self._client_kwargs())
-                self._async_clients[loop] = client
-        return client
+                entry = self._async_clients[loop] = (client, close_with_loop(client))
+        return entry[0]
 
     # -- output limit (§3.3) -------------------------------------------------------------------------------------
 
@@ -526,7 +555,7 @@ class Anthropic(Model):
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond` on the async SDK client; cancelling it closes the stream."""
-        await _aload_sdk()
+        await self._aprepare_client()
         try:
             client = self._async_client()
         except (_sdk().AnthropicError, TypeError) as error:
