@@ -500,6 +500,9 @@ def test_check_29_no_credentials_is_auth_error(no_credentials: None) -> None:  #
     with pytest.raises(AuthError) as info:
         m.respond(req())
     assert isinstance(info.value.__cause__, TypeError)
+    with pytest.raises(AuthError) as info:
+        asyncio.run(Anthropic("claude-sonnet-5", retries=0).arespond(req()))
+    assert isinstance(info.value.__cause__, TypeError)
 
 
 # -- clients (check 35 and §3.6) ------------------------------------------------------------------------------------

@@ -555,8 +555,9 @@ class Anthropic(Model):
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond` on the async SDK client; cancelling it closes the stream."""
-        await self._aprepare_client()
+        await _aload_sdk()
         try:
+            await self._aprepare_client()
             client = self._async_client()
         except (_sdk().AnthropicError, TypeError) as error:
             raise self._wrap(error) from error

@@ -257,9 +257,10 @@ class OpenAICompatible(Model):
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond` on the async SDK client; cancelling it closes the request."""
-        await self._aprepare_client()
+        await _aload_sdk()
         sdk = _sdk()
         try:
+            await self._aprepare_client()
             client = self._async_client()
         except sdk.OpenAIError as error:
             raise AuthError(f"OpenAI-compatible API authentication failed (no credentials): {error}") from error
