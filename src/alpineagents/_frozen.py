@@ -260,8 +260,11 @@ def freeze(value: Any) -> Any:
 
 def thaw(value: Any) -> Any:
     """Return an editable deep copy: every ``Mapping`` becomes a ``dict`` and every list or tuple a ``list``."""
-    if type(value) in _SCALARS:
+    cls = type(value)
+    if cls in _SCALARS:
         return value
+    if cls is FrozenDict or cls is dict:  # the common case (tool arguments), without the Mapping ABC check
+        return {k: v if type(v) in _SCALARS else thaw(v) for k, v in value.items()}
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -22,6 +22,7 @@ import threading
 import types
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import CancelledError as FutureCancelledError
 from concurrent.futures import Future
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
@@ -345,11 +346,16 @@ def _finish(state: State, reporter: Any, job: _Job, failures: list[Any]) -> None
     if type(future) is _Outcome:  # a Task's result, already on this thread: no lock to take
         error = future.error
         content = future.value
-    elif future is None or not future.done() or future.cancelled():
+    elif future is None:
         return
     else:
-        error = future.exception()
-        content = None if error is not None else future.result()
+        try:
+            # One locked read instead of done() + cancelled() + exception(): with no wait allowed, exception(0)
+            # raises at once for a future that is not done or was cancelled.
+            error = future.exception(0)
+        except (FutureCancelledError, TimeoutError):
+            return
+        content = None if error is not None else future.result(0)
     job.finished = True
     call = job.call
     if error is None:
