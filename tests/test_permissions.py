@@ -391,18 +391,16 @@ def test_11_read_only_settings():
 
 
 def _mcp_tool(read_only: bool) -> Any:
-    from types import SimpleNamespace
+    import mcp.types
 
     from alpineagents.mcp_tools import MCP, MCPTool
 
-    server = MCP("demo", command="true")  # type: ignore[call-arg]
-    remote = SimpleNamespace(
+    server = MCP("true", name="demo")
+    remote = mcp.types.Tool(
         name="ro",
         description="reads",
         inputSchema={"type": "object", "properties": {}},
-        annotations=SimpleNamespace(
-            readOnlyHint=read_only, destructiveHint=None, idempotentHint=None, openWorldHint=None
-        ),
+        annotations=mcp.types.ToolAnnotations(readOnlyHint=read_only),
     )
     return MCPTool(server, remote)
 
