@@ -246,8 +246,9 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         create, start, end, snap = state._save_batch(self)  # pyright: ignore[reportPrivateUsage]
         if not create and start >= end:
             return None
-        history = snap.history
-        entries = [entry_to_dict(history[index], index) for index in range(start, end)]
+        # Only the new entries: reading `snap.history` would build a tuple of the whole history at every save.
+        new = State._history_slice(snap, start, end)  # pyright: ignore[reportPrivateUsage]
+        entries = [entry_to_dict(entry, index) for index, entry in enumerate(new, start)]
         return create, entries, _info_of(snap), end
 
     def save(self, state: State) -> None:
