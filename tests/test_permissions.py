@@ -391,18 +391,19 @@ def test_11_read_only_settings():
 
 
 def _mcp_tool(read_only: bool) -> Any:
+    import importlib
+
     import mcp.types
 
-    from alpineagents.mcp_tools import MCP, MCPTool
-
-    server = MCP("true", name="demo")
+    mcp_tools = importlib.import_module("alpineagents.mcp_tools")
+    server = mcp_tools.MCP("true", name="demo")
     remote = mcp.types.Tool(
         name="ro",
         description="reads",
         inputSchema={"type": "object", "properties": {}},
         annotations=mcp.types.ToolAnnotations(readOnlyHint=read_only),
     )
-    return MCPTool(server, remote)
+    return mcp_tools.MCPTool(server, remote)
 
 
 def test_11_mcp_hints_are_not_believed_by_default():
