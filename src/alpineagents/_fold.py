@@ -623,6 +623,44 @@ def fold(snap: StateSnapshot, entry: HistoryEntry) -> StateSnapshot:
     return _freeze(d)
 
 
+class _UsageSum:
+    """A running ``Usage`` total for replay: ``+`` follows the rule of ``Usage.__add__`` but adds in place."""
+
+    __slots__ = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "requests", "cost")
+
+    def __init__(self) -> None:
+        self.input_tokens = self.output_tokens = self.cache_read_tokens = self.cache_write_tokens = 0
+        self.requests = 0
+        self.cost: Any = None
+
+    def __add__(self, other: Usage) -> _UsageSum:
+        if self.requests == 0:
+            cost = other.cost
+        elif other.requests == 0:
+            cost = self.cost
+        elif self.cost is None or other.cost is None:
+            cost = None
+        else:
+            cost = self.cost + other.cost
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.requests += other.requests
+        self.cost = cost
+        return self
+
+    def usage(self) -> Usage:
+        return Usage(
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.requests,
+            self.cost,
+        )
+
+
 def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> StateSnapshot:
     """Fold ``entries`` from an empty snapshot with one mutable accumulator, frozen once at the end.
 
@@ -645,6 +683,7 @@ def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> 
                 targets.add(restored_to)
     d = empty_acc(memo)
     d["_h"] = entries  # the rules read at most the first ``_hn`` entries
+    total = d["usage"] = _UsageSum()  # the rules add to it in place; a Usage is made at the end
     rules = _RULES
     index = 0
     try:
@@ -653,6 +692,7 @@ def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> 
                 d["_hn"] = index
                 if index in targets:
                     reached = d.copy()
+                    reached["usage"] = total.usage()
                     if index:
                         reached["created_at"] = entries[0].at
                         reached["updated_at"] = entries[index - 1].at
@@ -665,6 +705,7 @@ def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> 
         error.index = index  # type: ignore[attr-defined]
         raise
     d["_hn"] = len(entries)
+    d["usage"] = total.usage()
     if entries:
         d["created_at"] = entries[0].at
         d["updated_at"] = entries[-1].at
