@@ -612,6 +612,15 @@ def is_entry(value: Any) -> bool:
     return type(value) in _RULES or isinstance(value, _ENTRY_CLASSES)
 
 
+def first_non_entry(values: list[Any]) -> int:
+    """The index of the first item of ``values`` that is not a history entry, or -1."""
+    rules = _RULES
+    for index, value in enumerate(values):
+        if type(value) not in rules and not isinstance(value, _ENTRY_CLASSES):
+            return index
+    return -1
+
+
 def fold(snap: StateSnapshot, entry: HistoryEntry) -> StateSnapshot:
     """The pure fold: the snapshot reached by recording ``entry`` after ``snap``.
 

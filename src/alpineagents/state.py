@@ -23,10 +23,10 @@ from alpineagents._fold import (
     SUMMARY_PREFIX,
     StateSnapshot,
     cleared_messages,
+    first_non_entry,
     fold,
     fork_snapshot,
     history_list,
-    is_entry,
     json_copy,
     json_form,
     message_count,
@@ -233,9 +233,9 @@ class State:
         if extra_data is not None or non_empty(messages):
             raise history_combined_error()
         entries = list(history)
-        for index, item in enumerate(entries):
-            if not is_entry(item):
-                raise history_item_error(index, item)
+        bad = first_non_entry(entries)
+        if bad >= 0:
+            raise history_item_error(bad, entries[bad])
         try:
             snap = replay(entries)
         except ValueError as error:
