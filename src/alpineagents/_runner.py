@@ -468,6 +468,11 @@ def run_tool_calls(state: State, tools: Any, context: Any) -> None:
     if not jobs:
         return
     failures: list[_Job] = []
+    if len(jobs) == 1:  # one call: its parallel or serial group is the same group of one
+        _run_group(state, reporter, store, jobs, failures, _EXECUTOR)
+        if failures:
+            _raise_first(failures)
+        return
     parallel = [job for job in jobs if job.tool is not None and job.tool.parallel]
     if parallel:
         _run_group(state, reporter, store, parallel, failures, _EXECUTOR)
@@ -660,6 +665,11 @@ async def arun_tool_calls(state: State, tools: Any, context: Any) -> None:
     if not jobs:
         return
     failures: list[_Job] = []
+    if len(jobs) == 1:  # one call: its parallel or serial group is the same group of one
+        await _arun_group(state, reporter, store, jobs, failures, _EXECUTOR)
+        if failures:
+            _raise_first(failures)
+        return
     parallel = [job for job in jobs if job.tool is not None and job.tool.parallel]
     if parallel:
         await _arun_group(state, reporter, store, parallel, failures, _EXECUTOR)
