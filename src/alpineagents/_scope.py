@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CALL_SCOPE", "CallScope"]
 
+_tuple_new = tuple.__new__
+
 
 class CallScope(tuple[Any, Any]):
     """`(state, call)` of the tool call running in this context, plus `.context` (the run context or `None`)."""
@@ -23,7 +25,7 @@ class CallScope(tuple[Any, Any]):
     context: Any
 
     def __new__(cls, state: State, call: ToolCall, context: Any = None) -> CallScope:
-        self = super().__new__(cls, (state, call))
+        self = _tuple_new(cls, (state, call))  # not super(): one is made per tool call
         self.context = context
         return self
 
