@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._fastinit import trusted
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents.errors import fix_message
 from alpineagents.types import (
@@ -30,6 +31,7 @@ from alpineagents.types import (
     ModelEventEntry,
     ModelReplyEntry,
     ModelRequestEntry,
+    Reply,
     RunStartEntry,
     StopEntry,
     Stopped,
@@ -670,6 +672,12 @@ class _UsageSum:
         )
 
 
+_PLAIN_KINDS = frozenset(_RULES) - {ContextChangeEntry}  # entry classes that are never a restore
+_NO_CALLS: tuple[Any, ...] = ()
+_make_message = trusted(Message)  # (role, content, tokens, stop_reason), content already a tuple
+_make_result_block = trusted(ToolResultBlock)  # (call_id, content, name, is_error), content a str or tuple
+
+
 def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> StateSnapshot:
     """Fold ``entries`` from an empty snapshot with one mutable accumulator, frozen once at the end.
 
@@ -681,22 +689,23 @@ def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> 
         memo = {}
     targets: set[int] = set()
     has_restore = False
-    for entry in entries:
-        kind = type(entry)
-        if kind is not ContextChangeEntry and (kind in _RULES or not isinstance(entry, ContextChangeEntry)):
-            continue
-        if entry.content.kind == "restore":
-            has_restore = True
-            restored_to = entry.content.restored_to
-            if type(restored_to) is int and restored_to not in memo:
-                targets.add(restored_to)
+    if not _PLAIN_KINDS.issuperset(map(type, entries)):
+        for entry in entries:
+            kind = type(entry)
+            if kind is not ContextChangeEntry and (kind in _RULES or not isinstance(entry, ContextChangeEntry)):
+                continue
+            if entry.content.kind == "restore":
+                has_restore = True
+                restored_to = entry.content.restored_to
+                if type(restored_to) is int and restored_to not in memo:
+                    targets.add(restored_to)
     d = empty_acc(memo)
     d["_h"] = entries  # the rules read at most the first ``_hn`` entries
     total = d["usage"] = _UsageSum()  # the rules add to it in place; a Usage is made at the end
-    rules = _RULES
-    index = 0
-    try:
-        if has_restore:
+    if has_restore:
+        rules = _RULES
+        index = 0
+        try:
             for index, entry in enumerate(entries):
                 d["_hn"] = index
                 if index in targets:
@@ -707,18 +716,166 @@ def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> 
                         reached["updated_at"] = entries[index - 1].at
                     memo[index] = _freeze(reached)
                 (rules.get(type(entry)) or _rule(entry))(d, entry)
-        else:  # no restore reads the history length: one tight loop
-            for index, entry in enumerate(entries):  # noqa: B007 - index names the failing entry
-                (rules.get(type(entry)) or _rule(entry))(d, entry)
-    except ValueError as error:
-        error.index = index  # type: ignore[attr-defined]
-        raise
+        except ValueError as error:
+            error.index = index  # type: ignore[attr-defined]
+            raise
+    else:  # no restore reads the history length: one tight loop
+        _replay_plain(d, entries, total)
     d["_hn"] = len(entries)
     d["usage"] = total.usage()
     if entries:
         d["created_at"] = entries[0].at
         d["updated_at"] = entries[-1].at
     return _freeze(d)
+
+
+def _replay_plain(d: dict[str, Any], entries: list[Any], total: _UsageSum) -> None:
+    """The replay of a history without restores into the fresh accumulator ``d``.
+
+    The usual turn (a request, a reply, the results of its calls) is folded here with the values it changes held
+    in local variables, by the same rules as ``_request``, ``_reply`` and ``_tool_result``; every other entry, and
+    every case those three rules treat specially (an error, a late result, queued messages), goes through its rule
+    with the locals written back to ``d`` first and read again after. ``d["_m"]`` is this replay's own list, and
+    its length is always ``d["_mn"]``.
+    """
+    rules = _RULES
+    done = _DONE
+    make_message = _make_message
+    make_block = _make_result_block
+    waiting: bool = d["_waiting"]
+    turn: int = d["turn"]
+    calls: tuple[ToolCall, ...] = d["_turn_calls"]
+    results: tuple[Any, ...] = d["_turn_results"]
+    pending: tuple[ToolCall, ...] = d["pending_calls"]
+    msgs: list[Message] = d["_m"]
+    ti, to, tr, tw, tn, tc = 0, 0, 0, 0, 0, None  # the usage total (``total`` is empty)
+    index = 0
+    try:
+        for index, entry in enumerate(entries):  # noqa: B007 - index names the failing entry
+            cls = type(entry)
+            if cls is ModelRequestEntry:
+                if not waiting and not calls and not d["_late_notices"]:
+                    waiting = True
+                    turn += 1
+                    continue
+            elif cls is ModelReplyEntry:
+                reply = entry.content
+                if waiting and type(reply) is Reply:
+                    message = reply.message
+                    u = reply.usage
+                    if type(message) is Message and type(u) is Usage:
+                        content = message.content
+                        if tn == 0:
+                            tc = u.cost
+                        elif u.requests == 0:
+                            pass
+                        elif tc is None or u.cost is None:
+                            tc = None
+                        else:
+                            tc = tc + u.cost
+                        ti += u.input_tokens
+                        to += u.output_tokens
+                        tr += u.cache_read_tokens
+                        tw += u.cache_write_tokens
+                        tn += u.requests
+                        found = tuple([block for block in content if type(block) is ToolCall])
+                        msgs.append(make_message("assistant", content, reply.context_tokens, reply.stop_reason))
+                        waiting = False
+                        if found:
+                            calls = pending = found
+                            results = (None,) * len(found)
+                            continue
+                        d["_last_reply_text"] = message.text
+                        _answer(d)
+                        if d["_queued"]:
+                            d["_mn"] = len(msgs)
+                            _release_queued(d)
+                            msgs = d["_m"]
+                        continue
+            elif cls is ToolResultEntry and not entry.late:
+                call = entry.call
+                content = entry.content
+                u = entry.usage
+                if (
+                    type(call) is ToolCall
+                    and (type(content) is str or type(content) is tuple)
+                    and (u is None or type(u) is Usage)
+                ):
+                    call_id = call.id
+                    count = len(calls)
+                    slot_index = -1
+                    still_open = 0
+                    if count == 1:
+                        if results[0] is None and calls[0].id == call_id:
+                            slot_index = 0
+                    else:
+                        for i in range(count):
+                            if results[i] is None:
+                                if slot_index < 0 and calls[i].id == call_id:
+                                    slot_index = i
+                                else:
+                                    still_open += 1
+                    if slot_index >= 0:
+                        slot = calls[slot_index]
+                        block = make_block(slot.id, content, slot.name, entry.outcome is not done)
+                        if u is not None:
+                            if tn == 0:
+                                tc = u.cost
+                            elif u.requests == 0:
+                                pass
+                            elif tc is None or u.cost is None:
+                                tc = None
+                            else:
+                                tc = tc + u.cost
+                            ti += u.input_tokens
+                            to += u.output_tokens
+                            tr += u.cache_read_tokens
+                            tw += u.cache_write_tokens
+                            tn += u.requests
+                        if count == 1:
+                            results = (block,)
+                        else:
+                            results = (*results[:slot_index], block, *results[slot_index + 1 :])
+                        if still_open:
+                            pending = tuple([c for c, r in zip(calls, results, strict=True) if r is None])
+                            continue
+                        msgs.append(make_message("user", results, None, None))
+                        calls = results = pending = _NO_CALLS
+                        if d["_queued"]:
+                            d["_mn"] = len(msgs)
+                            _release_queued(d)
+                            msgs = d["_m"]
+                        continue
+            # Any other entry or case: its rule, on ``d`` brought up to date.
+            d["_waiting"] = waiting
+            d["turn"] = turn
+            d["_turn_calls"] = calls
+            d["_turn_results"] = results
+            d["pending_calls"] = pending
+            d["_mn"] = len(msgs)
+            total.input_tokens, total.output_tokens, total.cache_read_tokens = ti, to, tr
+            total.cache_write_tokens, total.requests, total.cost = tw, tn, tc
+            (rules.get(cls) or _rule(entry))(d, entry)
+            waiting = d["_waiting"]
+            turn = d["turn"]
+            calls = d["_turn_calls"]
+            results = d["_turn_results"]
+            pending = d["pending_calls"]
+            msgs = d["_m"]
+            ti, to, tr = total.input_tokens, total.output_tokens, total.cache_read_tokens
+            tw, tn, tc = total.cache_write_tokens, total.requests, total.cost
+    except ValueError as error:
+        error.index = index  # type: ignore[attr-defined]
+        raise
+    d["_waiting"] = waiting
+    d["turn"] = turn
+    d["_turn_calls"] = calls
+    d["_turn_results"] = results
+    d["pending_calls"] = pending
+    d["_m"] = msgs
+    d["_mn"] = len(msgs)
+    total.input_tokens, total.output_tokens, total.cache_read_tokens = ti, to, tr
+    total.cache_write_tokens, total.requests, total.cost = tw, tn, tc
 
 
 def snapshot_from(d: dict[str, Any]) -> StateSnapshot:
