@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import inspect
+import sys
+import threading
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
-__all__ = ["plain", "close_with_loop"]
+from alpineagents._async import run_in_thread
+
+__all__ = ["plain", "close_with_loop", "SDKClients"]
 
 
 def plain(value: Any) -> Any:
@@ -48,3 +55,84 @@ def close_with_loop(client: Any) -> Any:
     except StopIteration:
         pass
     return generator
+
+
+class SDKClients:
+    """The SDK clients of an adapter, created lazily: one sync client, and one async client per event loop.
+
+    An adapter sets `_SDK` (the SDK's module name), `_SYNC_CLIENT`/`_ASYNC_CLIENT` (the client class names, looked
+    up on the module each time a client is made, so tests can replace them), `_WARM_ATTRIBUTES` (client attributes
+    whose first use imports slowly) and implements `_client_kwargs()`; it calls `_init_clients()` in `__init__`.
+    `_client()`/`_async_client()` are the fixed seams of 05 §7 (tests replace them on the instance).
+    """
+
+    _SDK: str
+    _SYNC_CLIENT: str
+    _ASYNC_CLIENT: str
+    _WARM_ATTRIBUTES: tuple[str, ...] = ()
+
+    def _init_clients(self) -> None:
+        self._sdk_client: Any = None
+        self._client_lock = threading.Lock()
+        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _sdk(self) -> Any:
+        """The SDK module (imported on first use: it is slow to import)."""
+        return importlib.import_module(self._SDK)
+
+    async def _aload_sdk(self) -> None:
+        """Import the SDK on a worker thread the first time, so the slow import never blocks the event loop."""
+        if self._SDK not in sys.modules:
+            await run_in_thread(self._sdk)
+
+    def _warm(self, client: Any) -> Any:
+        """Do the SDK's slow first-use imports (its resources, the async backend, tracing) on `client`."""
+        for path in self._WARM_ATTRIBUTES:
+            target = client
+            for name in path.split("."):
+                target = getattr(target, name, None)
+        for module in ("anyio._backends._asyncio", "opentelemetry.propagate"):
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                pass
+        return client
+
+    def _client(self) -> Any:
+        """The sync SDK client of this adapter, created on first use (thread-safe) and reused."""
+        client = self._sdk_client
+        if client is None:
+            with self._client_lock:
+                if self._sdk_client is None:
+                    self._sdk_client = getattr(self._sdk(), self._SYNC_CLIENT)(**self._client_kwargs())
+                client = self._sdk_client
+        return client
+
+    async def _aprepare_client(self) -> None:
+        """Import the SDK and create this loop's client on a worker thread (both are slow), unless a client is
+        ready or `_async_client` was replaced on the instance."""
+        await self._aload_sdk()
+        loop = asyncio.get_running_loop()
+        if loop in self._async_clients or "_async_client" in self.__dict__:
+            return
+        kwargs = self._client_kwargs()
+        make = getattr(self._sdk(), self._ASYNC_CLIENT)
+        client = await run_in_thread(lambda: self._warm(make(**kwargs)))
+        with self._client_lock:
+            if loop not in self._async_clients:
+                self._async_clients[loop] = (client, close_with_loop(client))
+
+    def _async_client(self) -> Any:
+        """The async SDK client for the running event loop (one per loop, created on first use)."""
+        loop = asyncio.get_running_loop()
+        with self._client_lock:
+            entry = self._async_clients.get(loop)
+            if entry is None:
+                client = getattr(self._sdk(), self._ASYNC_CLIENT)(**self._client_kwargs())
+                entry = self._async_clients[loop] = (client, close_with_loop(client))
+        return entry[0]

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import re
 import ssl
-import sys
 import threading
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from alpineagents._async import run_in_thread
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
-from alpineagents.models._wire import close_with_loop, plain
+from alpineagents.models._wire import SDKClients, plain
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import (
     CUT_OFF_STOP_REASONS,
@@ -56,25 +52,6 @@ _OVERFLOW_HINTS = (
 )
 _AUTH_HINTS = ("authentication method", "api_key", "auth_token", "credentials")
 _BAD_TOOL_JSON = "Unable to parse tool parameter JSON"
-
-
-async def _aload_sdk() -> None:
-    """Import the SDK on a worker thread the first time, so the slow import never blocks the event loop."""
-    if "anthropic" not in sys.modules:
-        await run_in_thread(_sdk)
-
-
-def _warm_client(make: Any) -> Any:
-    """Create a client and do the SDK's slow first-use imports (its resources, the async backend, tracing)."""
-    client = make()
-    for name in ("messages", "models"):
-        getattr(client, name, None)
-    for module in ("anyio._backends._asyncio", "opentelemetry.propagate"):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
-    return client
 
 
 def _sdk() -> Any:
@@ -137,13 +114,18 @@ async def _final_message_async(stream: Any) -> tuple[Any, bool]:
     return _check_complete(stream, final)
 
 
-class Anthropic(Model):
+class Anthropic(SDKClients, Model):
     """Adapter for the Anthropic Messages API (streamed), built on the official `anthropic` SDK.
 
     Construction does no I/O and needs no credentials; the SDK client is created on the first request.
     """
 
     provider = "anthropic"
+
+    _SDK = "anthropic"
+    _SYNC_CLIENT = "Anthropic"
+    _ASYNC_CLIENT = "AsyncAnthropic"
+    _WARM_ATTRIBUTES = ("messages", "models")
 
     def __init__(
         self,
@@ -173,11 +155,7 @@ class Anthropic(Model):
         self._context_window = context_window
         self._api_key = api_key
         self._base_url = base_url
-        self._sdk_client: Any = None
-        self._client_lock = threading.Lock()
-        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._init_clients()
 
         self._thinking: dict[str, Any] | None = None
         self._budget: int | None = None
@@ -237,39 +215,6 @@ class Anthropic(Model):
         if self.timeout is not None:
             kwargs["timeout"] = self.timeout
         return kwargs
-
-    def _client(self) -> Any:
-        """The sync SDK client of this adapter, created on first use (thread-safe) and reused."""
-        client = self._sdk_client
-        if client is None:
-            with self._client_lock:
-                if self._sdk_client is None:
-                    self._sdk_client = _sdk().Anthropic(**self._client_kwargs())
-                client = self._sdk_client
-        return client
-
-    async def _aprepare_client(self) -> None:
-        """Import the SDK and create this loop's client on a worker thread (both are slow), unless a client is
-        ready or `_async_client` was replaced on the instance."""
-        await _aload_sdk()
-        loop = asyncio.get_running_loop()
-        if loop in self._async_clients or "_async_client" in self.__dict__:
-            return
-        kwargs = self._client_kwargs()
-        client = await run_in_thread(_warm_client, lambda: _sdk().AsyncAnthropic(**kwargs))
-        with self._client_lock:
-            if loop not in self._async_clients:
-                self._async_clients[loop] = (client, close_with_loop(client))
-
-    def _async_client(self) -> Any:
-        """The async SDK client for the running event loop (one per loop, created on first use)."""
-        loop = asyncio.get_running_loop()
-        with self._client_lock:
-            entry = self._async_clients.get(loop)
-            if entry is None:
-                client = _sdk().AsyncAnthropic(**self._client_kwargs())
-                entry = self._async_clients[loop] = (client, close_with_loop(client))
-        return entry[0]
 
     # -- output limit (§3.3) -------------------------------------------------------------------------------------
 
@@ -555,7 +500,7 @@ class Anthropic(Model):
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond` on the async SDK client; cancelling it closes the stream."""
-        await _aload_sdk()
+        await self._aload_sdk()
         try:
             await self._aprepare_client()
             client = self._async_client()

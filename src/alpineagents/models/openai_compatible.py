@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import importlib
 import inspect
 import json
 import os
 import re
 import secrets
-import sys
-import threading
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from alpineagents._async import run_in_thread
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
-from alpineagents.models._wire import close_with_loop, plain
+from alpineagents.models._wire import SDKClients, plain
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import (
     INVALID_ARGS_KEY,
@@ -41,24 +35,6 @@ _COMPLETION_TOKENS_NAME = re.compile(r"^o\d")
 _OVERFLOW_HINTS = ("context length", "maximum context", "context_length_exceeded")
 
 
-async def _aload_sdk() -> None:
-    """Import the SDK on a worker thread the first time, so the slow import never blocks the event loop."""
-    if "openai" not in sys.modules:
-        await run_in_thread(_sdk)
-
-
-def _warm_client(make: Any) -> Any:
-    """Create a client and do the SDK's slow first-use imports (its chat resources, the async backend)."""
-    client = make()
-    chat = getattr(client, "chat", None)
-    getattr(chat, "completions", None)
-    try:
-        importlib.import_module("anyio._backends._asyncio")
-    except ImportError:
-        pass
-    return client
-
-
 def _sdk() -> Any:
     """The `openai` SDK module (imported on first use: it is slow to import)."""
     import openai
@@ -72,13 +48,18 @@ def _stream_types() -> tuple[type, ...]:
     return (Stream, AsyncStream)
 
 
-class OpenAICompatible(Model):
+class OpenAICompatible(SDKClients, Model):
     """Adapter for any server speaking the OpenAI Chat Completions API (OpenAI, Ollama, vLLM, OpenRouter, ...).
 
     Construction does no I/O and needs no credentials; the SDK client is created on the first request.
     """
 
     provider = "openai_compatible"
+
+    _SDK = "openai"
+    _SYNC_CLIENT = "OpenAI"
+    _ASYNC_CLIENT = "AsyncOpenAI"
+    _WARM_ATTRIBUTES = ("chat.completions",)
 
     def __init__(
         self,
@@ -107,11 +88,7 @@ class OpenAICompatible(Model):
         if supports is not None:
             self.supports = frozenset(supports)
         self._context_window = context_window
-        self._sdk_client: Any = None
-        self._client_lock = threading.Lock()
-        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._init_clients()
 
     @property
     def context_window(self) -> int:
@@ -132,39 +109,6 @@ class OpenAICompatible(Model):
         if self.timeout is not None:
             kwargs["timeout"] = self.timeout
         return kwargs
-
-    def _client(self) -> Any:
-        """The sync SDK client of this adapter, created on first use (thread-safe) and reused."""
-        client = self._sdk_client
-        if client is None:
-            with self._client_lock:
-                if self._sdk_client is None:
-                    self._sdk_client = _sdk().OpenAI(**self._client_kwargs())
-                client = self._sdk_client
-        return client
-
-    async def _aprepare_client(self) -> None:
-        """Import the SDK and create this loop's client on a worker thread (both are slow), unless a client is
-        ready or `_async_client` was replaced on the instance."""
-        await _aload_sdk()
-        loop = asyncio.get_running_loop()
-        if loop in self._async_clients or "_async_client" in self.__dict__:
-            return
-        kwargs = self._client_kwargs()
-        client = await run_in_thread(_warm_client, lambda: _sdk().AsyncOpenAI(**kwargs))
-        with self._client_lock:
-            if loop not in self._async_clients:
-                self._async_clients[loop] = (client, close_with_loop(client))
-
-    def _async_client(self) -> Any:
-        """The async SDK client for the running event loop (one per loop, created on first use)."""
-        loop = asyncio.get_running_loop()
-        with self._client_lock:
-            entry = self._async_clients.get(loop)
-            if entry is None:
-                client = _sdk().AsyncOpenAI(**self._client_kwargs())
-                entry = self._async_clients[loop] = (client, close_with_loop(client))
-        return entry[0]
 
     # -- request mapping (§4.3) ----------------------------------------------------------------------------------
 
@@ -257,7 +201,7 @@ class OpenAICompatible(Model):
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond` on the async SDK client; cancelling it closes the request."""
-        await _aload_sdk()
+        await self._aload_sdk()
         sdk = _sdk()
         try:
             await self._aprepare_client()
