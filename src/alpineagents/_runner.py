@@ -158,8 +158,8 @@ def _drive(job: _Job, awaitable: Any) -> Any:
             loop.close()
 
 
-def _work(job: _Job, state: State) -> tuple[Any, BaseException | None]:
-    """Worker-thread body: run the tool and format its result; return `(content, None)` or `(None, exception)`."""
+def _work(job: _Job, state: State) -> None:
+    """Worker-thread body: run the tool, format its result, hand it over (or record it late)."""
     CALL_SCOPE.set(CallScope(state, job.call, job.context))
     tool = job.tool
     assert tool is not None
@@ -172,8 +172,9 @@ def _work(job: _Job, state: State) -> tuple[Any, BaseException | None]:
         except (ToolError, ToolInputError) as error:
             content = _error_result(job, error)
     except BaseException as error:  # noqa: BLE001 - handed to the calling thread unchanged
-        return None, error
-    return content, None
+        _complete(job, state, None, error)
+        return
+    _complete(job, state, content, None)
 
 
 async def _task_body(job: _Job, state: State, arrivals: _Arrivals) -> None:
@@ -285,18 +286,12 @@ def _worker_main(worker: _Worker) -> None:
     while True:
         task = worker.task
         worker.task = None
-        if task is None:
-            with _IDLE_LOCK:
-                _IDLE.append(worker)
-        else:
+        if task is not None:
             context, job, state = task
-            content, error = context.run(_work, job, state)
-            # Park before handing the result over (a submit may pick this worker at once): the waiting thread
-            # then gets the GIL back as soon as this one blocks, with no bookkeeping left in between.
-            with _IDLE_LOCK:
-                _IDLE.append(worker)
-            context.run(_complete, job, state, content, error)
-            del task, context, job, state, content, error
+            context.run(_work, job, state)
+            del task, context, job, state
+        with _IDLE_LOCK:
+            _IDLE.append(worker)
         if worker.wake.acquire(timeout=_IDLE_SECONDS):
             continue
         with _IDLE_LOCK:
