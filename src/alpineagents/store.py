@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Self
 
 from alpineagents._async import blocks_event_loop, run_in_thread
-from alpineagents._serial import check_version, entry_from_dict, entry_to_dict, info_from_dict, info_to_dict
+from alpineagents._readlog import entries_from_dicts
+from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
 from alpineagents.errors import AlpineAgentsError, fix_message
 from alpineagents.state import State, StateSnapshot, check_id
 from alpineagents.types import Stopped
@@ -330,13 +331,15 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         check_version(state_id, info)
         raw = record.entries
         for index, item in enumerate(raw):
+            if type(item) is dict and item.get("seq") == index and type(item["seq"]) is int:
+                continue
             seq = item.get("seq") if isinstance(item, Mapping) else None
             if type(seq) is not int or seq != index:
                 raise ValueError(f"saved State {state_id!r} is damaged: history entry {index} has seq {seq!r}")
         collect = gc.isenabled()
         gc.disable()
         try:
-            entries = [entry_from_dict(item) for item in raw]
+            entries = entries_from_dicts(raw)
             return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
         finally:
             if collect:
