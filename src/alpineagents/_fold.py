@@ -283,7 +283,11 @@ def _reply(d: dict[str, Any], entry: ModelReplyEntry) -> None:
     content = message.content
     usage = d["usage"] + reply.usage
     calls = tuple([block for block in content if type(block) is ToolCall])
-    added = Message("assistant", content, tokens=reply.context_tokens, stop_reason=reply.stop_reason)
+    if type(message) is Message:
+        # Fast path: a Message's content is already a tuple, so the new message needs none of __post_init__.
+        added = _make_message("assistant", content, reply.context_tokens, reply.stop_reason)
+    else:
+        added = Message("assistant", content, tokens=reply.context_tokens, stop_reason=reply.stop_reason)
     d["_waiting"] = False
     d["usage"] = usage
     lst = d["_m"]
@@ -343,7 +347,12 @@ def _tool_result(d: dict[str, Any], entry: ToolResultEntry) -> None:
         shown = format_call(entry.call) if isinstance(entry.call, ToolCall) else repr(entry.call)
         raise ValueError(f"{shown} is not a pending call, so it cannot get a result")
     slot = calls[index]
-    block = ToolResultBlock(slot.id, entry.content, name=slot.name, is_error=entry.outcome is not _DONE)
+    content = entry.content
+    if type(content) is str or type(content) is tuple:
+        # Fast path: a str or tuple result is what ToolResultBlock.__post_init__ leaves as is.
+        block = _make_result_block(slot.id, content, slot.name, entry.outcome is not _DONE)
+    else:
+        block = ToolResultBlock(slot.id, content, name=slot.name, is_error=entry.outcome is not _DONE)
     usage = entry.usage
     if usage is not None:
         d["usage"] = d["usage"] + usage
@@ -355,7 +364,7 @@ def _tool_result(d: dict[str, Any], entry: ToolResultEntry) -> None:
         d["_turn_results"] = results
         d["pending_calls"] = tuple([call for call, result in zip(calls, results, strict=True) if result is None])
         return
-    added = Message("user", results)  # type: ignore[arg-type]  # every slot is filled
+    added = _make_message("user", results, None, None)  # every slot is filled: a tuple of ToolResultBlock
     lst = d["_m"]
     n = d["_mn"]
     if len(lst) == n:
