@@ -609,12 +609,12 @@ class State:
 
     def _ensure_open(self, action: str) -> None:
         """Raise the ``ValueError`` for ``action`` on a finished State."""
-        if self._snap.finished:
+        if self._values["finished"]:  # one value: no snapshot needed (one per use_tools otherwise)
             raise finished_error(action)
 
     def _ensure_no_pending(self, action: str) -> None:
         """Raise the ``ValueError`` for ``action`` while calls are pending."""
-        pending = self._snap.pending_calls
+        pending = self._values["pending_calls"]
         if pending:
             shown = ", ".join(format_call(call) for call in pending)
             raise pending_error(action, shown)
