@@ -254,9 +254,10 @@ def loop(fn: Any = None, /, *, until: Any = None, limit: Any = None) -> Callable
 def waiting_for_user(state: Any) -> bool:
     """True when the model has handed the turn back: no pending calls, and the last message is an assistant
     message without tool calls."""
-    if state.pending_calls:
+    snapshot = state.snapshot()  # one consistent value (pending calls and messages of the same moment)
+    if snapshot.pending_calls:
         return False
-    messages = state.messages
+    messages = snapshot.messages  # the State's next reads of `messages` (the Request) reuse this tuple
     if not messages:
         return False
     last = messages[-1]
