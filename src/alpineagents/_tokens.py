@@ -69,19 +69,34 @@ def estimate_overhead_tokens(system: str | None, tools: Iterable[ToolSpec]) -> i
     return total
 
 
+# The latest ``(messages, overhead, result)`` computed for a tuple (``overhead`` None when the result did not use
+# it). A turn asks twice for the same tuple (``agent.context_used`` before ``think``, then the model's
+# ``count_tokens`` of the Request), and a tuple of frozen messages always gives the same result. Replaced as one
+# tuple, so a reader on another thread sees a whole entry.
+_last: tuple[tuple[Message, ...] | None, int | None, int] = (None, None, 0)
+
+
 def context_tokens(messages: Sequence[Message], overhead: int) -> int:
     """The estimated size of the whole context.
 
     From the latest message with ``tokens`` set (a provider count that already includes the system prompt and
     tools), add the estimate of each message after it; without one, ``overhead`` plus every message's estimate.
     """
+    global _last
+    last = _last
+    if last[0] is messages and (last[1] is None or last[1] == overhead):
+        return last[2]
     for i in range(len(messages) - 1, -1, -1):
         tokens = messages[i].tokens
         if tokens is not None:
             for message in messages[i + 1 :]:
                 tokens += estimate_message_tokens(message)
+            if type(messages) is tuple:
+                _last = (messages, None, tokens)
             return tokens
     total = overhead
     for message in messages:
         total += estimate_message_tokens(message)
+    if type(messages) is tuple:
+        _last = (messages, overhead, total)
     return total
