@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, fields
 from typing import Any, TypeVar
 
-__all__ = ["fast_init", "trusted"]
+__all__ = ["fast_init", "shadow", "trusted"]
 
 C = TypeVar("C", bound=type)
 T = TypeVar("T")
@@ -68,18 +68,41 @@ def fast_init(cls: C) -> C:
     return cls
 
 
+def shadow(cls: type) -> type | None:
+    """A plain class with the same slots as the frozen, slotted dataclass ``cls``, or ``None`` when its layout does
+    not allow it (a base other than ``object``, or slots that are not exactly the fields, in order).
+
+    Its instances take attribute assignment at full speed and then become ``cls`` instances by assigning
+    ``obj.__class__ = cls`` (the layouts are the same). For trusted makers only: ``__post_init__`` does not run.
+    """
+    names = tuple(f.name for f in fields(cls))  # pyright: ignore[reportArgumentType]
+    if cls.__bases__ != (object,) or cls.__dict__.get("__slots__") != names:
+        return None
+    made = type(f"_{cls.__name__}Shadow", (), {"__slots__": names, "__module__": cls.__module__})
+    probe = object.__new__(made)
+    try:
+        probe.__class__ = cls  # pyright: ignore[reportAttributeAccessIssue]
+    except TypeError:  # pragma: no cover - a layout CPython will not swap
+        return None
+    return made
+
+
 def trusted(cls: type[T]) -> Callable[..., T]:
     """A maker of ``cls`` instances from every field value in field order, without ``__post_init__``.
 
     Only for values whose fields are already in their normalized form (what ``__post_init__`` would leave as
     is): the history reader after its own checks, and the replay of entries that were built normally.
     """
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
     names = [f.name for f in fields(cls)]  # pyright: ignore[reportArgumentType]
-    body = ["self = _new(_cls)"]
-    for number, name in enumerate(names):
-        namespace[f"_set{number}"] = cls.__dict__[name].__set__
-        body.append(f"_set{number}(self, {name})")
+    made = shadow(cls)
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_shadow": made}
+    if made is not None:
+        body = ["self = _new(_shadow)", *(f"self.{name} = {name}" for name in names), "self.__class__ = _cls"]
+    else:  # pragma: no cover - every class of alpineagents.types has a shadow
+        body = ["self = _new(_cls)"]
+        for number, name in enumerate(names):
+            namespace[f"_set{number}"] = cls.__dict__[name].__set__
+            body.append(f"_set{number}(self, {name})")
     body.append("return self")
     source = f"def make({', '.join(names)}):\n" + "".join(f"    {line}\n" for line in body)
     exec(source, namespace)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from alpineagents._fastinit import shadow
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents._serial import _OUTCOMES, _block_from_dict, entry_from_dict  # pyright: ignore[reportPrivateUsage]
 from alpineagents.types import (
@@ -39,36 +40,23 @@ _dict_new = dict.__new__
 _dict_update = dict.update
 
 
-def _setters(cls: type, *names: str) -> tuple[Any, ...]:
-    return tuple(cls.__dict__[name].__set__ for name in names)
+def _shadow(cls: type) -> Any:
+    made = shadow(cls)
+    if made is None:  # pragma: no cover - every class used here has one
+        raise TypeError(f"{cls.__name__} has no shadow class")
+    return made
 
 
-_request_kind, _request_content, _request_turn, _request_at = _setters(
-    ModelRequestEntry, "kind", "content", "turn", "at"
-)
-_reply_kind, _reply_content, _reply_turn, _reply_at = _setters(ModelReplyEntry, "kind", "content", "turn", "at")
-_message_kind, _message_content, _message_turn, _message_at = _setters(MessageEntry, "kind", "content", "turn", "at")
-(
-    _result_kind,
-    _result_content,
-    _result_call,
-    _result_outcome,
-    _result_late,
-    _result_error,
-    _result_child_ids,
-    _result_usage,
-    _result_turn,
-    _result_at,
-) = _setters(ToolResultEntry, "kind", "content", "call", "outcome", "late", "error", "child_ids", "usage", "turn", "at")
-_r_message, _r_usage, _r_context_tokens, _r_stop_reason, _r_model = _setters(
-    Reply, "message", "usage", "context_tokens", "stop_reason", "model"
-)
-_m_role, _m_content, _m_tokens, _m_stop_reason = _setters(Message, "role", "content", "tokens", "stop_reason")
-_u_input, _u_output, _u_cache_read, _u_cache_write, _u_requests, _u_cost = _setters(
-    Usage, "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "requests", "cost"
-)
-(_text_text,) = _setters(TextBlock, "text")
-_call_name, _call_args, _call_id = _setters(ToolCall, "name", "args", "id")
+# Each value is made as its shadow (plain slot assignment), then becomes the real class (see _fastinit.shadow).
+_RequestS = _shadow(ModelRequestEntry)
+_ReplyEntryS = _shadow(ModelReplyEntry)
+_ResultS = _shadow(ToolResultEntry)
+_MessageEntryS = _shadow(MessageEntry)
+_ReplyS = _shadow(Reply)
+_MessageS = _shadow(Message)
+_UsageS = _shadow(Usage)
+_TextS = _shadow(TextBlock)
+_CallS = _shadow(ToolCall)
 
 _ATOMIC = frozenset({str, int, float, bool, type(None)})  # values a frozen dict keeps as they are
 _EXACT = frozenset({str, int, bool, type(None)})  # values that are equal only when they are the same JSON value
@@ -91,13 +79,14 @@ def _usage(u: Any) -> Usage | None:
         return None
     if cost is not None and type(cost) is not float and type(cost) is not int:
         return None
-    usage = _new(Usage)
-    _u_input(usage, i)
-    _u_output(usage, o)
-    _u_cache_read(usage, r)
-    _u_cache_write(usage, w)
-    _u_requests(usage, n)
-    _u_cost(usage, cost)
+    usage = _new(_UsageS)
+    usage.input_tokens = i
+    usage.output_tokens = o
+    usage.cache_read_tokens = r
+    usage.cache_write_tokens = w
+    usage.requests = n
+    usage.cost = cost
+    usage.__class__ = Usage
     return usage
 
 
@@ -154,16 +143,18 @@ def _reply(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[Too
             text = b["text"]
             if type(text) is not str:
                 return None
-            block = _new(TextBlock)
-            _text_text(block, text)
+            block = _new(_TextS)
+            block.text = text
+            block.__class__ = TextBlock
         elif kind == "tool_call":
             name, args, call_id = b["name"], b["args"], b["id"]
             if type(name) is not str or type(call_id) is not str or type(args) is not dict:
                 return None
-            block = _new(ToolCall)
-            _call_name(block, name)
-            _call_args(block, _frozen_args(args))
-            _call_id(block, call_id)
+            block = _new(_CallS)
+            block.name = name
+            block.args = _frozen_args(args)
+            block.id = call_id
+            block.__class__ = ToolCall
             seen[call_id] = (block, args)
         else:
             block = _block_from_dict(b)
@@ -171,22 +162,25 @@ def _reply(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[Too
     usage = _usage(c["usage"])
     if usage is None:
         return None
-    message = _new(Message)
-    _m_role(message, role)
-    _m_content(message, tuple(blocks))
-    _m_tokens(message, tokens)
-    _m_stop_reason(message, message_stop)
-    reply = _new(Reply)
-    _r_message(reply, message)
-    _r_usage(reply, usage)
-    _r_context_tokens(reply, context_tokens)
-    _r_stop_reason(reply, stop_reason)
-    _r_model(reply, model)
-    entry = _new(ModelReplyEntry)
-    _reply_kind(entry, "model_reply")
-    _reply_content(entry, reply)
-    _reply_turn(entry, turn)
-    _reply_at(entry, at)
+    message = _new(_MessageS)
+    message.role = role
+    message.content = tuple(blocks)
+    message.tokens = tokens
+    message.stop_reason = message_stop
+    message.__class__ = Message
+    reply = _new(_ReplyS)
+    reply.message = message
+    reply.usage = usage
+    reply.context_tokens = context_tokens
+    reply.stop_reason = stop_reason
+    reply.model = model
+    reply.__class__ = Reply
+    entry = _new(_ReplyEntryS)
+    entry.kind = "model_reply"
+    entry.content = reply
+    entry.turn = turn
+    entry.at = at
+    entry.__class__ = ModelReplyEntry
     return entry
 
 
@@ -209,21 +203,23 @@ def _result(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[To
     if known is not None and known[0].name == name and _same_args(args, known[1]):
         call = known[0]
     else:
-        call = _new(ToolCall)
-        _call_name(call, name)
-        _call_args(call, _frozen_args(args))
-        _call_id(call, call_id)
-    entry = _new(ToolResultEntry)
-    _result_kind(entry, "tool_result")
-    _result_content(entry, content)
-    _result_call(entry, call)
-    _result_outcome(entry, outcome)
-    _result_late(entry, late)
-    _result_error(entry, None)
-    _result_child_ids(entry, ())
-    _result_usage(entry, usage)
-    _result_turn(entry, turn)
-    _result_at(entry, at)
+        call = _new(_CallS)
+        call.name = name
+        call.args = _frozen_args(args)
+        call.id = call_id
+        call.__class__ = ToolCall
+    entry = _new(_ResultS)
+    entry.kind = "tool_result"
+    entry.content = content
+    entry.call = call
+    entry.outcome = outcome
+    entry.late = late
+    entry.error = None
+    entry.child_ids = ()
+    entry.usage = usage
+    entry.turn = turn
+    entry.at = at
+    entry.__class__ = ToolResultEntry
     return entry
 
 
@@ -246,11 +242,12 @@ def entries_from_dicts(items: list[Any]) -> list[HistoryEntry]:
                     if kind == "model_request":
                         content = d["content"]
                         if type(content) is str:
-                            entry = _new(ModelRequestEntry)
-                            _request_kind(entry, "model_request")
-                            _request_content(entry, content)
-                            _request_turn(entry, turn)
-                            _request_at(entry, fromiso(at))
+                            entry = _new(_RequestS)
+                            entry.kind = "model_request"
+                            entry.content = content
+                            entry.turn = turn
+                            entry.at = fromiso(at)
+                            entry.__class__ = ModelRequestEntry
                     elif kind == "tool_result":
                         entry = _result(d, turn, fromiso(at), seen)
                     elif kind == "model_reply":
@@ -258,11 +255,12 @@ def entries_from_dicts(items: list[Any]) -> list[HistoryEntry]:
                     elif kind == "user" or kind == "notice":
                         content = d["content"]
                         if type(content) is str:
-                            entry = _new(MessageEntry)
-                            _message_kind(entry, kind)
-                            _message_content(entry, content)
-                            _message_turn(entry, turn)
-                            _message_at(entry, fromiso(at))
+                            entry = _new(_MessageEntryS)
+                            entry.kind = kind
+                            entry.content = content
+                            entry.turn = turn
+                            entry.at = fromiso(at)
+                            entry.__class__ = MessageEntry
             except Exception:  # noqa: BLE001 - entry_from_dict raises this entry's error
                 entry = None
         append(entry if entry is not None else entry_from_dict(d))
