@@ -30,7 +30,7 @@ from alpineagents._blocks import (
     format_call,
     result_text,
 )
-from alpineagents._fastinit import fast_init
+from alpineagents._fastinit import fast_init, trusted
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents.errors import fix_message
 
@@ -179,7 +179,7 @@ class Usage:
             cost = None
         else:
             cost = self.cost + other.cost
-        return Usage(
+        return _make_usage(  # Usage has no __post_init__: the trusted maker builds the same value, faster
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
@@ -195,6 +195,9 @@ class Usage:
         if total == 0:
             return None
         return self.cache_read_tokens / total
+
+
+_make_usage = trusted(Usage)  # Usage(...) from all six fields in order, for __add__ (one per recorded reply)
 
 
 @fast_init
