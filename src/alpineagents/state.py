@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from alpineagents import types as types_module
+from alpineagents._fastinit import trusted
 from alpineagents._fold import (
     CLEARED,
     LATE_RESULT,
@@ -126,6 +128,13 @@ STOPPED_WAITING = "(process stopped while waiting for the model)"
 _ = (CLEARED, LATE_RESULT, SUMMARY_PREFIX, fold)  # public names of this module, defined in _fold
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+# Fast path for the three entries of every turn: makers that take every field in order and skip the keyword
+# parsing and per-field descriptor calls of the normal constructor (and ``__post_init__``). Used only with values
+# already in normalized form; ``at`` comes from the clock hook ``types._now()`` (01 §10.1), as in the constructor.
+_make_request_entry = trusted(ModelRequestEntry)  # (kind, content, turn, at)
+_make_reply_entry = trusted(ModelReplyEntry)  # (kind, content, turn, at)
+_make_result_entry = trusted(ToolResultEntry)  # (kind, content, call, outcome, late, error, child_ids, usage, turn, at)
 
 
 def closed_result(error: BaseException) -> str:
@@ -681,7 +690,8 @@ class State:
                 if not values["_late_notices"]:
                     raise think_empty_error()
             d = self.__dict__
-            d["_values"] = _fold_commit(values, ModelRequestEntry(content=model, turn=values["turn"] + 1))
+            entry = _make_request_entry("model_request", model, values["turn"] + 1, types_module._now())
+            d["_values"] = _fold_commit(values, entry)
             d["_snapshot"] = None
 
     def _record_reply(self, reply: Reply) -> None:
@@ -689,7 +699,8 @@ class State:
         with self._lock:
             d = self.__dict__
             values = d["_values"]
-            d["_values"] = _fold_commit(values, ModelReplyEntry(content=reply, turn=values["turn"]))
+            entry = _make_reply_entry("model_reply", reply, values["turn"], types_module._now())
+            d["_values"] = _fold_commit(values, entry)
             d["_snapshot"] = None
 
     def _record_model_event(self, event: ModelEvent) -> None:
@@ -717,15 +728,29 @@ class State:
         child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
         d = self.__dict__
         values = d["_values"]
-        entry = ToolResultEntry(
-            content=content,
-            call=slot,
-            outcome=outcome,
-            error=error,
-            child_ids=child_ids,
-            usage=usage,
-            turn=values["turn"],
-        )
+        if type(outcome) is ToolOutcomeKind and type(child_ids) is tuple:  # normalized: the fast path
+            entry = _make_result_entry(
+                "tool_result",
+                content,
+                slot,
+                outcome,
+                False,
+                error,
+                child_ids,
+                usage,
+                values["turn"],
+                types_module._now(),
+            )
+        else:
+            entry = ToolResultEntry(
+                content=content,
+                call=slot,
+                outcome=outcome,
+                error=error,
+                child_ids=child_ids,
+                usage=usage,
+                turn=values["turn"],
+            )
         d["_values"] = _fold_commit(values, entry)
         d["_snapshot"] = None
         if joined is not None:
