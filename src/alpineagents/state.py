@@ -302,6 +302,12 @@ class State:
     @property
     def messages(self) -> tuple[Message, ...]:
         """What the model sees at the next ``think``."""
+        # Fast path: the tuple already built for the current values (a snapshot's first read stores it in the
+        # values it shares, and a commit that adds no message keeps it) is returned without a new snapshot. Every
+        # rule that changes the messages drops it, so it is always exact.
+        found = self._values.get("messages")
+        if found is not None:
+            return found
         return self.snapshot().messages
 
     @property
