@@ -139,21 +139,12 @@ class FakeModel(Model):
         return self._reply(blocks, input_tokens, output_tokens, "tool_use" if has_call else "end_turn")
 
     def _reply(self, blocks: tuple[Any, ...], input_tokens: int, output_tokens: int, stop_reason: str) -> Reply:
-        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens, requests=1)
+        # Positional arguments (one reply per turn): Usage(input, output, cache_read, cache_write, requests, cost)
+        # and Reply(message, usage, context_tokens, stop_reason, model).
+        usage = Usage(input_tokens, output_tokens, 0, 0, 1)
         if self.price is not None:
-            usage = Usage(
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                requests=1,
-                cost=self.price.cost(usage),
-            )
-        return Reply(
-            Message("assistant", blocks),
-            usage,
-            context_tokens=input_tokens + output_tokens,
-            stop_reason=stop_reason,
-            model=self.name,
-        )
+            usage = Usage(input_tokens, output_tokens, 0, 0, 1, self.price.cost(usage))
+        return Reply(Message("assistant", blocks), usage, input_tokens + output_tokens, stop_reason, self.name)
 
 
 class FakeHuman(Human):
