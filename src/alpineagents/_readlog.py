@@ -13,6 +13,7 @@ same JSON type) a call of an earlier reply gets that reply's `ToolCall`, as in t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -223,19 +224,30 @@ def _result(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[To
     return entry
 
 
-def entries_from_dicts(items: list[Any]) -> list[HistoryEntry]:
+def entries_from_dicts(
+    items: Sequence[Any], bad_seq: Callable[[int, Any], ValueError | None] | None = None
+) -> list[HistoryEntry]:
     """`[entry_from_dict(item) for item in items]`, with the usual entries read by a faster path (see the module).
 
+    With `bad_seq`, every item is first checked with it (`bad_seq(index, item)` gives the error of an item whose
+    seq is not its index, else `None`) in the same pass: the first bad seq is raised, before the error of any
+    entry that cannot be read, as if all seqs were checked first.
+
     Raises:
-        ValueError: What `entry_from_dict` raises for the first entry that cannot be read.
+        ValueError: What `bad_seq` gives for the first bad seq, else what `entry_from_dict` raises for the first
+            entry that cannot be read.
     """
     fromiso = _fromiso
     seen: dict[str, tuple[ToolCall, dict[str, Any]]] = {}
     out: list[HistoryEntry] = []
     append = out.append
-    for d in items:
+    for index, d in enumerate(items):
         entry: Any = None
         if type(d) is dict:
+            if bad_seq is not None:
+                seq = d.get("seq")
+                if type(seq) is not int or seq != index:
+                    _raise_bad_seq(bad_seq, index, d)
             try:
                 kind, turn, at = d["kind"], d["turn"], d["at"]
                 if type(turn) is int and type(at) is str:
@@ -263,5 +275,21 @@ def entries_from_dicts(items: list[Any]) -> list[HistoryEntry]:
                             entry.__class__ = MessageEntry
             except Exception:  # noqa: BLE001 - entry_from_dict raises this entry's error
                 entry = None
-        append(entry if entry is not None else entry_from_dict(d))
+        elif bad_seq is not None:
+            _raise_bad_seq(bad_seq, index, d)
+        if entry is None:
+            try:
+                entry = entry_from_dict(d)
+            except Exception:
+                if bad_seq is not None:  # a bad seq further on comes first
+                    for later in range(index + 1, len(items)):
+                        _raise_bad_seq(bad_seq, later, items[later])
+                raise
+        append(entry)
     return out
+
+
+def _raise_bad_seq(bad_seq: Callable[[int, Any], ValueError | None], index: int, item: Any) -> None:
+    error = bad_seq(index, item)
+    if error is not None:
+        raise error

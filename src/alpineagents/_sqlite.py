@@ -33,6 +33,7 @@ from alpineagents._serial import time_from_str
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import (
+    _DICT_ONLY,  # pyright: ignore[reportPrivateUsage]
     Record,
     StateInfo,
     Store,
@@ -327,7 +328,7 @@ class SQLiteStore(Store):
     def _parse_entries(self, state_id: str, rows: builtins.list[tuple[int, str]]) -> builtins.list[Any]:
         try:
             values = json.loads("[" + ",".join(line for _, line in rows) + "]")
-            if len(values) == len(rows) and all(type(v) is dict for v in values):
+            if len(values) == len(rows) and (not values or set(map(type, values)) == _DICT_ONLY):
                 return values
         except (ValueError, TypeError):
             pass

@@ -329,17 +329,17 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         if not isinstance(info, Mapping):
             raise ValueError(f"saved State {state_id!r} is damaged: its info is not a dict")
         check_version(state_id, info)
-        raw = record.entries
-        for index, item in enumerate(raw):
-            if type(item) is dict and item.get("seq") == index and type(item["seq"]) is int:
-                continue
+
+        def bad_seq(index: int, item: Any) -> ValueError | None:
             seq = item.get("seq") if isinstance(item, Mapping) else None
             if type(seq) is not int or seq != index:
-                raise ValueError(f"saved State {state_id!r} is damaged: history entry {index} has seq {seq!r}")
+                return ValueError(f"saved State {state_id!r} is damaged: history entry {index} has seq {seq!r}")
+            return None
+
         collect = gc.isenabled()
         gc.disable()
         try:
-            entries = entries_from_dicts(raw)
+            entries = entries_from_dicts(record.entries, bad_seq)  # every seq checked before any entry is read
             return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
         finally:
             if collect:
@@ -540,6 +540,9 @@ def _fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+_DICT_ONLY = {dict}
+
+
 def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
     """The JSON values of the complete lines of `data` (a torn last segment is ignored), in one parse."""
     end = data.rfind(b"\n") + 1
@@ -548,7 +551,7 @@ def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
     count = data.count(b"\n", 0, end)
     try:
         values = json.loads(b"[" + data[: end - 1].replace(b"\n", b",") + b"]")
-        if len(values) == count and all(type(v) is dict for v in values):
+        if len(values) == count and set(map(type, values)) == _DICT_ONLY:
             return values
     except (ValueError, UnicodeDecodeError):
         pass
