@@ -282,7 +282,10 @@ def _reply(d: dict[str, Any], entry: ModelReplyEntry) -> None:
     message = reply.message
     content = message.content
     usage = d["usage"] + reply.usage
-    calls = tuple([block for block in content if type(block) is ToolCall])
+    if len(content) == 1:  # fast path, the usual reply (one call, or one text): no list comprehension
+        calls = content if type(content[0]) is ToolCall else ()
+    else:
+        calls = tuple([block for block in content if type(block) is ToolCall])
     if type(message) is Message:
         # Fast path: a Message's content is already a tuple, so the new message needs none of __post_init__.
         added = _make_message("assistant", content, reply.context_tokens, reply.stop_reason)
