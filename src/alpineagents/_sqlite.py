@@ -327,7 +327,11 @@ class SQLiteStore(Store):
 
     def _parse_entries(self, state_id: str, rows: builtins.list[tuple[int, str]]) -> builtins.list[Any]:
         try:
-            values = json.loads("[" + ",".join(line for _, line in rows) + "]")
+            lines = [line for _, line in rows]
+            if lines:  # brackets on the first and last line: one join, no copy of the whole text
+                lines[0] = "[" + lines[0]
+                lines[-1] = lines[-1] + "]"
+            values = json.loads(",".join(lines) if lines else "[]")
             if len(values) == len(rows) and (not values or set(map(type, values)) == _DICT_ONLY):
                 return values
         except (ValueError, TypeError):

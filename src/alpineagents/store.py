@@ -549,9 +549,9 @@ def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
     if end == 0:
         return []
     count = data.count(b"\n", 0, end)
-    try:
-        values = json.loads(b"[" + data[: end - 1].replace(b"\n", b",") + b"]")
-        if len(values) == count and set(map(type, values)) == _DICT_ONLY:
+    try:  # one text "[line,line,...,0]": the 0 stands after the last comma (two copies of the log fewer)
+        values = json.loads(b"".join((b"[", (data if end == len(data) else data[:end]).replace(b"\n", b","), b"0]")))
+        if len(values) == count + 1 and values.pop() == 0 and set(map(type, values)) == _DICT_ONLY:
             return values
     except (ValueError, UnicodeDecodeError):
         pass
