@@ -264,7 +264,12 @@ def thaw(value: Any) -> Any:
     if cls in _SCALARS:
         return value
     if cls is FrozenDict or cls is dict:  # the common case (tool arguments), without the Mapping ABC check
-        return {k: v if type(v) in _SCALARS else thaw(v) for k, v in value.items()}
+        # Fast path: a dict of scalars (most tool arguments) is one C-level copy, with no comprehension.
+        out = dict(value)
+        for item in _dict_values(out):
+            if type(item) not in _SCALARS:
+                return {k: v if type(v) in _SCALARS else thaw(v) for k, v in value.items()}
+        return out
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
