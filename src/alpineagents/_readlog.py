@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from alpineagents._fastinit import shadow
 from alpineagents._frozen import FrozenDict, freeze
@@ -225,9 +225,11 @@ def _result(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[To
 
 
 def entries_from_dicts(
-    items: Sequence[Any], bad_seq: Callable[[int, Any], ValueError | None] | None = None
+    items: Sequence[Any], bad_seq: Callable[[int, Any], ValueError | None] | None = None, consume: bool = False
 ) -> list[HistoryEntry]:
     """`[entry_from_dict(item) for item in items]`, with the usual entries read by a faster path (see the module).
+
+    With `consume`, each item of `items` (a list) is replaced by `None` once it is read.
 
     With `bad_seq`, every item is first checked with it (`bad_seq(index, item)` gives the error of an item whose
     seq is not its index, else `None`) in the same pass: the first bad seq is raised, before the error of any
@@ -286,6 +288,8 @@ def entries_from_dicts(
                         _raise_bad_seq(bad_seq, later, items[later])
                 raise
         append(entry)
+        if consume:
+            cast("list[Any]", items)[index] = None
     return out
 
 

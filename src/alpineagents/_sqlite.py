@@ -34,6 +34,7 @@ from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import (
     _DICT_ONLY,  # pyright: ignore[reportPrivateUsage]
+    _FRESH_READS,  # pyright: ignore[reportPrivateUsage]
     Record,
     StateInfo,
     Store,
@@ -386,3 +387,6 @@ class SQLiteStore(Store):
                 conn.execute("COMMIT")
             finally:
                 _drop(key)
+
+
+_FRESH_READS.add(SQLiteStore.read)

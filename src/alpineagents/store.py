@@ -312,7 +312,7 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         collect = gc.isenabled()
         gc.disable()  # thousands of new objects, none of them garbage: skip the collector's passes over them
         try:
-            return self._rebuild(state_id, self.read(state_id))
+            return self._rebuild(state_id, self.read(state_id), type(self).read in _FRESH_READS)
         finally:
             if collect:
                 gc.enable()
@@ -320,9 +320,13 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
     async def aload(self, state_id: str) -> State:
         """`load` for async code: the same steps, awaiting `aread`."""
         check_id(state_id, "aload()")
-        return self._rebuild(state_id, await self.aread(state_id))
+        cls = type(self)
+        fresh = cls.aread is Store.aread and cls.read in _FRESH_READS
+        return self._rebuild(state_id, await self.aread(state_id), fresh)
 
-    def _rebuild(self, state_id: str, record: Record | None) -> State:
+    def _rebuild(self, state_id: str, record: Record | None, fresh: bool = False) -> State:
+        """Steps 3 to 9 of 06 §6.1. `fresh`: the record was just made by this library's own `read` and nobody else
+        holds it, so each entry dict is dropped from it once read (freed while it is still in the CPU cache)."""
         if record is None:
             raise LookupError(f"no saved State with id {state_id!r} in {self!r}")
         info = record.info
@@ -339,7 +343,7 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         collect = gc.isenabled()
         gc.disable()
         try:
-            entries = entries_from_dicts(record.entries, bad_seq)  # every seq checked before any entry is read
+            entries = entries_from_dicts(record.entries, bad_seq, consume=fresh)  # seqs are checked first
             return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
         finally:
             if collect:
@@ -541,6 +545,9 @@ def _fsync_dir(path: str | os.PathLike[str]) -> None:
 
 
 _DICT_ONLY = {dict}
+
+_FRESH_READS: set[Any] = set()
+"""The `read` methods of this library's stores: each call builds a new `Record` that only its caller holds."""
 
 
 def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
@@ -905,6 +912,9 @@ class FileStore(Store):
             finally:
                 _drop(key)
             shutil.rmtree(temp, ignore_errors=True)
+
+
+_FRESH_READS.add(FileStore.read)
 
 
 def _sorted(infos: builtins.list[StateInfo]) -> builtins.list[StateInfo]:
