@@ -1,4 +1,4 @@
-"""Reading a whole saved history fast (a private helper of the stores; 06 §6 step 4, §8.6).
+"""Reading a whole saved history fast (a private helper of the stores: 06 §6.1 steps 6 and 7, §8.6).
 
 `entries_from_dicts(items)` gives what `[entry_from_dict(item) for item in items]` gives. The entries an agent run
 writes by the thousand (`model_request`, a `model_reply` of text and tool calls, a plain `tool_result`, a text
@@ -7,8 +7,9 @@ without repeating their constructors' normalization (the fields are already in n
 any entry whose checks fail or whose reading raises, is read by `entry_from_dict`, so a damaged entry raises
 exactly the error it raises there.
 
-A tool result whose call equals (strictly: same name, id, and argument keys in the same order with values of the
-same JSON type) a call of an earlier reply gets that reply's `ToolCall`, as in the State that recorded it.
+A tool result whose call is the same JSON as a call of an earlier reply (same name and id, the same argument keys in
+the same order, each value a string, integer, bool or null of the same type) gets that reply's `ToolCall`, as in
+the State that recorded it.
 """
 
 from __future__ import annotations
