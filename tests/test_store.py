@@ -1446,11 +1446,13 @@ def test_bad_write_arguments(store: Store) -> None:
 
 
 def test_many_live_states_do_not_run_out_of_descriptors(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "_MAX_HOLDS", 20)
+    import alpineagents._storeshared as shared
+
+    monkeypatch.setattr(shared, "_MAX_HOLDS", 20)
     states = [State(id=f"live{i}", messages=[Message.user(str(i))]) for i in range(60)]
     for state in states:
         store.save(state)
-    assert len(store_module._HOLDS) <= 20  # pyright: ignore[reportPrivateUsage]
+    assert len(shared._HOLDS) <= 20  # pyright: ignore[reportPrivateUsage]
     for state in states:  # every State still saves (taking its lock again)
         state.add_message(Message.user("more"))
         store.save(state)

@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from alpineagents._fastinit import shadow
 from alpineagents._frozen import FrozenDict, freeze
-from alpineagents._serial import _OUTCOMES, _block_from_dict, entry_from_dict  # pyright: ignore[reportPrivateUsage]
+from alpineagents._serial import OUTCOMES, block_from_dict, entry_from_dict
 from alpineagents.types import (
     HistoryEntry,
     Message,
@@ -159,7 +159,7 @@ def _reply(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[Too
             block.__class__ = ToolCall
             seen[call_id] = (block, args)
         else:
-            block = _block_from_dict(b)
+            block = block_from_dict(b)
         blocks.append(block)
     usage = _usage(c["usage"])
     if usage is None:
@@ -200,7 +200,7 @@ def _result(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[To
         usage = _usage(usage)
         if usage is None:
             return None
-    outcome = _OUTCOMES[d["outcome"]]
+    outcome = OUTCOMES[d["outcome"]]
     known = seen.get(call_id)
     if known is not None and known[0].name == name and _same_args(args, known[1]):
         call = known[0]

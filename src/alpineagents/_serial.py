@@ -514,7 +514,7 @@ def _block_to_dict(block: Any) -> dict[str, Any]:
     raise TypeError(f"cannot save a message block of type {cls.__name__}")
 
 
-def _block_from_dict(data: Any) -> Any:
+def block_from_dict(data: Any) -> Any:
     if type(data) is not dict:
         data = _dict(data, "a message block")
     kind = data["type"]
@@ -570,7 +570,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         _int(tokens, "tokens")
     if stop_reason is not None and type(stop_reason) is not str:
         _str(stop_reason, "stop_reason")
-    return Message(role, tuple([_block_from_dict(block) for block in content]), tokens, stop_reason)  # pyright: ignore
+    return Message(role, tuple([block_from_dict(block) for block in content]), tokens, stop_reason)  # pyright: ignore
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -692,7 +692,7 @@ def _read_result(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> Hi
     if call is None:
         raise ValueError("a saved tool_result history entry has no call")
     usage = d.get("usage")
-    outcome = _OUTCOMES.get(d["outcome"]) or ToolOutcomeKind(d["outcome"])
+    outcome = OUTCOMES.get(d["outcome"]) or ToolOutcomeKind(d["outcome"])
     late = d.get("late", False)
     return ToolResultEntry(
         content=_result_from_json(d["content"]),
@@ -769,7 +769,7 @@ def _read_error(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> His
     )
 
 
-_OUTCOMES: dict[Any, ToolOutcomeKind] = {kind.value: kind for kind in ToolOutcomeKind}
+OUTCOMES: dict[Any, ToolOutcomeKind] = {kind.value: kind for kind in ToolOutcomeKind}
 
 _READERS: dict[str, Callable[[Mapping[str, Any], str, int, datetime], HistoryEntry]] = {
     "user": _read_message,

@@ -30,23 +30,21 @@ from datetime import UTC
 from typing import Any
 
 from alpineagents._serial import time_from_str
+from alpineagents._storeshared import (
+    DICT_ONLY,
+    FRESH_READS,
+    check_batch,
+    check_overlap,
+    check_write,
+    drop_lock,
+    dump_json,
+    hold_lock,
+    locked_error,
+    settle_lock,
+)
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
-from alpineagents.store import (
-    _DICT_ONLY,  # pyright: ignore[reportPrivateUsage]
-    _FRESH_READS,  # pyright: ignore[reportPrivateUsage]
-    Record,
-    StateInfo,
-    Store,
-    _check_batch,  # pyright: ignore[reportPrivateUsage]
-    _check_overlap,  # pyright: ignore[reportPrivateUsage]
-    _check_write,  # pyright: ignore[reportPrivateUsage]
-    _drop,  # pyright: ignore[reportPrivateUsage]
-    _dump,  # pyright: ignore[reportPrivateUsage]
-    _hold,  # pyright: ignore[reportPrivateUsage]
-    _locked_error,  # pyright: ignore[reportPrivateUsage]
-    _settle,  # pyright: ignore[reportPrivateUsage]
-)
+from alpineagents.store import Record, StateInfo, Store
 
 __all__ = ["SQLiteStore"]
 
@@ -199,7 +197,7 @@ class SQLiteStore(Store):
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
         except OSError as error:
             if error.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise _locked_error(state_id, self) from None
+                raise locked_error(state_id, self) from None
             raise
         return lambda: fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
 
@@ -222,13 +220,13 @@ class SQLiteStore(Store):
             OSError: The database could not be written (e.g. a full disk); nothing of this write is kept.
         """
         check_id(state_id, "SQLiteStore.write()")
-        info = _check_write("SQLiteStore.write()", entries, info)
-        info_text = _dump(info).decode()
+        info = check_write("SQLiteStore.write()", entries, info)
+        info_text = dump_json(info).decode()
         key = self._key(state_id)
         with self._mutex, self._errors():
             conn = self._connect(create=True)
             assert conn is not None
-            _hold(key, lambda: self._acquire(state_id))
+            hold_lock(key, lambda: self._acquire(state_id))
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -239,7 +237,7 @@ class SQLiteStore(Store):
                     raise
                 conn.execute("COMMIT")
             finally:
-                _settle(key)
+                settle_lock(key)
 
     def _write(
         self,
@@ -272,12 +270,12 @@ class SQLiteStore(Store):
                     (state_id, entries[0]["seq"], have),
                 ).fetchall()
             )
-            _check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
-        new = _check_batch(state_id, self, entries, have)
+            check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
+        new = check_batch(state_id, self, entries, have)
         if new:
             conn.executemany(
                 "INSERT INTO alpine_entries (state_id, seq, line) VALUES (?, ?, ?)",
-                [(state_id, entry["seq"], _dump(entry).decode()) for entry in new],
+                [(state_id, entry["seq"], dump_json(entry).decode()) for entry in new],
             )
         count = have + len(new)
         if create:
@@ -333,7 +331,7 @@ class SQLiteStore(Store):
                 lines[0] = "[" + lines[0]
                 lines[-1] = lines[-1] + "]"
             values = json.loads(",".join(lines) if lines else "[]")
-            if len(values) == len(rows) and (not values or set(map(type, values)) == _DICT_ONLY):
+            if len(values) == len(rows) and (not values or set(map(type, values)) == DICT_ONLY):
                 return values
         except (ValueError, TypeError):
             pass
@@ -375,7 +373,7 @@ class SQLiteStore(Store):
             conn = self._connect(create=False)
             if conn is None:
                 return
-            _hold(key, lambda: self._acquire(state_id))
+            hold_lock(key, lambda: self._acquire(state_id))
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -386,7 +384,7 @@ class SQLiteStore(Store):
                     raise
                 conn.execute("COMMIT")
             finally:
-                _drop(key)
+                drop_lock(key)
 
 
-_FRESH_READS.add(SQLiteStore.read)
+FRESH_READS.add(SQLiteStore.read)

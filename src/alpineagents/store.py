@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import abc
 import builtins
-import contextvars
 import errno
 import gc
 import json
 import os
 import shutil
 import threading
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,11 +33,29 @@ from typing import Any, Self
 from alpineagents._async import blocks_event_loop, run_in_thread
 from alpineagents._readlog import entries_from_dicts
 from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
-from alpineagents.errors import AlpineAgentsError, fix_message
+from alpineagents._storeshared import (
+    DICT_ONLY,
+    FRESH_READS,
+    SAVING,
+    check_batch,
+    check_overlap,
+    check_write,
+    drop_lock,
+    dump_json,
+    hold_lock,
+    locked_error,
+    settle_lock,
+)
+from alpineagents._storeshared import (
+    StateLockedError as StateLockedError,  # re-exported: alpineagents.store.StateLockedError
+)
+from alpineagents.errors import fix_message
 from alpineagents.state import State, StateSnapshot, check_id
 from alpineagents.types import Stopped
 
 __all__ = ["Store", "FileStore", "Record", "StateInfo"]
+
+# Extra names, not in __all__ (06 Check 1 fixes it): SQLiteStore (loaded on first use) and StateLockedError.
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -87,15 +103,8 @@ class StateInfo:
         return cls(id=state_id, **info_from_dict(state_id, info))
 
 
-class StateLockedError(AlpineAgentsError):
-    """Another process is writing this State (it holds the State's lock), so this process may not write it."""
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The Store role
-
-_SAVING: contextvars.ContextVar[State | None] = contextvars.ContextVar("alpineagents_saving", default=None)
-"""The State whose `save`/`asave` is calling `write` now (stores tie their writer lock to it)."""
 
 
 def _overrides(cls: type, name: str) -> bool:
@@ -277,11 +286,11 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         if batch is None:
             return
         create, entries, info, end = batch
-        token = _SAVING.set(state)
+        token = SAVING.set(state)
         try:
             self.write(state.id, entries, info, create=create)
         finally:
-            _SAVING.reset(token)
+            SAVING.reset(token)
         state._mark_saved(self, end)  # pyright: ignore[reportPrivateUsage]
 
     async def asave(self, state: State) -> None:
@@ -290,11 +299,11 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         if batch is None:
             return
         create, entries, info, end = batch
-        token = _SAVING.set(state)
+        token = SAVING.set(state)
         try:
             await self.awrite(state.id, entries, info, create=create)
         finally:
-            _SAVING.reset(token)
+            SAVING.reset(token)
         state._mark_saved(self, end)  # pyright: ignore[reportPrivateUsage]
 
     def load(self, state_id: str) -> State:
@@ -312,7 +321,7 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         collect = gc.isenabled()
         gc.disable()  # thousands of new objects, none of them garbage: skip the collector's passes over them
         try:
-            return self._rebuild(state_id, self.read(state_id), type(self).read in _FRESH_READS)
+            return self._rebuild(state_id, self.read(state_id), type(self).read in FRESH_READS)
         finally:
             if collect:
                 gc.enable()
@@ -321,7 +330,7 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         """`load` for async code: the same steps, awaiting `aread`."""
         check_id(state_id, "aload()")
         cls = type(self)
-        fresh = cls.aread is Store.aread and cls.read in _FRESH_READS
+        fresh = cls.aread is Store.aread and cls.read in FRESH_READS
         return self._rebuild(state_id, await self.aread(state_id), fresh)
 
     def _rebuild(self, state_id: str, record: Record | None, fresh: bool = False) -> State:
@@ -351,99 +360,7 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Writer locks shared by the stores of one process
-
-
-class _Hold:
-    __slots__ = ("release", "claims")
-
-    def __init__(self, release: Callable[[], None]) -> None:
-        self.release = release
-        self.claims = 0
-
-
-_HOLDS: dict[str, _Hold] = {}
-_HOLDS_LOCK = threading.RLock()  # reentrant: a finalizer (_unclaim) may run inside a locked block
-_CLAIMED: weakref.WeakKeyDictionary[State, dict[str, _Hold]] = weakref.WeakKeyDictionary()
-_MAX_HOLDS = 512
-"""At most this many locks held at once (each FileStore lock is an open descriptor): past it, the least recently
-written State's lock goes (its later writes take it again; the overlap check still guards its entries)."""
-
-
-def _locked_error(state_id: str, store: Store) -> StateLockedError:
-    return StateLockedError(
-        fix_message(
-            f"State {state_id!r} in {store!r} is being written by another process, and one process at a time "
-            "writes a State",
-            "let that process finish with it (its lock goes when it exits or drops the State), then load it "
-            "again with store.load(id) and continue; or give this run a new State",
-            f'state = store.load("{state_id}")\nagent.run(state)',
-        )
-    )
-
-
-def _hold(key: str, acquire: Callable[[], Callable[[], None]]) -> None:
-    """Take the process's writer lock for `key` (a no-op when this process holds it already)."""
-    with _HOLDS_LOCK:
-        hold = _HOLDS.pop(key, None)
-        if hold is None:
-            hold = _Hold(acquire())
-        _HOLDS[key] = hold  # the most recently written last
-        while len(_HOLDS) > _MAX_HOLDS:
-            oldest = next(iter(_HOLDS))
-            _HOLDS.pop(oldest).release()
-
-
-def _settle(key: str) -> None:
-    """After a write: tie the lock to the State being saved, or let it go when no State is being saved."""
-    state = _SAVING.get()
-    with _HOLDS_LOCK:
-        hold = _HOLDS.get(key)
-        if hold is None:
-            return
-        if state is not None:
-            try:
-                claimed = _CLAIMED.setdefault(state, {})
-            except TypeError:  # a State that cannot be weakly referenced: hold only during the write
-                claimed = None
-            if claimed is not None:
-                if claimed.get(key) is not hold:
-                    claimed[key] = hold
-                    hold.claims += 1
-                    weakref.finalize(state, _unclaim, key, hold)
-                return
-        if hold.claims == 0:
-            del _HOLDS[key]
-            hold.release()
-
-
-def _unclaim(key: str, hold: _Hold) -> None:
-    with _HOLDS_LOCK:
-        if _HOLDS.get(key) is not hold:
-            return
-        hold.claims -= 1
-        if hold.claims <= 0:
-            del _HOLDS[key]
-            hold.release()
-
-
-def _drop(key: str) -> None:
-    """Forget the lock of a deleted State (whatever claims it)."""
-    with _HOLDS_LOCK:
-        hold = _HOLDS.pop(key, None)
-    if hold is not None:
-        hold.release()
-
-
-# ---------------------------------------------------------------------------------------------------------------
 # File helpers (fixed hooks of 06 §11)
-
-
-def _dump(value: Any) -> bytes:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    except UnicodeEncodeError:  # a lone surrogate: ASCII escapes read back as the same string
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _lines(entries: Sequence[Mapping[str, Any]]) -> bytes:
@@ -460,7 +377,7 @@ def _lines(entries: Sequence[Mapping[str, Any]]) -> bytes:
         text = "\n".join(json.dumps(e, ensure_ascii=False, separators=(",", ":"), allow_nan=False) for e in entries)
         return text.encode() + b"\n"
     except UnicodeEncodeError:
-        return b"".join(_dump(e) + b"\n" for e in entries)
+        return b"".join(dump_json(e) + b"\n" for e in entries)
 
 
 def _sync(fd: int) -> None:
@@ -544,12 +461,6 @@ def _fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-_DICT_ONLY = {dict}
-
-_FRESH_READS: set[Any] = set()
-"""The `read` methods of this library's stores: each call builds a new `Record` that only its caller holds."""
-
-
 def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
     """The JSON values of the complete lines of `data` (a torn last segment is ignored), in one parse."""
     end = data.rfind(b"\n") + 1
@@ -558,7 +469,7 @@ def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
     count = data.count(b"\n", 0, end)
     try:  # one text "[line,line,...,0]": the 0 stands after the last comma (two copies of the log fewer)
         values = json.loads(b"".join((b"[", (data if end == len(data) else data[:end]).replace(b"\n", b","), b"0]")))
-        if len(values) == count + 1 and values.pop() == 0 and set(map(type, values)) == _DICT_ONLY:
+        if len(values) == count + 1 and values.pop() == 0 and set(map(type, values)) == DICT_ONLY:
             return values
     except (ValueError, UnicodeDecodeError):
         pass
@@ -571,51 +482,6 @@ def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
                 f"saved State {state_id!r} is damaged: line {number} of {where} is not valid JSON ({error})"
             ) from error
     return values
-
-
-def _check_write(method: str, entries: Any, info: Any) -> dict[str, Any]:
-    """The arguments of a `write`, checked: entry dicts with an integer `seq`, and an info mapping (returned as a
-    plain dict)."""
-    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
-        raise TypeError(f"{method} takes the entries as a list of dicts (got: {type(entries).__name__})")
-    for index, entry in enumerate(entries):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-        if not isinstance(entry, Mapping) or type(entry.get("seq")) is not int:  # pyright: ignore
-            raise TypeError(f"{method} got an entry without an integer seq (entries[{index}] is {entry!r:.80})")
-    if not isinstance(info, Mapping):
-        raise TypeError(f"{method} takes the info as a dict (got: {type(info).__name__})")
-    return dict(info)  # pyright: ignore[reportUnknownArgumentType]
-
-
-def _check_batch(
-    state_id: str, store: Store, entries: Sequence[Mapping[str, Any]], have: int
-) -> builtins.list[Mapping[str, Any]]:
-    """The entries with `seq >= have`, checked to continue right after what the store has, with no gap."""
-    new = [e for e in entries if e["seq"] >= have]
-    for offset, entry in enumerate(new):
-        if entry["seq"] != have + offset:
-            raise ValueError(f"history entries for {state_id!r} start at seq {new[0]['seq']}, but {store!r} has {have}")
-    return new
-
-
-def _conflict(state_id: str, store: Store, seq: int) -> ValueError:
-    return ValueError(
-        fix_message(
-            f"history entry {seq} of State {state_id!r} differs from the one {store!r} has: another process or "
-            "another State object wrote this State after this one was loaded or saved",
-            "load it again with store.load(id) and continue from there (one writer at a time per State)",
-            f'state = store.load("{state_id}")\nagent.run(state)',
-        )
-    )
-
-
-def _check_overlap(
-    state_id: str, store: Store, entries: Sequence[Mapping[str, Any]], have: int, saved: Callable[[int], Any]
-) -> None:
-    """Entries the store already has must be the very same (a batch sent again); else another writer was here."""
-    for entry in entries:
-        seq = entry["seq"]
-        if seq < have and saved(seq) != entry:
-            raise _conflict(state_id, store, seq)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -637,7 +503,7 @@ def _flock_dir(folder: str, state_id: str, store: Store) -> Callable[[], None]:
     except OSError as error:
         os.close(fd)
         if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise _locked_error(state_id, store) from None
+            raise locked_error(state_id, store) from None
         raise
     return lambda: os.close(fd)
 
@@ -719,7 +585,7 @@ class FileStore(Store):
             OSError: The disk refused (e.g. full, not writable); what was saved before stays intact.
         """
         check_id(state_id, "FileStore.write()")
-        info_bytes = _dump(_check_write("FileStore.write()", entries, info))
+        info_bytes = dump_json(check_write("FileStore.write()", entries, info))
         with self._lock(state_id):
             if create:
                 self._create(state_id, entries, info_bytes)
@@ -736,7 +602,7 @@ class FileStore(Store):
         )
 
     def _create(self, state_id: str, entries: Sequence[dict[str, Any]], info_bytes: bytes) -> None:
-        new = _check_batch(state_id, self, entries, 0)
+        new = check_batch(state_id, self, entries, 0)
         data = _lines(new)
         self._root.mkdir(parents=True, exist_ok=True)
         final = self._root / state_id
@@ -764,19 +630,19 @@ class FileStore(Store):
             shutil.rmtree(temp, ignore_errors=True)
             raise
         key = self._key(state_id)
-        _drop(key)  # a lock left from a State of this id that another process deleted
-        _hold(key, lambda: lambda: os.close(fd))
+        drop_lock(key)  # a lock left from a State of this id that another process deleted
+        hold_lock(key, lambda: lambda: os.close(fd))
         self._known[state_id] = (len(new), len(data))
         try:
             _fsync_dir(self._root)  # the new folder's name is durable too
         finally:
-            _settle(key)
+            settle_lock(key)
 
     def _append(self, state_id: str, entries: Sequence[dict[str, Any]], info_bytes: bytes) -> None:
         folder = self._root / state_id
         log = folder / _LOG
         key = self._key(state_id)
-        _hold(key, lambda: _flock_dir(str(folder), state_id, self))
+        hold_lock(key, lambda: _flock_dir(str(folder), state_id, self))
         try:
             try:
                 size = os.stat(log).st_size
@@ -793,8 +659,8 @@ class FileStore(Store):
             if entries and entries[0]["seq"] < have:
                 if lines is None:
                     lines = self._log_lines(log)
-                _check_overlap(state_id, self, entries, have, lambda seq: json.loads(lines[seq]))
-            new = _check_batch(state_id, self, entries, have)
+                check_overlap(state_id, self, entries, have, lambda seq: json.loads(lines[seq]))
+            new = check_batch(state_id, self, entries, have)
             data = _lines(new)
             if data:
                 self._known.pop(state_id, None)
@@ -803,7 +669,7 @@ class FileStore(Store):
             self._known[state_id] = (have, size)
             _replace_file(folder, _INFO, info_bytes)
         finally:
-            _settle(key)
+            settle_lock(key)
 
     @staticmethod
     def _log_lines(log: Path) -> builtins.list[bytes]:
@@ -900,21 +766,21 @@ class FileStore(Store):
         with self._lock(state_id):
             self._known.pop(state_id, None)
             if not folder.is_dir():
-                _drop(key)
+                drop_lock(key)
                 return
             try:
-                _hold(key, lambda: _flock_dir(str(folder), state_id, self))
+                hold_lock(key, lambda: _flock_dir(str(folder), state_id, self))
             except LookupError:
                 return
             temp = self._root / f".deleted-{state_id}-{os.urandom(6).hex()}"
             try:
                 os.rename(folder, temp)
             finally:
-                _drop(key)
+                drop_lock(key)
             shutil.rmtree(temp, ignore_errors=True)
 
 
-_FRESH_READS.add(FileStore.read)
+FRESH_READS.add(FileStore.read)
 
 
 def _sorted(infos: builtins.list[StateInfo]) -> builtins.list[StateInfo]:
