@@ -213,9 +213,13 @@ def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps
         if store is not None:
             yield (store.save, store.asave, (state,))
         error: BaseException | None = None
+        using_mcp = False
         try:
             if reporter is not None:
                 reporter.on_run_start(state)
+            if agent._mcp_servers:
+                yield (agent._mcp_open, agent._amcp_open, ())
+                using_mcp = True
             result = yield (_call_loop, _await_loop, (loop, agent, state))
             if store is not None:
                 yield (store.save, store.asave, (state,))
@@ -229,6 +233,8 @@ def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps
             yield from save_after_error(store, state, failure)
             raise
         finally:
+            if using_mcp:
+                agent._mcp_close()
             if reporter is not None:
                 reporter.on_run_end(state, error)
             error = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -175,14 +176,21 @@ class Agent:
                 )
         resolved = resolve_model(model)
         own_items: list[Any] = []
+        mcp_items: list[Any] = []
         for item in tools_given:
             if isinstance(item, Agent):
                 own_items.append(_subagent_tool(item))
             elif _is_mcp(item):
-                raise NotImplementedError("MCP servers in tools= are not supported yet")
+                mcp_items.append(item)
             else:
                 own_items.append(item)
         tool_dict = collect_tools(own_items)
+        mcp_servers: tuple[Any, ...] = ()
+        mcp_picks: dict[int, Any] = {}
+        if mcp_items:
+            from alpineagents._mcp_agent import group_servers
+
+            mcp_servers, mcp_picks = group_servers(mcp_items)
         if skills_given:
             raise NotImplementedError("skills= is not supported yet")
         if loop is not None and not callable(loop):
@@ -262,7 +270,7 @@ class Agent:
         self._system = system
         self._tools_given = tools_given
         self._tools: dict[str, Tool] = tool_dict
-        self._tool_map = ToolMap(tool_dict)
+        self._tool_map = ToolMap(tool_dict, tuple(server.name for server in mcp_servers))
         self._specs: tuple[ToolSpec, ...] = tuple(t.spec for t in tool_dict.values())
         self._overhead = estimate_overhead_tokens(system, self._specs)
         self._loop = default_loop if loop is None else loop
@@ -273,9 +281,11 @@ class Agent:
         self._name = name
         self._description = description
         self._info: AgentInfo | None = None
-        self._mcp_servers: tuple[Any, ...] = ()
+        self._mcp_servers: tuple[Any, ...] = mcp_servers
+        self._mcp_picks: dict[int, Any] = mcp_picks
         self._mcp_ready: Any = None
         self._mcp_users = 0
+        self._mcp_lock = threading.RLock()
 
     # --- properties -----------------------------------------------------------------------------------------
 
@@ -373,16 +383,57 @@ class Agent:
         return Agent(model, **args)
 
     def __enter__(self) -> Agent:
+        """Keep this Agent's MCP servers connected until the block ends (nothing to do without servers)."""
+        if self._mcp_servers:
+            from alpineagents._mcp_agent import acquire
+
+            acquire(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        return None
+        self._mcp_close()
 
     async def __aenter__(self) -> Agent:
+        """The async twin of `with agent:`."""
+        if self._mcp_servers:
+            from alpineagents._mcp_agent import aacquire
+
+            await aacquire(self)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        return None
+        self._mcp_close()
+
+    def _mcp_open(self) -> None:
+        """Take one use of this Agent's MCP servers and wait until they are connected (nothing without servers)."""
+        if self._mcp_servers:
+            from alpineagents._mcp_agent import acquire
+
+            acquire(self)
+
+    async def _amcp_open(self) -> None:
+        """The async twin of `_mcp_open`."""
+        if self._mcp_servers:
+            from alpineagents._mcp_agent import aacquire
+
+            await aacquire(self)
+
+    def _mcp_close(self) -> None:
+        """Give back one use of this Agent's MCP servers (nothing for an Agent without servers)."""
+        if self._mcp_servers:
+            from alpineagents._mcp_agent import release
+
+            release(self)
+
+    def _mcp_sticky(self) -> None:
+        """A public method called while the Agent has no user connects and stays connected (08 §4.5)."""
+        if self._mcp_servers and self._mcp_users == 0:
+            self._mcp_open()
+
+    async def _amcp_sticky(self) -> None:
+        """The async twin of `_mcp_sticky`."""
+        if self._mcp_servers and self._mcp_users == 0:
+            await self._amcp_open()
 
     # --- not implemented ------------------------------------------------------------------------------------
 
@@ -482,6 +533,13 @@ class Agent:
                 chosen[found.name] = found
                 continue
             if _is_mcp(item):
+                from alpineagents._mcp_agent import choose
+
+                picked = choose(self, item)
+                if picked is not None:
+                    for tool in picked:
+                        chosen[tool.name] = tool
+                    continue
                 raise ValueError(
                     fix_message(
                         f"{item!r} is not a connected MCP tool of this Agent",
@@ -536,6 +594,7 @@ class Agent:
             raise _sync_refusal("think")
         if not isinstance(state, State):
             raise _not_a_state("think", state)
+        self._mcp_sticky()
         specs = self._specs if tools is None else self._choose_specs(tools)
         reporter, store = think_start(self, state)
         if store is None:  # nothing to save: the same steps without the driver (the common case)
@@ -547,6 +606,7 @@ class Agent:
         """The async twin of `think`."""
         if not isinstance(state, State):
             raise _not_a_state("athink", state)
+        await self._amcp_sticky()
         specs = self._specs if tools is None else self._choose_specs(tools)
         reporter, store = think_start(self, state)
         if store is None:  # nothing to save: the same steps without the driver (the common case)
@@ -562,6 +622,7 @@ class Agent:
             raise _sync_refusal("use_tools")
         if not isinstance(state, State):
             raise _not_a_state("use_tools", state)
+        self._mcp_sticky()
         context = use_tools_start(self, state, "use_tools")
         if context.store is None:  # nothing to save: the steps are just the runner's (the common case)
             if state.pending_calls:
@@ -573,6 +634,7 @@ class Agent:
         """The async twin of `use_tools`: `async def` tools run as tasks on the event loop."""
         if not isinstance(state, State):
             raise _not_a_state("ause_tools", state)
+        await self._amcp_sticky()
         context = use_tools_start(self, state, "ause_tools")
         if context.store is None:  # nothing to save: the steps are just the runner's (the common case)
             if state.pending_calls:
@@ -604,11 +666,13 @@ class Agent:
         if blocks_event_loop():
             raise _sync_refusal("compact")
         self._compact_checks(state, instructions, "compact")
+        self._mcp_sticky()
         drive(compact_steps(self, state, instructions))
 
     async def acompact(self, state: State, instructions: str | None = None) -> None:
         """The async twin of `compact`."""
         self._compact_checks(state, instructions, "acompact")
+        await self._amcp_sticky()
         await adrive(compact_steps(self, state, instructions))
 
     # --- ask ------------------------------------------------------------------------------------------------
@@ -646,11 +710,13 @@ class Agent:
         if blocks_event_loop():
             raise _sync_refusal("ask")
         self._ask_checks(state, prompt, returns, retries, "ask")
+        self._mcp_sticky()
         return drive(ask_steps(self, state, prompt, returns, retries, "ask"))
 
     async def aask(self, state: State, prompt: str, returns: Any = str, *, retries: int = 2) -> Any:
         """The async twin of `ask`."""
         self._ask_checks(state, prompt, returns, retries, "aask")
+        await self._amcp_sticky()
         return await adrive(ask_steps(self, state, prompt, returns, retries, "aask"))
 
     # --- ask_human ------------------------------------------------------------------------------------------

@@ -1,0 +1,234 @@
+"""An Agent's MCP servers (08 §4.4, §4.5, §4.7): grouping `tools=` items, the Agent-level users, the checks.
+
+Private. Imported by `alpineagents.agent` only when an Agent has MCP items; never imports the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from typing import Any
+
+from alpineagents._mcp_conn import submit, wait_async, wait_sync
+from alpineagents._tokens import estimate_overhead_tokens
+from alpineagents.errors import fix_message
+from alpineagents.mcp_tools import MCP, MCPTool, MCPToolRef, model_name
+from alpineagents.tool import Tool, ToolMap
+
+__all__ = ["group_servers", "acquire", "aacquire", "release", "choose"]
+
+
+def group_servers(items: list[Any]) -> tuple[tuple[MCP, ...], dict[int, set[str] | None]]:
+    """Group the MCP items of `tools=` per server (08 §4.4): the servers in first-appearance order, and per server
+    (by `id`) `None` for all tools or the set of picked remote names."""
+    servers: list[MCP] = []
+    picks: dict[int, set[str] | None] = {}
+    by_name: dict[str, MCP] = {}
+    for item in items:
+        if isinstance(item, MCPTool):
+            server = item.server
+            raise TypeError(
+                fix_message(
+                    f"{item!r} passed in tools= is a connected tool of another Agent's MCP server",
+                    "Pass the server, or pick the tool from it",
+                    f"tools=[{server.name}]\ntools=[{server.name}[{item.remote_name!r}]]",
+                )
+            )
+        server = item if isinstance(item, MCP) else item.server
+        known = by_name.get(server.name)
+        if known is not None and known is not server:
+            raise ValueError(
+                fix_message(
+                    f"Two MCP servers are named {server.name!r}: {known!r} and {server!r}",
+                    "Give each server its own name=",
+                )
+            )
+        if known is None:
+            by_name[server.name] = server
+            servers.append(server)
+            picks[id(server)] = set()
+        chosen = picks[id(server)]
+        if isinstance(item, MCP):
+            picks[id(server)] = None
+        elif chosen is not None and isinstance(item, MCPToolRef):
+            chosen.add(item.tool_name)
+    return tuple(servers), picks
+
+
+def _tools_of(agent: Any, server: MCP, remotes: list[Any]) -> list[MCPTool]:
+    """08 §4.7 steps 1–3 for one server."""
+    picked = agent._mcp_picks[id(server)]
+    available = [remote.name for remote in remotes]
+    if picked is not None:
+        missing = sorted(picked - set(available))
+        if missing:
+            first = available[0] if available else "tool_name"
+            raise ValueError(
+                fix_message(
+                    f"MCP server {server.name!r} has no tool {', '.join(repr(m) for m in missing)} "
+                    f"(its tools: {', '.join(available) or '(none)'})",
+                    "Use one of the server's tool names",
+                    f"tools=[{server.name}[{first!r}]]",
+                )
+            )
+    chosen = [remote for remote in remotes if picked is None or remote.name in picked]
+    seen: dict[str, str] = {}
+    for remote in chosen:
+        name = model_name(server.name, remote.name)
+        if len(name) > 64:
+            raise ValueError(
+                fix_message(f"MCP tool name {name!r} is longer than 64 characters", "Give the server a shorter name=")
+            )
+        if name in seen:
+            raise ValueError(
+                fix_message(
+                    f"MCP server {server.name!r} has tools {seen[name]!r} and {remote.name!r}, which both become "
+                    f"{name!r}",
+                    f"Pick one of them with tools=[{server.name}[...]]",
+                )
+            )
+        seen[name] = remote.name
+    tools = [MCPTool(server, remote) for remote in chosen]
+    own: dict[str, Tool] = agent._tools
+    for tool in tools:
+        other = own.get(tool.name)
+        if other is not None:
+            raise ValueError(
+                fix_message(
+                    f"Duplicate tool name {tool.name!r}: tool {tool.remote_name!r} of {server!r} and {other!r}",
+                    'Rename the other tool with @tool(name="..."), or give the server another name=',
+                )
+            )
+    return tools
+
+
+async def _connect(agent: Any) -> dict[str, Tool]:
+    """On the background loop: hold every server, wait for all tool lists, run the checks (08 §4.5, §4.7)."""
+    servers: tuple[MCP, ...] = agent._mcp_servers
+    held: list[MCP] = []
+    try:
+        waits = []
+        for server in servers:
+            conn = server._hold()
+            held.append(server)
+            waits.append(asyncio.wrap_future(conn.ready))
+        lists = await asyncio.gather(*waits)
+        found: dict[str, Tool] = {}
+        for server, remotes in zip(servers, lists, strict=True):
+            for tool in _tools_of(agent, server, list(remotes)):
+                found[tool.name] = tool
+        return found
+    except BaseException:
+        for server in held:
+            server._unhold()
+        raise
+
+
+def _install(agent: Any, found: dict[str, Tool] | None) -> None:
+    """Show the MCP tools in `tool_map` and the request specs (or, with `None`, hide them again)."""
+    own: dict[str, Tool] = agent._tools
+    if found is None:
+        tools = own
+        agent._tool_map = ToolMap(own, tuple(server.name for server in agent._mcp_servers))
+    else:
+        tools = {**own, **found}
+        agent._tool_map = ToolMap(tools)
+    agent._specs = tuple(tool.spec for tool in tools.values())
+    agent._overhead = estimate_overhead_tokens(agent._system, agent._specs)
+
+
+def _take(agent: Any) -> concurrent.futures.Future[Any]:
+    with agent._mcp_lock:
+        agent._mcp_users += 1
+        ready = agent._mcp_ready
+        if ready is None:
+            ready = submit(_connect(agent))
+            agent._mcp_ready = ready
+            ready.add_done_callback(lambda done: _on_ready(agent, done))
+        return ready
+
+
+def _on_ready(agent: Any, done: concurrent.futures.Future[Any]) -> None:
+    with agent._mcp_lock:
+        if agent._mcp_ready is not done or done.cancelled() or done.exception() is not None:
+            return
+        _install(agent, done.result())
+
+
+def acquire(agent: Any) -> None:
+    """Take one Agent-level use and wait until the servers are connected and checked (sync caller)."""
+    ready = _take(agent)
+    try:
+        wait_sync(_mirror(ready))
+    except BaseException:
+        release(agent)
+        raise
+
+
+async def aacquire(agent: Any) -> None:
+    """The async twin of `acquire`: cancelling the caller gives back only its use."""
+    ready = _take(agent)
+    try:
+        await wait_async(_mirror(ready))
+    except BaseException:
+        release(agent)
+        raise
+
+
+def _mirror(future: concurrent.futures.Future[Any]) -> concurrent.futures.Future[Any]:
+    # Each waiter waits on its own future, so cancelling one waiter never cancels the shared connect.
+    mine: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def copy(done: concurrent.futures.Future[Any]) -> None:
+        if mine.done():
+            return
+        if done.cancelled():
+            mine.set_exception(concurrent.futures.CancelledError())
+        elif done.exception() is not None:
+            mine.set_exception(done.exception())  # pyright: ignore[reportArgumentType]
+        else:
+            mine.set_result(None)
+
+    future.add_done_callback(copy)
+    return mine
+
+
+def release(agent: Any) -> None:
+    """Give back one Agent-level use; the last one releases the servers (a connect in progress is stopped)."""
+    with agent._mcp_lock:
+        if agent._mcp_users <= 0:
+            return
+        agent._mcp_users -= 1
+        if agent._mcp_users:
+            return
+        ready = agent._mcp_ready
+        agent._mcp_ready = None
+        if ready is None:
+            return
+        _install(agent, None)
+    if not ready.done():
+        ready.cancel()  # the connect task gives back its holds itself
+        return
+    if ready.cancelled() or ready.exception() is not None:
+        return
+    for server in agent._mcp_servers:
+        server._unhold()
+
+
+def choose(agent: Any, item: Any) -> list[Any] | None:
+    """The connected tools of this Agent that a `think(tools=...)` item stands for, or None when it stands for none."""
+    tool_map: ToolMap = agent._tool_map
+    if isinstance(item, MCP):
+        if item not in agent._mcp_servers:
+            return None
+        found = [tool for tool in tool_map.values() if isinstance(tool, MCPTool) and tool.server is item]
+        return found or None
+    if isinstance(item, MCPToolRef):
+        tool = tool_map.get(item.name)
+        if isinstance(tool, MCPTool) and tool.server is item.server and tool.remote_name == item.tool_name:
+            return [tool]
+        return None
+    if isinstance(item, MCPTool):
+        tool = tool_map.get(item.name)
+        return [tool] if tool is item else None
+    return None

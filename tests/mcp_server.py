@@ -1,0 +1,36 @@
+"""A small stdio MCP server for tests/test_mcp.py (started as a subprocess)."""
+
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("test")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Always fails."""
+    raise ToolError(message)
+
+
+@server.tool()
+def greeting() -> str:
+    """The GREETING variable."""
+    return os.environ.get("GREETING", "")
+
+
+@server.tool()
+def die() -> str:
+    """Make the server exit."""
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    server.run("stdio")

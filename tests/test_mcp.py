@@ -1,0 +1,380 @@
+"""MCP servers (08 §4; checks 31–45 of 08 §6)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
+from mcp.types import CallToolResult, ImageContent, TextContent
+
+from alpineagents.agent import Agent
+from alpineagents.errors import MCPConnectionError, ToolError
+from alpineagents.mcp_tools import MCP, SEPARATOR, MCPTool, MCPToolRef, convert_result
+from alpineagents.state import State
+from alpineagents.testing import FakeModel, tool_call
+from alpineagents.tool import tool
+from alpineagents.types import ErrorEntry, Image, Message, TextBlock, ToolResultEntry
+
+SERVER = str(Path(__file__).with_name("mcp_server.py"))
+
+
+def _png() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return len(data).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
+
+    header = (1).to_bytes(4, "big") * 2 + bytes([8, 0, 0, 0, 0])
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\x00")) + chunk(b"IEND", b"")
+    )
+
+
+def _demo() -> MCP:
+    server = MCPServer("demo")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    @server.tool()
+    def fail(message: str) -> str:
+        """Always fails."""
+        raise ServerToolError(message)
+
+    @server.tool(name="search-code")
+    def search_code(q: str) -> str:
+        """Search."""
+        return "found " + q
+
+    return MCP(server=server, name="demo")
+
+
+def _agent(items: list[Any], tools: list[Any]) -> Agent:
+    return Agent(FakeModel(items), tools=tools, reporter=None, human=None)
+
+
+def _state() -> State:
+    return State(messages=[Message.user("go")])
+
+
+def _results(state: State) -> list[ToolResultEntry]:
+    return [e for e in state.history if isinstance(e, ToolResultEntry)]
+
+
+def test_names_and_separator() -> None:
+    assert SEPARATOR == "__"
+    gh = MCP("npx -y s", name="gh")
+    assert gh.search_code == MCPToolRef(gh, "search_code")
+    assert hash(gh.x) == hash(gh["x"])
+    assert gh.x != MCP("npx -y s", name="gh").x
+    assert gh["search-code"].name == "gh__search-code"
+
+
+def test_check_31_exactly_one_server_and_a_name() -> None:
+    with pytest.raises(TypeError, match="exactly one server"):
+        MCP(name="x")
+    with pytest.raises(TypeError) as info:
+        MCP("a", url="u", name="x")
+    assert "(got: command, url)" in str(info.value)
+    with pytest.raises(ValueError, match="needs name="):
+        MCP("npx s")
+
+
+def test_check_32_names() -> None:
+    for bad in ("a__b", "_x", "x_", "has space", "", "dot.name", "-x"):
+        with pytest.raises(ValueError, match="not allowed"):
+            MCP("cmd", name=bad)
+    for good in ("a-b", "x-", "a_b_c", "github", "A1"):
+        assert MCP("cmd", name=good).name == good
+
+
+def test_check_33_env_headers_empty_command() -> None:
+    with pytest.raises(TypeError, match="env="):
+        MCP(url="https://e/mcp", name="x", env={"A": "1"})
+    with pytest.raises(TypeError, match="headers="):
+        MCP("cmd", name="x", headers={})
+    with pytest.raises(ValueError, match="empty command"):
+        MCP("   ", name="x")
+
+
+def test_check_34_repr_and_refs() -> None:
+    gh = MCP("npx -y s", name="gh")
+    assert repr(gh) == "MCP('npx -y s', name='gh')"
+    assert repr(gh.search_code) == "gh.search_code"
+    assert gh["a.b c"].name == "gh__a_b_c"
+    assert gh.x == gh.x
+    with pytest.raises(AttributeError):
+        gh._x  # noqa: B018
+    assert repr(MCP(url="https://x/mcp", name="lin")) == "MCP('https://x/mcp', name='lin')"
+
+
+def test_check_35_two_servers_one_name_and_no_connect_at_creation() -> None:
+    with pytest.raises(ValueError, match="Two MCP servers are named 'github'"):
+        _agent([], [MCP("a", name="github"), MCP("b", name="github")])
+    server = MCP("a", name="github")
+    agent = _agent([], [server])
+    assert server._conn is None
+    assert agent._agent_info_now().mcp_servers == ("github",)
+    assert agent._mcp_ready is None
+    assert agent._mcp_users == 0
+    assert "MCP('a', name='github')" in repr(agent)
+
+
+def test_check_36_demo_server_in_a_run() -> None:
+    demo = _demo()
+    model = FakeModel([[tool_call("demo__add", a=1, b=2), tool_call("demo__fail", message="nope")], "ok"])
+    agent = Agent(model, tools=[demo], reporter=None, human=None)
+    state = _state()
+    assert agent.run(state) == "ok"
+    by_name = {entry.call.name: entry for entry in _results(state)}
+    add, fail = by_name["demo__add"], by_name["demo__fail"]
+    assert (add.content, add.outcome) == ("3", "done")
+    assert (fail.content, fail.outcome, fail.is_error) == ("Error executing tool fail: nope", "error", True)
+    assert isinstance(fail.error, ToolError)
+    assert [spec.name for spec in model.requests[0].tools] == ["demo__add", "demo__fail", "demo__search-code"]
+    assert demo._conn is None
+    assert agent._mcp_users == 0 and agent._mcp_ready is None
+
+
+def test_check_37_picked_tools() -> None:
+    demo = _demo()
+    model = FakeModel(["ok"])
+    assert Agent(model, tools=[demo.add, demo["search-code"]], reporter=None, human=None).run("go") == "ok"
+    assert [spec.name for spec in model.requests[0].tools] == ["demo__add", "demo__search-code"]
+    agent = _agent(["ok"], [demo.serch])
+    state = _state()
+    with pytest.raises(ValueError, match="has no tool 'serch'"):
+        agent.run(state)
+    assert isinstance(state.history[-1], ErrorEntry)
+    assert demo._conn is None
+
+
+def test_check_38_duplicate_with_own_tool() -> None:
+    @tool(name="demo__add")
+    def mine() -> str:
+        """Mine."""
+        return "x"
+
+    demo = _demo()
+    agent = _agent(["ok"], [mine, demo])
+    with pytest.raises(ValueError, match="Duplicate tool name 'demo__add'"):
+        agent.run("go")
+    assert demo._conn is None
+
+
+def test_check_39_missing_required_arguments() -> None:
+    agent = _agent([tool_call("demo__add", a=1), "ok"], [_demo()])
+    state = _state()
+    agent.run(state)
+    (entry,) = _results(state)
+    assert entry.content == "(input error: missing required arguments: b)"
+    assert entry.outcome == "input_error"
+
+
+def test_check_40_result_conversion() -> None:
+    png = _png()
+    data = base64.b64encode(png).decode()
+    text = TextContent(type="text", text="Loaded")
+    result = CallToolResult(
+        content=[
+            text,
+            TextContent(type="text", text="in 1.2s"),
+            ImageContent(type="image", data=data, mime_type="image/png"),
+        ]
+    )
+    parts = convert_result("demo", result)
+    assert parts == ["Loaded\nin 1.2s", Image(png)]
+    svg = base64.b64encode(b"<svg/>").decode()
+    result = CallToolResult(
+        content=[TextContent(type="text", text="Logo"), ImageContent(type="image", data=svg, mime_type="image/svg+xml")]
+    )
+    assert convert_result("demo", result) == "Logo\n(image image/svg+xml not shown: this image type is not supported)"
+    result = CallToolResult(
+        content=[
+            TextContent(type="text", text="render failed"),
+            ImageContent(type="image", data=data, mime_type="image/png"),
+        ],
+        is_error=True,
+    )
+    with pytest.raises(ToolError) as info:
+        convert_result("demo", result)
+    assert str(info.value) == "render failed\n(image/png image)"
+    assert convert_result("demo", CallToolResult(content=[])) == "(done)"
+    assert convert_result("demo", CallToolResult(content=[], structured_content={"a": "é"})) == '{"a": "é"}'
+    with pytest.raises(ToolError) as info:
+        convert_result("demo", CallToolResult(content=[], is_error=True))
+    assert str(info.value) == "(MCP server 'demo' reported an error without a message)"
+
+
+def test_check_40_image_result_becomes_blocks() -> None:
+    png = _png()
+    server = MCPServer("pics")
+
+    @server.tool()
+    def shot() -> list[Any]:
+        """A picture."""
+        return [
+            TextContent(type="text", text="Loaded"),
+            TextContent(type="text", text="in 1.2s"),
+            ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png"),
+        ]
+
+    agent = _agent([tool_call("pics__shot"), "ok"], [MCP(server=server, name="pics")])
+    state = _state()
+    agent.run(state)
+    (entry,) = _results(state)
+    assert entry.content == (TextBlock("Loaded\nin 1.2s"), Image(png))
+
+
+def test_check_41_with_agent_keeps_one_connection() -> None:
+    demo = _demo()
+    seen: list[Any] = []
+
+    @tool
+    def look() -> str:
+        """Look at the connection."""
+        seen.append(demo._conn)
+        assert demo._conn is not None and demo._conn.client is not None
+        return "ok"
+
+    agent = _agent([tool_call("look"), "a", tool_call("look"), "b"], [look, demo])
+    with agent:
+        conn = demo._conn
+        assert conn is not None and conn.client is not None
+        assert "demo__add" in agent.tool_map
+        assert isinstance(agent.tool_map["demo__add"], MCPTool)
+        agent.run("one")
+        agent.run("two")
+        assert demo._conn is conn
+    assert seen == [conn, conn]
+    assert demo._conn is None
+    assert "demo__add" not in agent.tool_map
+    first = _agent([], [demo])
+    second = _agent([], [demo.add])
+    with first:
+        with second:
+            assert second.tool_map["demo__add"] is not first.tool_map["demo__add"]
+            shared = demo._conn
+        assert demo._conn is shared
+    assert demo._conn is None
+
+
+def test_async_with_and_arun() -> None:
+    demo = _demo()
+    agent = _agent([tool_call("demo__add", a=2, b=3), "ok"], [demo])
+
+    async def main() -> State:
+        state = _state()
+        async with agent:
+            assert demo._conn is not None
+            assert await agent.arun(state) == "ok"
+        return state
+
+    state = asyncio.run(main())
+    assert _results(state)[0].content == "5"
+    assert demo._conn is None
+
+
+def test_sticky_use_and_think_tools() -> None:
+    demo = _demo()
+    model = FakeModel(["a", "b"])
+    agent = Agent(model, tools=[demo], reporter=None, human=None)
+    state = _state()
+    agent.think(state, tools=[demo.add])
+    assert [spec.name for spec in model.requests[0].tools] == ["demo__add"]
+    assert agent._mcp_users == 1 and demo._conn is not None
+    agent.think(state, tools=[demo])
+    assert len(model.requests[1].tools) == 3
+    agent._mcp_close()
+    assert demo._conn is None and agent._mcp_users == 0
+
+
+def test_check_42_stdio_server_env_and_missing_command() -> None:
+    local = MCP(f"{sys.executable} {SERVER}", name="local", env={"GREETING": "hi"})
+    agent = _agent([tool_call("local__greeting"), "ok"], [local])
+    state = _state()
+    agent.run(state)
+    assert _results(state)[0].content == "hi"
+    assert local._conn is None
+    bad = MCP("definitely-not-a-command", name="bad")
+    agent = _agent(["ok"], [bad])
+    state = _state()
+    with pytest.raises(MCPConnectionError, match="Could not connect to MCP server 'bad'") as info:
+        agent.run(state)
+    assert str(info.value).startswith(
+        "Could not connect to MCP server 'bad' (MCP('definitely-not-a-command', name='bad')): FileNotFoundError"
+    )
+    assert info.value.__cause__ is not None
+    assert isinstance(state.history[-1], ErrorEntry)
+    assert bad._conn is None and agent._mcp_users == 0
+
+
+def test_check_43_lost_connection() -> None:
+    local = MCP(f"{sys.executable} {SERVER}", name="local")
+    agent = _agent([tool_call("local__die"), "never"], [local])
+    state = _state()
+    with pytest.raises(MCPConnectionError, match="Lost the connection"):
+        agent.run(state)
+    assert state.pending_calls == ()
+    (entry,) = _results(state)
+    assert entry.content == "(aborted: MCPConnectionError)"
+    assert entry.outcome == "aborted"
+    assert local._conn is None
+
+
+def test_not_connected_call() -> None:
+    demo = _demo()
+    agent = _agent([], [demo])
+    with agent:
+        add = agent.tool_map["demo__add"]
+    with pytest.raises(MCPConnectionError, match="MCP server 'demo' is not connected"):
+        asyncio.run(add.run({"a": 1, "b": 2}, None))
+
+
+def test_check_44_import_does_not_import_the_sdk() -> None:
+    code = "import sys, alpineagents, alpineagents.mcp_tools; print('mcp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_check_45_tool_map_before_connecting() -> None:
+    agent = _agent([], [MCP("npx s", name="gh")])
+    with pytest.raises(KeyError) as info:
+        agent.tool_map["gh__x"]  # noqa: B018
+    assert str(info.value).startswith("No tool named 'gh__x'. This Agent's MCP servers (gh) are not connected")
+
+
+def test_mcptool_members() -> None:
+    server = MCPServer("ro")
+
+    @server.tool(annotations={"readOnlyHint": True})  # type: ignore[arg-type]
+    def peek() -> str:
+        """Peek."""
+        return "x"
+
+    ro = MCP(server=server, name="ro")
+    agent = _agent([], [ro])
+    with agent:
+        peek_tool = agent.tool_map["ro__peek"]
+    assert isinstance(peek_tool, MCPTool)
+    assert repr(peek_tool) == "MCPTool('ro__peek')"
+    assert peek_tool.remote_name == "peek" and peek_tool.server is ro
+    assert peek_tool.is_async and peek_tool.parallel
+    assert (peek_tool.read_only, peek_tool.destructive, peek_tool.idempotent, peek_tool.open_world) == (
+        True,
+        False,
+        True,
+        True,
+    )
+    assert peek_tool.input_schema["type"] == "object"
+    with pytest.raises(TypeError, match="is a connected tool of another Agent's MCP server"):
+        _agent([], [peek_tool])
