@@ -24,6 +24,7 @@ from alpineagents.errors import (
 )
 from alpineagents.human import Human
 from alpineagents.loop import Loop, adefault_loop, default_loop, loop, waiting_for_user
+from alpineagents.mcp_tools import MCP, MCPTool
 from alpineagents.models import Anthropic, Model, OpenAICompatible
 from alpineagents.reporter import Reporter
 from alpineagents.state import State, StateSnapshot
@@ -86,6 +87,9 @@ __all__ = [
     "Model",
     "Anthropic",
     "OpenAICompatible",
+    # MCP servers
+    "MCP",
+    "MCPTool",
     # stores
     "Store",
     "FileStore",
