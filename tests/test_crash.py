@@ -158,8 +158,9 @@ def test_kill_and_resume(zygote: Zygote, tmp_path: Path, kind: str, point: str) 
     running = {c.id for c in in_memory.pending_calls} & requested
     if point.startswith(("tool:", "tool_pre:")):
         assert running
-    if point.startswith("tool:"):  # the tool's side effect happened, its result was never recorded
-        assert ran_before[-1] in {journal_key(e) for e in unknown}
+    if point.startswith("tool:"):  # the killed tool's side effect happened, its result was never recorded
+        # (parallel calls may journal in either order, so the killed one need not be the last journal line)
+        assert set(ran_before) & {journal_key(e) for e in unknown}
     assert running <= {e["call"]["id"] for e in unknown}
 
     # Side effects: each call ran at most once; every call with a saved result ran; the resume ran none again.
