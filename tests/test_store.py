@@ -167,7 +167,13 @@ def set_lines(store: Store, state_id: str, lines: list[str]) -> None:
 def copy_state(store: Store, state_id: str, target: Path) -> Store:
     """A copy of the store's data as it is right now (what a crash at this moment leaves)."""
     if isinstance(store, FileStore):
-        shutil.copytree(store._root / state_id, target / state_id)  # pyright: ignore[reportPrivateUsage]
+        # Temporary files (".info.json.*") come and go while a save runs; a crash would leave at most one, which
+        # loading ignores, so they are not copied (copying one that vanished midway would fail).
+        shutil.copytree(
+            store._root / state_id,  # pyright: ignore[reportPrivateUsage]
+            target / state_id,
+            ignore=shutil.ignore_patterns(".*"),
+        )
         return FileStore(target)
     target.mkdir(parents=True, exist_ok=True)
     dst = sqlite3.connect(target / "copy.db")
