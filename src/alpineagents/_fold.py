@@ -589,20 +589,7 @@ def commit(values: dict[str, Any], entry: Any) -> dict[str, Any]:
     d = values.copy()
     if "history" in d:
         del d["history"]
-    (_RULES.get(type(entry)) or _rule(entry))(d, entry)
-    at = entry.at
-    n = d["_hn"]
-    if n == 0:
-        d["created_at"] = at
-    lst = d["_h"]
-    if len(lst) == n:
-        lst.append(entry)
-        if lst[n] is not entry:
-            _branch_history(d, lst, n, entry)
-    else:
-        _branch_history(d, lst, n, entry)
-    d["_hn"] = n + 1
-    d["updated_at"] = at
+    apply(d, entry)
     return d
 
 
