@@ -158,8 +158,8 @@ def _drive(job: _Job, awaitable: Any) -> Any:
             loop.close()
 
 
-def _work(job: _Job, state: State) -> None:
-    """Worker-thread body: run the tool, format its result, hand it over (or record it late)."""
+def _work(job: _Job, state: State) -> tuple[Any, BaseException | None]:
+    """Worker-thread body: run the tool and format its result; return `(content, error)` for `_complete`."""
     CALL_SCOPE.set(CallScope(state, job.call, job.context))
     tool = job.tool
     assert tool is not None
@@ -172,9 +172,8 @@ def _work(job: _Job, state: State) -> None:
         except (ToolError, ToolInputError) as error:
             content = _error_result(job, error)
     except BaseException as error:  # noqa: BLE001 - handed to the calling thread unchanged
-        _complete(job, state, None, error)
-        return
-    _complete(job, state, content, None)
+        return None, error
+    return content, None
 
 
 async def _task_body(job: _Job, state: State, arrivals: _Arrivals) -> None:
@@ -288,10 +287,18 @@ def _worker_main(worker: _Worker) -> None:
         worker.task = None
         if task is not None:
             context, job, state = task
-            context.run(_work, job, state)
-            del task, context, job, state
-        with _IDLE_LOCK:
-            _IDLE.append(worker)
+            content, error = context.run(_work, job, state)
+            del task, context
+            # Park first, then complete: the waiting thread wakes while this one is about to block, so the two
+            # do not contend for the GIL. A submit may take this worker before the completion below; its job is
+            # read on the next pass.
+            with _IDLE_LOCK:
+                _IDLE.append(worker)
+            _complete(job, state, content, error)
+            del job, state, content, error
+        else:
+            with _IDLE_LOCK:
+                _IDLE.append(worker)
         if worker.wake.acquire(timeout=_IDLE_SECONDS):
             continue
         with _IDLE_LOCK:
