@@ -708,6 +708,12 @@ class _Arrivals:
             pass
 
 
+@types.coroutine
+def _yield_once() -> Any:
+    """`asyncio.sleep(0)` without its two extra frames: give the event loop one pass."""
+    yield
+
+
 def _start_task(job: _Job, state: State, arrivals: _Arrivals) -> None:
     job.started = True
     job.threaded = False
@@ -748,7 +754,7 @@ async def _arun_group(
             # Yield once: the Tasks just created run their first step before this one resumes, in the same pass
             # of the event loop, so a tool that ends without waiting is recorded without a waiter (one loop pass
             # per turn instead of two).
-            await asyncio.sleep(0)
+            await _yield_once()
         while outstanding:
             while not items:
                 arrivals.waiter = waiter = create_future()

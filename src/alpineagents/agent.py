@@ -606,7 +606,8 @@ class Agent:
         """The async twin of `think`."""
         if not isinstance(state, State):
             raise _not_a_state("athink", state)
-        await self._amcp_sticky()
+        if self._mcp_servers and self._mcp_users == 0:  # `_amcp_sticky`, without a coroutine when nothing to do
+            await self._amcp_open()
         specs = self._specs if tools is None else self._choose_specs(tools)
         reporter, store = think_start(self, state)
         if store is None:  # nothing to save: the same steps without the driver (the common case)
@@ -634,7 +635,8 @@ class Agent:
         """The async twin of `use_tools`: `async def` tools run as tasks on the event loop."""
         if not isinstance(state, State):
             raise _not_a_state("ause_tools", state)
-        await self._amcp_sticky()
+        if self._mcp_servers and self._mcp_users == 0:  # `_amcp_sticky`, without a coroutine when nothing to do
+            await self._amcp_open()
         context = use_tools_start(self, state, "ause_tools")
         if context.store is None:  # nothing to save: the steps are just the runner's (the common case)
             if state.pending_calls:
