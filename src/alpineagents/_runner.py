@@ -27,6 +27,7 @@ from concurrent.futures import Future
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
 from alpineagents._frozen import thaw
 from alpineagents._scope import CALL_SCOPE, CallScope
 from alpineagents.errors import ToolError, ToolInputError
@@ -51,25 +52,12 @@ _CANCELLED = ToolOutcomeKind.CANCELLED
 _INPUT_ERROR_OUTCOME = ToolOutcome(_INPUT_ERROR)
 _DONE_OUTCOME = ToolOutcome(_DONE)
 _ERROR_OUTCOME = ToolOutcome(_ERROR)
-_STOPPED_TURN = "(not run: the user stopped this turn)"
 
 _HANDOFF = threading.Lock()
 """Makes "the result arrived" and "the waiter gave up on the call" one atomic decision per job."""
 
 _BACKGROUND: set[asyncio.Task[Any]] = set()
 """Cancelled tool Tasks, kept referenced until they end (never awaited)."""
-
-
-def _is_interrupt(error: BaseException) -> bool:
-    return isinstance(error, (KeyboardInterrupt, asyncio.CancelledError))
-
-
-def _closed_text(error: BaseException) -> str:
-    return "(interrupted by user)" if _is_interrupt(error) else f"(aborted: {type(error).__name__})"
-
-
-def _closed_outcome(error: BaseException) -> ToolOutcome:
-    return ToolOutcome(_INTERRUPTED if _is_interrupt(error) else _ABORTED, error)
 
 
 class _Job:
@@ -250,7 +238,7 @@ def _record_late(job: _Job, state: State, content: Any, error: BaseException | N
     if job.cancel_sent and isinstance(error, asyncio.CancelledError):
         return
     text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    outcome = _INTERRUPTED if _is_interrupt(error) else _ABORTED
+    outcome = _INTERRUPTED if is_interrupt(error) else _ABORTED
     state._late_result(job.call, f"(exception: {text})", outcome, error=error)
 
 
@@ -371,7 +359,7 @@ def _finish(state: State, reporter: Any, job: _Job, failures: list[Any]) -> None
     if job not in failures:
         failures.append(job)
     if job.announced and reporter is not None:
-        reporter.on_tool_end(state, call, _closed_text(error), _closed_outcome(error))
+        reporter.on_tool_end(state, call, closed_result(error), closed_outcome(error))
 
 
 def _raise_first(failures: list[_Job]) -> None:
@@ -418,7 +406,7 @@ def _apply_decision(state: State, reporter: Any, job: _Job, decision: Any) -> bo
         if reporter is not None:
             reporter.on_tool_end(state, call, verdict.reason, ToolOutcome(_DENIED, decision.error, decided_by))
             for other in cancelled:
-                reporter.on_tool_end(state, other, _STOPPED_TURN, ToolOutcome(_CANCELLED, None, decided_by))
+                reporter.on_tool_end(state, other, STOPPED_TURN, ToolOutcome(_CANCELLED, None, decided_by))
         return None
     recorded = state._tool_result(call, verdict.reason, _DENIED, error=decision.error, if_pending=True)
     if recorded and reporter is not None:
@@ -592,8 +580,8 @@ def _give_up(
     order += [job for job in finished if job not in order]
     for job in order:
         _safely(interrupt, _finish, state, reporter, job, failures)
-    text = _closed_text(interrupt)
-    outcome = _closed_outcome(interrupt)
+    text = closed_result(interrupt)
+    outcome = closed_outcome(interrupt)
     for job in jobs:
         if job.announced and not job.finished:
             job.finished = True

@@ -30,6 +30,7 @@ from datetime import UTC
 from typing import Any
 
 from alpineagents._serial import time_from_str
+from alpineagents._state_parts import check_id
 from alpineagents._storeshared import (
     DICT_ONLY,
     FRESH_READS,
@@ -43,7 +44,6 @@ from alpineagents._storeshared import (
     settle_lock,
 )
 from alpineagents.errors import fix_message
-from alpineagents.state import check_id
 from alpineagents.store import Record, StateInfo, Store
 
 __all__ = ["SQLiteStore"]

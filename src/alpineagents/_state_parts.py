@@ -6,16 +6,22 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from alpineagents._fold import json_form
+from alpineagents._fold import StateSnapshot, first_non_entry, replay
+from alpineagents._jsoncopy import json_copy, json_form
+from alpineagents._tokens import context_tokens
 from alpineagents.errors import fix_message
 from alpineagents.types import (
+    ContextChange,
     ContextChangeEntry,
     ErrorEntry,
     ExchangeEntry,
     ExtraDataEntry,
+    HistoryEntry,
     Image,
+    Message,
     MessageEntry,
     ModelEventEntry,
     ModelReplyEntry,
@@ -409,6 +415,23 @@ _ADD_EXAMPLE = 'state.add_message(Message.user("Next step: run the tests"))'
 _COMPACT_EXAMPLE = 'summary = agent.ask(state, "Summarize the work so far")\nstate.compact(summary)'
 
 
+_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+def check_id(value: Any, where: str) -> str:
+    """Return ``value`` if it is a valid State id (``[A-Za-z0-9_-]{1,128}``).
+
+    Raises:
+        TypeError: ``value`` is not a string.
+        ValueError: it has other characters, or is empty or longer than 128 characters.
+    """
+    if not isinstance(value, str):
+        raise id_type_error(where, value)
+    if _ID.fullmatch(value) is None:
+        raise id_value_error(where, value)
+    return value
+
+
 def id_type_error(where: Any, value: Any) -> TypeError:
     return TypeError(
         fix_message(
@@ -717,3 +740,59 @@ def exchange_answer(question: str, answer: Any) -> Any:
         return json_form(answer, f"the answer to {question!r}")
     except TypeError:
         return repr(answer)
+
+
+# --- the constructor's starting entries -----------------------------------------------------------------------
+
+
+def history_snapshot(history: Any, messages: Any, extra_data: Any) -> StateSnapshot:
+    """The snapshot of ``State(history=...)``: the replay of the given entries.
+
+    Raises:
+        TypeError: ``messages=``/``extra_data=`` given too, or an item is not a history entry.
+        ValueError: the entries do not fold (the message names the first entry that does not fit).
+    """
+    if extra_data is not None or non_empty(messages):
+        raise history_combined_error()
+    entries = list(history)
+    bad = first_non_entry(entries)
+    if bad >= 0:
+        raise history_item_error(bad, entries[bad])
+    try:
+        return replay(entries)
+    except ValueError as error:
+        index: int = getattr(error, "index", 0)
+        raise history_fold_error(index, entries, error) from error
+
+
+def initial_entries(messages: Any, extra_data: Any) -> list[HistoryEntry]:
+    """The entries ``State(messages=..., extra_data=...)`` starts with: an ``import`` context change holding the
+    messages, and the extra data (each only when given).
+
+    Raises:
+        TypeError: ``messages`` is not an iterable of ``Message``, or ``extra_data`` is not a JSON mapping.
+    """
+    if isinstance(messages, (str, bytes, Message)):
+        raise messages_type_error(messages, iterable=True)
+    try:
+        iterator = iter(messages)
+    except TypeError:
+        raise messages_type_error(messages, iterable=False) from None
+    items: list[Message] = []
+    for item in iterator:
+        if not isinstance(item, Message):
+            raise message_item_error(item)
+        items.append(item)
+    values: dict[str, Any] = {}
+    if extra_data is not None:
+        if not isinstance(extra_data, Mapping):
+            raise extra_data_type_error(extra_data)
+        values = json_copy(extra_data, "State(extra_data=...)")
+    entries: list[HistoryEntry] = []
+    if items:
+        found = tuple(items)
+        change = ContextChange("import", before_tokens=0, after_tokens=context_tokens(found, 0), messages=found)
+        entries.append(ContextChangeEntry(content=change, turn=0))
+    if values:
+        entries.append(ExtraDataEntry(content=values, removed=(), turn=0))
+    return entries

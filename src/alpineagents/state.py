@@ -8,8 +8,6 @@ the stores use to record what happens.
 
 from __future__ import annotations
 
-import asyncio
-import re
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -18,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from alpineagents import types as types_module
+from alpineagents._closing import INTERRUPTED, STOPPED_TURN, closed_outcome, closed_result
 from alpineagents._fastinit import trusted
 from alpineagents._fold import (
     CLEARED,
@@ -25,12 +24,9 @@ from alpineagents._fold import (
     SUMMARY_PREFIX,
     StateSnapshot,
     cleared_messages,
-    first_non_entry,
     fold,
     fork_snapshot,
     history_list,
-    json_copy,
-    json_form,
     message_count,
     replay,
     snapshot_of,
@@ -38,6 +34,7 @@ from alpineagents._fold import (
 )
 from alpineagents._fold import commit as _fold_commit
 from alpineagents._frozen import FrozenDict, thaw
+from alpineagents._jsoncopy import json_copy, json_form
 from alpineagents._state_parts import (
     ACCEPTED,
     GET_RETIRED,
@@ -47,26 +44,20 @@ from alpineagents._state_parts import (
     add_message_type_error,
     assignment_error,
     canonical,
+    check_id,
     child_no_store_error,
     compact_empty_error,
     compact_type_error,
     compact_window_error,
     damaged_error,
     exchange_answer,
-    extra_data_type_error,
     finished_error,
     fork_waiting_error,
-    history_combined_error,
-    history_fold_error,
-    history_item_error,
-    id_type_error,
-    id_value_error,
+    history_snapshot,
+    initial_entries,
     keep_last_error,
     keyword_signature,
     line,
-    message_item_error,
-    messages_type_error,
-    non_empty,
     pending_error,
     positional_error,
     restore_busy_error,
@@ -105,7 +96,6 @@ from alpineagents.types import (
     StoppedByFinish,
     StoppedByPermission,
     ToolCall,
-    ToolOutcome,
     ToolOutcomeKind,
     ToolResultBlock,
     ToolResultContent,
@@ -116,8 +106,6 @@ from alpineagents.types import (
 
 __all__ = ["State", "StateSnapshot"]
 
-INTERRUPTED = "(interrupted by user)"
-STOPPED_TURN = "(not run: the user stopped this turn)"
 NOT_RUN_YET = "(not run yet)"
 UNSAVED_RESULT = (
     "(unknown: the run stopped before this result was saved, so the tool may or may not have run. "
@@ -125,9 +113,7 @@ UNSAVED_RESULT = (
 )
 STOPPED_WAITING = "(process stopped while waiting for the model)"
 
-_ = (CLEARED, LATE_RESULT, SUMMARY_PREFIX, fold)  # public names of this module, defined in _fold
-
-_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_ = (CLEARED, LATE_RESULT, SUMMARY_PREFIX, fold, INTERRUPTED, check_id)  # names of this module defined elsewhere
 
 # Fast path for the three entries of every turn: makers that take every field in order and skip the keyword
 # parsing and per-field descriptor calls of the normal constructor (and ``__post_init__``). Used only with values
@@ -135,34 +121,6 @@ _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _make_request_entry = trusted(ModelRequestEntry)  # (kind, content, turn, at)
 _make_reply_entry = trusted(ModelReplyEntry)  # (kind, content, turn, at)
 _make_result_entry = trusted(ToolResultEntry)  # (kind, content, call, outcome, late, error, child_ids, usage, turn, at)
-
-
-def closed_result(error: BaseException) -> str:
-    """The result text of a call closed by ``error``: ``INTERRUPTED`` for an interrupt, else ``(aborted: Type)``."""
-    if isinstance(error, (KeyboardInterrupt, asyncio.CancelledError)):
-        return INTERRUPTED
-    return f"(aborted: {type(error).__name__})"
-
-
-def closed_outcome(error: BaseException) -> ToolOutcome:
-    """The outcome of a call closed by ``error``: ``INTERRUPTED`` for an interrupt, else ``ABORTED``."""
-    if isinstance(error, (KeyboardInterrupt, asyncio.CancelledError)):
-        return ToolOutcome(ToolOutcomeKind.INTERRUPTED, error)
-    return ToolOutcome(ToolOutcomeKind.ABORTED, error)
-
-
-def check_id(value: Any, where: str) -> str:
-    """Return ``value`` if it is a valid State id (``[A-Za-z0-9_-]{1,128}``).
-
-    Raises:
-        TypeError: ``value`` is not a string.
-        ValueError: it has other characters, or is empty or longer than 128 characters.
-    """
-    if not isinstance(value, str):
-        raise id_type_error(where, value)
-    if _ID.fullmatch(value) is None:
-        raise id_value_error(where, value)
-    return value
 
 
 class State:
@@ -239,43 +197,13 @@ class State:
         d["_closed_calls"] = {}
 
     def _init_history(self, history: Any, messages: Any, extra_data: Any) -> None:
-        if extra_data is not None or non_empty(messages):
-            raise history_combined_error()
-        entries = list(history)
-        bad = first_non_entry(entries)
-        if bad >= 0:
-            raise history_item_error(bad, entries[bad])
-        try:
-            snap = replay(entries)
-        except ValueError as error:
-            index: int = getattr(error, "index", 0)
-            raise history_fold_error(index, entries, error) from error
+        snap = history_snapshot(history, messages, extra_data)
         self.__dict__["_values"] = snap.__dict__
         self.__dict__["_snapshot"] = snap
 
     def _init_messages(self, messages: Any, extra_data: Any) -> None:
-        if isinstance(messages, (str, bytes, Message)):
-            raise messages_type_error(messages, iterable=True)
-        try:
-            iterator = iter(messages)
-        except TypeError:
-            raise messages_type_error(messages, iterable=False) from None
-        items: list[Message] = []
-        for item in iterator:
-            if not isinstance(item, Message):
-                raise message_item_error(item)
-            items.append(item)
-        values: dict[str, Any] = {}
-        if extra_data is not None:
-            if not isinstance(extra_data, Mapping):
-                raise extra_data_type_error(extra_data)
-            values = json_copy(extra_data, "State(extra_data=...)")
-        if items:
-            found = tuple(items)
-            change = ContextChange("import", before_tokens=0, after_tokens=context_tokens(found, 0), messages=found)
-            self._commit_locked(ContextChangeEntry(content=change, turn=0))
-        if values:
-            self._commit_locked(ExtraDataEntry(content=values, removed=(), turn=0))
+        for entry in initial_entries(messages, extra_data):
+            self._commit_locked(entry)
 
     # --- properties ----------------------------------------------------------------------------------------
 

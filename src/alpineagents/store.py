@@ -33,6 +33,7 @@ from typing import Any, Self
 from alpineagents._async import blocks_event_loop, run_in_thread
 from alpineagents._readlog import entries_from_dicts
 from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
+from alpineagents._state_parts import check_id
 from alpineagents._storeshared import (
     DICT_ONLY,
     FRESH_READS,
@@ -50,7 +51,7 @@ from alpineagents._storeshared import (
     StateLockedError as StateLockedError,  # re-exported: alpineagents.store.StateLockedError
 )
 from alpineagents.errors import fix_message
-from alpineagents.state import State, StateSnapshot, check_id
+from alpineagents.state import State, StateSnapshot
 from alpineagents.types import Stopped
 
 __all__ = ["Store", "FileStore", "Record", "StateInfo"]

@@ -1,0 +1,35 @@
+"""How a tool call closed by an exception reads (04 §11.4, §11.5): its result text and its outcome.
+
+Shared by ``alpineagents.state`` (the run closes pending calls) and ``alpineagents._runner`` (``on_tool_end`` of a
+call that raised or was interrupted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from alpineagents.types import ToolOutcome, ToolOutcomeKind
+
+__all__ = ["INTERRUPTED", "STOPPED_TURN", "is_interrupt", "closed_result", "closed_outcome"]
+
+INTERRUPTED = "(interrupted by user)"
+"""The result text of a call closed by Ctrl+C or cancellation."""
+
+STOPPED_TURN = "(not run: the user stopped this turn)"
+"""The result text of a call cancelled because another call of its turn was denied with ``stop=True`` (07)."""
+
+
+def is_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` is an interrupt: ``KeyboardInterrupt`` or ``asyncio.CancelledError``."""
+    return isinstance(error, (KeyboardInterrupt, asyncio.CancelledError))
+
+
+def closed_result(error: BaseException) -> str:
+    """The result text of a call closed by ``error``: ``INTERRUPTED`` for an interrupt, else ``(aborted: Type)``."""
+    return INTERRUPTED if is_interrupt(error) else f"(aborted: {type(error).__name__})"
+
+
+def closed_outcome(error: BaseException) -> ToolOutcome:
+    """The outcome of a call closed by ``error``: ``INTERRUPTED`` for an interrupt, else ``ABORTED``."""
+    kind = ToolOutcomeKind.INTERRUPTED if is_interrupt(error) else ToolOutcomeKind.ABORTED
+    return ToolOutcome(kind, error)
