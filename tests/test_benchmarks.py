@@ -1,0 +1,34 @@
+"""Smoke test of `benchmarks/turns.py`: its runs and its floor work at a tiny size (the figures are not checked)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_turns_benchmark_runs_at_a_tiny_size() -> None:
+    turns = load("turns")
+    assert turns.sync_run(5) > 0
+    assert turns.async_run(5) > 0
+    floor = turns.Floor()
+    try:
+        assert floor.time(3) > 0
+        assert floor.time(3, turns.GAP) >= 0
+        run, back_to_back, in_turn, median = turns.paired(turns.sync_run, floor, 3, 3)
+        assert run > 0 and back_to_back > 0 and in_turn > 0
+        assert isinstance(median, float)
+    finally:
+        floor.close()
