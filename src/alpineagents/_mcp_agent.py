@@ -102,26 +102,16 @@ def _tools_of(agent: Any, server: MCP, remotes: list[Any]) -> list[MCPTool]:
     return tools
 
 
-async def _connect(agent: Any) -> dict[str, Tool]:
-    """On the background loop: hold every server, wait for all tool lists, run the checks (08 §4.5, §4.7)."""
+async def _connect(agent: Any, conns: list[Any]) -> dict[str, Tool]:
+    """On the background loop: wait for every server's tool list, run the checks (08 §4.5, §4.7)."""
     servers: tuple[MCP, ...] = agent._mcp_servers
-    held: list[MCP] = []
-    try:
-        waits = []
-        for server in servers:
-            conn = server._hold()
-            held.append(server)
-            waits.append(asyncio.wrap_future(conn.ready))
-        lists = await asyncio.gather(*waits)
-        found: dict[str, Tool] = {}
-        for server, remotes in zip(servers, lists, strict=True):
-            for tool in _tools_of(agent, server, list(remotes)):
-                found[tool.name] = tool
-        return found
-    except BaseException:
-        for server in held:
-            server._unhold()
-        raise
+    # Mirrored: the connections are shared, so stopping this connect must not cancel another Agent's wait.
+    lists = await asyncio.gather(*(asyncio.wrap_future(_mirror(conn.ready)) for conn in conns))
+    found: dict[str, Tool] = {}
+    for server, remotes in zip(servers, lists, strict=True):
+        for tool in _tools_of(agent, server, list(remotes)):
+            found[tool.name] = tool
+    return found
 
 
 def _install(agent: Any, found: dict[str, Tool] | None) -> None:
@@ -142,7 +132,9 @@ def _take(agent: Any) -> concurrent.futures.Future[Any]:
         agent._mcp_users += 1
         ready = agent._mcp_ready
         if ready is None:
-            ready = submit(_connect(agent))
+            # The servers are held from the first use to the last (release gives them back).
+            conns = [server._hold() for server in agent._mcp_servers]
+            ready = submit(_connect(agent, conns))
             agent._mcp_ready = ready
             ready.add_done_callback(lambda done: _on_ready(agent, done))
         return ready
@@ -187,7 +179,7 @@ def _mirror(future: concurrent.futures.Future[Any]) -> concurrent.futures.Future
         elif done.exception() is not None:
             mine.set_exception(done.exception())  # pyright: ignore[reportArgumentType]
         else:
-            mine.set_result(None)
+            mine.set_result(done.result())
 
     future.add_done_callback(copy)
     return mine
@@ -207,12 +199,9 @@ def release(agent: Any) -> None:
             return
         _install(agent, None)
     if not ready.done():
-        ready.cancel()  # the connect task gives back its holds itself
-        return
-    if ready.cancelled() or ready.exception() is not None:
-        return
+        ready.cancel()
     for server in agent._mcp_servers:
-        server._unhold()
+        server._unhold()  # a connection still starting is stopped
 
 
 def choose(agent: Any, item: Any) -> list[Any] | None:

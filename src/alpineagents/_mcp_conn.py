@@ -90,8 +90,8 @@ def is_transport_error(error: BaseException) -> bool:
     return False
 
 
-def _target(server: Any) -> Any:
-    """Step 2 of 08 §4.6: what the SDK client connects to."""
+async def _target(server: Any, stack: AsyncExitStack) -> Any:
+    """Step 2 of 08 §4.6: what the SDK client connects to (an HTTP client for `headers` is closed by `stack`)."""
     if server.server:
         return server.server
     if server.url:
@@ -100,7 +100,9 @@ def _target(server: Any) -> Any:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client  # pyright: ignore
 
-        http = httpx2.AsyncClient(headers=dict(server.headers))
+        # The timeouts the SDK gives its own client for a bare url (30 s, reading 300 s), plus the headers.
+        timeout = httpx2.Timeout(30.0, read=300.0)
+        http = await stack.enter_async_context(httpx2.AsyncClient(headers=dict(server.headers), timeout=timeout))
         return streamable_http_client(server.url, http_client=http)  # pyright: ignore
     from mcp import StdioServerParameters
 
@@ -134,10 +136,12 @@ class Connection:
         self.lost: BaseException | None = None
         self.ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._closing: asyncio.Event | None = None
+        self._running: asyncio.Task[Any] | None = None
         self._task: concurrent.futures.Future[Any] = submit(self._serve())
 
     async def _serve(self) -> None:
         self._closing = asyncio.Event()
+        self._running = asyncio.current_task()
         server = self.server
         try:
             try:
@@ -152,7 +156,7 @@ class Connection:
             async with AsyncExitStack() as stack:
                 try:
                     async with asyncio.timeout(server.timeout):
-                        client = Client(_target(server), read_timeout_seconds=server.timeout)
+                        client = Client(await _target(server, stack), read_timeout_seconds=server.timeout)
                         await stack.enter_async_context(client)
                         tools: list[Any] = []
                         cursor = None
@@ -176,7 +180,9 @@ class Connection:
         except BaseException as error:
             if not self.ready.done():
                 wrapped = error
-                if not isinstance(error, MCPConnectionError):
+                while isinstance(wrapped, BaseExceptionGroup) and wrapped.exceptions:
+                    wrapped = wrapped.exceptions[0]  # closing the session may wrap the error in a group
+                if not isinstance(wrapped, MCPConnectionError):
                     wrapped = MCPConnectionError(
                         f"Could not connect to MCP server {server.name!r} ({server!r}): {describe(error)}"
                     )
@@ -212,10 +218,12 @@ class Connection:
         loop = background_loop()
 
         def stop() -> None:
-            if self._closing is not None:
-                self._closing.set()
+            if self._closing is not None and self.ready.done():
+                self._closing.set()  # an open session ends in its own task
+            elif self._running is not None:
+                self._running.cancel()  # a connect in progress is stopped; close() waits for it to unwind
             else:
-                self._task.cancel()
+                self._task.cancel()  # not started yet
 
         loop.call_soon_threadsafe(stop)
         if threading.current_thread().name == "alpineagents-mcp":
