@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from alpineagents._fastinit import trusted
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens, estimate_text_tokens
 from alpineagents.errors import ContextTooLongError
 from alpineagents.human import Human, parse_answer
@@ -22,6 +23,10 @@ from alpineagents.models.base import Model
 from alpineagents.types import Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, Usage
 
 __all__ = ["FakeModel", "FakeHuman", "tool_call"]
+
+_make_usage = trusted(Usage)  # (input, output, cache_read, cache_write, requests, cost)
+_make_message = trusted(Message)  # (role, content, tokens, stop_reason), content a tuple of blocks
+_make_reply = trusted(Reply)  # (message, usage, context_tokens, stop_reason, model)
 
 
 def tool_call(name: str, /, **args: Any) -> ToolCall:
@@ -141,10 +146,13 @@ class FakeModel(Model):
     def _reply(self, blocks: tuple[Any, ...], input_tokens: int, output_tokens: int, stop_reason: str) -> Reply:
         # Positional arguments (one reply per turn): Usage(input, output, cache_read, cache_write, requests, cost)
         # and Reply(message, usage, context_tokens, stop_reason, model).
-        usage = Usage(input_tokens, output_tokens, 0, 0, 1)
+        # `blocks` is a tuple of blocks and every other value is already in normal form, so the trusted makers
+        # build the same values as the constructors, without their checks (one reply per turn of every test).
+        usage = _make_usage(input_tokens, output_tokens, 0, 0, 1, None)
         if self.price is not None:
-            usage = Usage(input_tokens, output_tokens, 0, 0, 1, self.price.cost(usage))
-        return Reply(Message("assistant", blocks), usage, input_tokens + output_tokens, stop_reason, self.name)
+            usage = _make_usage(input_tokens, output_tokens, 0, 0, 1, self.price.cost(usage))
+        message = _make_message("assistant", blocks, None, None)
+        return _make_reply(message, usage, input_tokens + output_tokens, stop_reason, self.name)
 
 
 class FakeHuman(Human):
