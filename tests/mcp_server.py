@@ -34,3 +34,9 @@ def die() -> str:
 
 if __name__ == "__main__":
     server.run("stdio")
+    if os.environ.get("SLOW_EXIT"):  # a server slow to shut down: it ignores SIGTERM and lingers after stdin ends
+        import signal
+        import time
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(float(os.environ["SLOW_EXIT"]))

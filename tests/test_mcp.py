@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import base64
 import subprocess
 import sys
+import threading
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 from alpineagents.agent import Agent
 from alpineagents.errors import MCPConnectionError, ToolError
 from alpineagents.mcp_tools import MCP, SEPARATOR, MCPTool, MCPToolRef, convert_result
+from alpineagents.reporter import Reporter
 from alpineagents.state import State
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
@@ -378,3 +382,53 @@ def test_mcptool_members() -> None:
     assert peek_tool.input_schema["type"] == "object"
     with pytest.raises(TypeError, match="is a connected tool of another Agent's MCP server"):
         _agent([], [peek_tool])
+
+
+# --- releasing a server slow to shut down (08 §4.5) ----------------------------------------------------------------
+
+
+class RunEnds(Reporter):
+    """Records the `on_run_end` calls."""
+
+    def __init__(self) -> None:
+        self.ended: list[BaseException | None] = []
+
+    def on_run_end(self, state: State, error: BaseException | None) -> None:
+        self.ended.append(error)
+
+
+def test_ctrl_c_while_a_server_shuts_down_gets_through() -> None:
+    local = MCP(f"{sys.executable} {SERVER}", name="local", env={"SLOW_EXIT": "8"})
+    ends = RunEnds()
+    interrupted: list[float] = []
+
+    def last_reply(request: Any) -> str:
+        def press_ctrl_c() -> None:
+            time.sleep(0.5)  # the run has left its loop and waits for the server to shut down
+            interrupted.append(time.monotonic())
+            _thread.interrupt_main()
+
+        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        return "done"
+
+    agent = Agent(FakeModel([tool_call("local__add", a=1, b=2), last_reply]), tools=[local], reporter=ends, human=None)
+    state = State(messages=[Message.user("go")])
+    returned: list[Any] = []
+    with pytest.raises(KeyboardInterrupt):
+        returned.append(agent.run(state))
+        time.sleep(15)  # only reached when run() returned: the interrupt must not escape this test
+    assert returned == []
+    assert time.monotonic() - interrupted[0] < 1.0
+    assert ends.ended == [None]  # on_run_end first, for a run that ended well
+    assert state.answer == "done"
+    assert [e.content for e in state.history if isinstance(e, ToolResultEntry)] == ["3"]
+    assert local._conn is None and agent._mcp_users == 0
+
+
+def test_a_server_slow_to_shut_down_is_waited_for_at_most_5_seconds() -> None:
+    local = MCP(f"{sys.executable} {SERVER}", name="local", env={"SLOW_EXIT": "8"})
+    agent = Agent(FakeModel([tool_call("local__add", a=1, b=2), "done"]), tools=[local], reporter=None, human=None)
+    started = time.monotonic()
+    assert agent.run("go") == "done"
+    assert time.monotonic() - started < 6.5  # the release gave up after 5 s; the server lingers 8 s
+    assert local._conn is None

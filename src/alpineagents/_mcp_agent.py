@@ -200,8 +200,14 @@ def release(agent: Any) -> None:
         _install(agent, None)
     if not ready.done():
         ready.cancel()
+    interrupt: KeyboardInterrupt | None = None
     for server in agent._mcp_servers:
-        server._unhold()  # a connection still starting is stopped
+        try:
+            server._unhold()  # a connection still starting is stopped
+        except KeyboardInterrupt as error:  # release the other servers too, then let Ctrl+C through
+            interrupt = error
+    if interrupt is not None:
+        raise interrupt
 
 
 def choose(agent: Any, item: Any) -> list[Any] | None:

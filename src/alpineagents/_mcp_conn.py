@@ -9,6 +9,7 @@ import asyncio
 import concurrent.futures
 import shlex
 import threading
+import time
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from typing import Any
@@ -228,7 +229,14 @@ class Connection:
         loop.call_soon_threadsafe(stop)
         if threading.current_thread().name == "alpineagents-mcp":
             return  # called on the background loop itself: waiting here would block the shutdown
+        deadline = time.monotonic() + 5
         try:
-            self._task.result(timeout=5)
-        except BaseException:  # noqa: BLE001 - a shutdown failure never hides what the run did
+            while not self._task.done():  # short slices, so that Ctrl+C arrives promptly
+                left = deadline - time.monotonic()
+                if left <= 0:  # slowness never hides what the run did
+                    self._task.cancel()
+                    return
+                concurrent.futures.wait((self._task,), timeout=min(0.1, left))
+        except KeyboardInterrupt:  # Ctrl+C still gets through (08 §4.5)
             self._task.cancel()
+            raise

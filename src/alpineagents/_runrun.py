@@ -233,11 +233,17 @@ def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps
             yield from save_after_error(store, state, failure)
             raise
         finally:
+            interrupt: KeyboardInterrupt | None = None
             if using_mcp:
-                agent._mcp_close()
+                try:
+                    agent._mcp_close()
+                except KeyboardInterrupt as stop:  # Ctrl+C while a server shuts down: after on_run_end
+                    interrupt = stop
             if reporter is not None:
                 reporter.on_run_end(state, error)
             error = None
+            if interrupt is not None:
+                raise interrupt
         return result
     finally:
         state._end_run()
