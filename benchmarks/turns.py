@@ -4,16 +4,19 @@ Run: `.venv/bin/python benchmarks/turns.py`
 
 Prints, for 50 and 800 turns:
 1. `run()` with a sync tool: µs per turn, and the framework's own cost above the floor of handing one call to a
-   worker thread and back (measured here as a round trip to a persistent worker thread). Target: <= 40 µs.
-   Thread wake-ups on a shared VM vary several-fold from minute to minute, so each run alternates with a batch of
-   as many floor round trips, and the figure above the floor is given both as (best run - best floor) and as the
-   median of the paired differences. The sync figures are printed twice: with the threads free to use every CPU,
-   then with the process pinned to one CPU (see `main`), which takes the VM's cross-CPU wake-up out of both.
+   worker thread and back (a round trip to a persistent worker thread). Target: <= 40 µs above the floor.
+   - Each run alternates with as many floor round trips: back to back, and "in a turn" (after 30 µs of work on
+     the calling thread before each one, as between two tool calls of a run). The figure above the floor is given
+     as (best run - best in-turn floor) and as the median of the paired differences.
+   - First with the process pinned to one CPU, then with the threads free to use every CPU. On a 2-core VM a
+     thread woken on the other, idle CPU costs a hypervisor round trip that varies several-fold from minute to
+     minute and that back-to-back round trips mostly avoid; on one CPU neither the floor nor the run pays it, so
+     the difference is the framework's own cost. The second block shows what the wake-ups add on this machine.
 2. `arun()` with an async tool (no thread): µs per turn. Target: <= 50 µs.
 For both: the 800/50 ratio (target <= 1.3) and the peak traced memory of the 800-turn run (target <= 3 MiB).
 
-Each figure is the lowest of several runs (sync: 31 of 50 turns, 11 of 800; async: 15 of 50, 5 of 800), so that other work
-on a shared machine inflates it less.
+Each figure is the lowest of several runs (sync: 31 of 50 turns, 11 of 800; async: 15 of 50, 5 of 800), so that
+other work on a shared machine inflates it less.
 
 The FakeModel used keeps only its latest request (`requests` is a bounded deque), and answers `arespond` inline
 instead of on a worker thread: the double's request log and thread are not part of the framework's cost.
@@ -203,18 +206,17 @@ def pin_threads(cpus: set[int]) -> None:
 def main() -> None:
     floor = Floor()
     try:
-        report_sync(floor, "threads free to use every CPU")
         cpus = os.sched_getaffinity(0) if os.path.isdir("/proc/self/task") else set()
         if len(cpus) > 1:
-            # On a VM, waking a thread whose CPU went idle costs a hypervisor round trip that varies several-fold
-            # from minute to minute, and a turn leaves the worker's CPU idle for longer than back-to-back floor
-            # round trips do. On one CPU no wake-up crosses CPUs, for the floor and the runs alike, so the
-            # difference is the framework's own cost.
+            # The framework's own cost: on one CPU no wake-up crosses CPUs, for the floor and the runs alike. On a
+            # VM, waking a thread whose CPU went idle costs a hypervisor round trip that varies several-fold from
+            # minute to minute, and a turn leaves the worker's CPU idle for longer than the floor's round trips do.
             pin_threads({min(cpus)})
             try:
-                report_sync(floor, "the process on one CPU")
+                report_sync(floor, "the process on one CPU (the framework's own cost)")
             finally:
                 pin_threads(cpus)
+        report_sync(floor, "threads free to use every CPU (adds the VM's cross-CPU wake-ups)")
     finally:
         floor.close()
     report("arun() with an async tool (target <= 50 µs/turn)", async_run)
