@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from scripts import load_script
 
 
 def test_turns_benchmark_runs_at_a_tiny_size() -> None:
-    turns = load("turns")
+    turns = load_script("benchmarks", "turns")
     assert turns.sync_run(5) > 0
     assert turns.async_run(5) > 0
     floor = turns.Floor()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -13,17 +11,13 @@ import pytest
 
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import Request, StoppedByUntil, ToolResultBlock
+from scripts import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("examples", name)
 
 
 def test_tool_agent(monkeypatch: pytest.MonkeyPatch) -> None:
