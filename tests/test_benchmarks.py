@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scripts import load_script
+from scriptload import load_script
 
 
 def test_turns_benchmark_runs_at_a_tiny_size() -> None:
