@@ -80,18 +80,22 @@ class _Job:
         "cancel_sent",
         "runner",
         "threaded",
+        "handed",
+        "notify",
     )
 
     future: Future[Any] | None
     error: BaseException | None
     runner: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None
+    handed: tuple[Any, BaseException | None] | None
+    notify: Callable[[_Job], None] | None
 
     def __init__(self, call: ToolCall, tool: Tool | None = None, context: Any = None) -> None:
         self.call = call
         self.tool = tool
         self.context = context
         self.outcome = _DONE
-        self.future = self.error = self.runner = None
+        self.future = self.error = self.runner = self.handed = self.notify = None
         self.announced = self.finished = self.started = self.abandoned = self.dropped = self.cancel_sent = False
         self.threaded = True
 
@@ -220,12 +224,15 @@ def _complete(job: _Job, state: State, content: Any, error: BaseException | None
     with _HANDOFF:
         late = job.abandoned
         if not late and future is not None:
+            job.handed = (content, error)  # what the future gets: `_finish` reads it without the future's lock
             if error is None:
                 future.set_result(content)
             else:
                 future.set_exception(error)
     if late:
         _record_late(job, state, content, error)
+    elif job.notify is not None:
+        job.notify(job)
 
 
 def _record_late(job: _Job, state: State, content: Any, error: BaseException | None) -> None:
@@ -320,6 +327,9 @@ class _Executor:
         thread.start()
 
 
+_SUBMIT = _Executor.submit
+"""The executor's own `submit`, whose worker notifies the waiter itself (no done-callback on the future)."""
+
 _EXECUTOR = _Executor(MAX_WORKERS)
 """The executor of every turn (it holds no state of its own besides `max_workers`)."""
 
@@ -338,6 +348,8 @@ def _finish(state: State, reporter: Any, job: _Job, failures: list[Any]) -> None
         content = future.value
     elif future is None:
         return
+    elif job.handed is not None:  # completed by our worker (its future is done when this job is finished)
+        content, error = job.handed
     else:
         try:
             # One locked read instead of done() + cancelled() + exception(): with no wait allowed, exception(0)
@@ -477,11 +489,16 @@ def run_tool_calls(state: State, tools: Any, context: Any) -> None:
 
 
 def _start(job: _Job, state: State, executor: _Executor, notify: Callable[[_Job], None]) -> None:
+    """Hand `job` to a worker through `_Executor.submit`; `notify(job)` once its future is done."""
     job.started = True
+    own = _Executor.submit is _SUBMIT  # looked up at call time (04 §12): a replacement may not use our worker
+    if own:
+        job.notify = notify  # our worker calls it right after completing the future
     _Executor.submit(executor, job, state)
-    future = job.future
-    assert future is not None
-    future.add_done_callback(functools.partial(_notify_done, notify, job))
+    if not own:
+        future = job.future
+        assert future is not None
+        future.add_done_callback(functools.partial(_notify_done, notify, job))
 
 
 def _notify_done(notify: Callable[[_Job], None], job: _Job, _future: Future[Any]) -> None:
