@@ -167,7 +167,7 @@ def peak(fn: Any, turns: int) -> float:
 
 
 def report(label: str, fn: Any) -> None:
-    fn(20)  # warm up
+    fn(300)  # warm up
     short = best_of(fn, 50, 15)
     long = best_of(fn, 800, 5)
     memory = peak(fn, 800)
@@ -178,7 +178,7 @@ def report(label: str, fn: Any) -> None:
 
 
 def report_sync(floor: Floor, label: str) -> None:
-    sync_run(20)  # warm up
+    sync_run(300)  # warm up (thread placement and caches settle in the first few hundred turns)
     floor.time(200)
     rows = [(turns, *paired(sync_run, floor, turns, repeat)) for turns, repeat in ((50, 31), (800, 11))]
     memory = peak(sync_run, 800)
