@@ -185,21 +185,26 @@ def _mirror(future: concurrent.futures.Future[Any]) -> concurrent.futures.Future
     return mine
 
 
-def release(agent: Any) -> None:
-    """Give back one Agent-level use; the last one releases the servers (a connect in progress is stopped)."""
+def _give_back(agent: Any) -> bool:
+    """Give back one Agent-level use; True when it was the last one, so the servers are to be given back."""
     with agent._mcp_lock:
         if agent._mcp_users <= 0:
-            return
+            return False
         agent._mcp_users -= 1
         if agent._mcp_users:
-            return
+            return False
         ready = agent._mcp_ready
         agent._mcp_ready = None
         if ready is None:
-            return
+            return False
         _install(agent, None)
     if not ready.done():
         ready.cancel()
+    return True
+
+
+def _unhold_all(agent: Any) -> None:
+    """Give back this Agent's hold on each of its servers; the last holder of a server closes it (up to 5 s)."""
     interrupt: KeyboardInterrupt | None = None
     for server in agent._mcp_servers:
         try:
@@ -208,6 +213,18 @@ def release(agent: Any) -> None:
             interrupt = error
     if interrupt is not None:
         raise interrupt
+
+
+def release(agent: Any) -> None:
+    """Give back one Agent-level use; the last one releases the servers (a connect in progress is stopped)."""
+    if _give_back(agent):
+        _unhold_all(agent)
+
+
+async def arelease(agent: Any) -> None:
+    """The async twin of `release`: a server's shutdown is waited for on a worker thread, not on the event loop."""
+    if _give_back(agent):
+        await asyncio.to_thread(_unhold_all, agent)
 
 
 def choose(agent: Any, item: Any) -> list[Any] | None:

@@ -214,6 +214,7 @@ def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps
             yield (store.save, store.asave, (state,))
         error: BaseException | None = None
         using_mcp = False
+        abandoned = False
         try:
             if reporter is not None:
                 reporter.on_run_start(state)
@@ -224,6 +225,7 @@ def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps
             if store is not None:
                 yield (store.save, store.asave, (state,))
         except GeneratorExit:  # the driver was abandoned: nothing to record
+            abandoned = True
             raise
         except BaseException as failure:
             error = failure
@@ -233,11 +235,14 @@ def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps
             yield from save_after_error(store, state, failure)
             raise
         finally:
-            interrupt: KeyboardInterrupt | None = None
+            interrupt: BaseException | None = None
             if using_mcp:
                 try:
-                    agent._mcp_close()
-                except KeyboardInterrupt as stop:  # Ctrl+C while a server shuts down: after on_run_end
+                    if abandoned:  # a generator being closed cannot yield
+                        agent._mcp_close()
+                    else:  # `arun` awaits the release: the event loop does not wait for a server to shut down
+                        yield (agent._mcp_close, agent._amcp_close, ())
+                except BaseException as stop:  # noqa: BLE001 - Ctrl+C or cancellation meanwhile: after on_run_end
                     interrupt = stop
             if reporter is not None:
                 reporter.on_run_end(state, error)

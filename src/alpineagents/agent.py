@@ -402,7 +402,7 @@ class Agent:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        self._mcp_close()
+        await self._amcp_close()
 
     def _mcp_open(self) -> None:
         """Take one use of this Agent's MCP servers and wait until they are connected (nothing without servers)."""
@@ -424,6 +424,13 @@ class Agent:
             from alpineagents._mcp_agent import release
 
             release(self)
+
+    async def _amcp_close(self) -> None:
+        """The async twin of `_mcp_close`: the event loop does not wait for a server to shut down."""
+        if self._mcp_servers:
+            from alpineagents._mcp_agent import arelease
+
+            await arelease(self)
 
     def _mcp_sticky(self) -> None:
         """A public method called while the Agent has no user connects and stays connected (08 §4.5)."""
