@@ -15,8 +15,11 @@ Prints, for 50 and 800 turns:
 2. `arun()` with an async tool (no thread): µs per turn. Target: <= 50 µs.
 For both: the 800/50 ratio (target <= 1.3) and the peak traced memory of the 800-turn run (target <= 3 MiB).
 
-Each figure is the lowest of several runs (sync: 31 of 50 turns, 11 of 800; async: 15 of 50, 5 of 800), so that
-other work on a shared machine inflates it less.
+The speed of the machine, which on a shared VM swings by 2-3x from minute to minute, is probed at the start and
+at the end (200k squares), so that figures from a slow moment can be told apart.
+
+Each figure is the lowest of several runs, gathered in 3 rounds spread over the script's run time (sync: 33 of 50
+turns, 12 of 800; async: 15 of 50, 6 of 800), so that other work on a shared machine inflates it less.
 
 The FakeModel used keeps only its latest request (`requests` is a bounded deque), and answers `arespond` inline
 instead of on a worker thread: the double's request log and thread are not part of the framework's cost.
@@ -133,28 +136,48 @@ GAP = 30e-6
 """The calling thread's own work between two round trips of the in-turn floor: about one turn's work."""
 
 
-def paired(fn: Any, floor: Floor, turns: int, repeat: int) -> tuple[float, float, float, float]:
-    """Runs of `turns` turns alternating with `turns` floor round trips, back to back and after `GAP` of work each.
+class Samples:
+    """Per-turn timings of one form of run, gathered over the rounds: for each size, the runs and (sync) the floors
+    measured right before each run."""
 
-    Returns per turn: the best run, the best back-to-back floor, the best in-turn floor, and the median of the
-    paired differences (run - in-turn floor). Alternating puts runs and floors under the same machine conditions,
-    and the same count of round trips gives them the same chance of a quiet stretch.
+    def __init__(self) -> None:
+        self.runs: dict[int, list[float]] = {50: [], 800: []}
+        self.back_to_back: dict[int, list[float]] = {50: [], 800: []}
+        self.in_turn: dict[int, list[float]] = {50: [], 800: []}
+        self.memory = 0.0
+
+    def best(self, turns: int) -> float:
+        return min(self.runs[turns])
+
+    def median_above(self, turns: int) -> float:
+        """The median of the paired differences: each run minus the in-turn floor measured right before it."""
+        pairs = sorted(run - below for run, below in zip(self.runs[turns], self.in_turn[turns], strict=True))
+        return pairs[len(pairs) // 2]
+
+
+def sample_sync(samples: Samples, floor: Floor, repeat: dict[int, int]) -> None:
+    """Sync runs alternating with as many floor round trips, back to back and after `GAP` of work each.
+
+    Alternating puts runs and floors under the same machine conditions, and the same count of round trips gives
+    them the same chance of a quiet stretch.
     """
-    gc.collect()
-    runs: list[float] = []
-    floors: list[float] = []
-    in_turn: list[float] = []
-    for _ in range(repeat):
-        floors.append(floor.time(turns) / turns)
-        in_turn.append(floor.time(turns, GAP) / turns)
-        runs.append(fn(turns) / turns)
-    differences = sorted(run - below for run, below in zip(runs, in_turn, strict=True))
-    return min(runs), min(floors), min(in_turn), differences[len(differences) // 2]
+    sync_run(300)  # warm up (thread placement and caches settle in the first few hundred turns)
+    floor.time(200)
+    for turns, count in repeat.items():
+        gc.collect()
+        for _ in range(count):
+            samples.back_to_back[turns].append(floor.time(turns) / turns)
+            samples.in_turn[turns].append(floor.time(turns, GAP) / turns)
+            samples.runs[turns].append(sync_run(turns) / turns)
+    samples.memory = max(samples.memory, peak(sync_run, 800))
 
 
-def best_of(fn: Any, turns: int, repeat: int) -> float:
-    gc.collect()
-    return min(fn(turns) for _ in range(repeat)) / turns
+def sample_async(samples: Samples, repeat: dict[int, int]) -> None:
+    async_run(300)  # warm up
+    for turns, count in repeat.items():
+        gc.collect()
+        samples.runs[turns].extend(async_run(turns) / turns for _ in range(count))
+    samples.memory = max(samples.memory, peak(async_run, 800))
 
 
 def peak(fn: Any, turns: int) -> float:
@@ -166,32 +189,26 @@ def peak(fn: Any, turns: int) -> float:
     return top / (1024 * 1024)
 
 
-def report(label: str, fn: Any) -> None:
-    fn(300)  # warm up
-    short = best_of(fn, 50, 15)
-    long = best_of(fn, 800, 5)
-    memory = peak(fn, 800)
-    print(f"{label}")
+def print_sync(label: str, samples: Samples) -> None:
+    print(f"run() with a sync tool, {label}")
+    for turns in (50, 800):
+        run = samples.best(turns)
+        in_turn = min(samples.in_turn[turns])
+        print(
+            f"  {turns:3d} turns: {run * 1e6:6.1f} µs/turn; floor {min(samples.back_to_back[turns]) * 1e6:5.1f} µs"
+            f" back to back, {in_turn * 1e6:5.1f} µs in a turn; above the in-turn floor: {(run - in_turn) * 1e6:5.1f}"
+            f" µs (best of each), {samples.median_above(turns) * 1e6:5.1f} µs (median of pairs); target <= 40"
+        )
+    print(f"  800/50 ratio of the runs: {samples.best(800) / samples.best(50):.2f} (target <= 1.3)")
+    print(f"  peak traced memory, 800 turns: {samples.memory:.2f} MiB (target <= 3)")
+
+
+def print_async(label: str, samples: Samples) -> None:
+    short, long = samples.best(50), samples.best(800)
+    print(label)
     print(f"  50 turns:  {short * 1e6:7.1f} µs/turn")
     print(f"  800 turns: {long * 1e6:7.1f} µs/turn   (800/50 ratio {long / short:.2f}, target <= 1.3)")
-    print(f"  peak traced memory, 800 turns: {memory:.2f} MiB (target <= 3)")
-
-
-def report_sync(floor: Floor, label: str) -> None:
-    sync_run(300)  # warm up (thread placement and caches settle in the first few hundred turns)
-    floor.time(200)
-    rows = [(turns, *paired(sync_run, floor, turns, repeat)) for turns, repeat in ((50, 31), (800, 11))]
-    memory = peak(sync_run, 800)
-    print(f"run() with a sync tool, {label}")
-    for turns, run, back_to_back, in_turn, median in rows:
-        print(
-            f"  {turns:3d} turns: {run * 1e6:6.1f} µs/turn; floor {back_to_back * 1e6:5.1f} µs back to back,"
-            f" {in_turn * 1e6:5.1f} µs in a turn; above the in-turn floor: {(run - in_turn) * 1e6:5.1f} µs"
-            f" (best of each), {median * 1e6:5.1f} µs (median of pairs); target <= 40"
-        )
-    short, long = rows[0][1], rows[1][1]
-    print(f"  800/50 ratio of the runs: {long / short:.2f} (target <= 1.3)")
-    print(f"  peak traced memory, 800 turns: {memory:.2f} MiB (target <= 3)")
+    print(f"  peak traced memory, 800 turns: {samples.memory:.2f} MiB (target <= 3)")
 
 
 def pin_threads(cpus: set[int]) -> None:
@@ -203,23 +220,47 @@ def pin_threads(cpus: set[int]) -> None:
             pass
 
 
+def python_speed_ms() -> float:
+    """A probe of the machine's speed at this moment: the best of 5 timings of summing 200,000 squares."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        sum(i * i for i in range(200_000))
+        best = min(best, time.perf_counter() - started)
+    return best * 1e3
+
+
+ROUNDS = 3
+"""Each form is measured in this many rounds, spread over the script's run time: a slow spell of the machine
+(seconds long on a shared VM) then does not cover every sample of a figure."""
+
+
 def main() -> None:
+    print(f"python speed (200k squares): {python_speed_ms():.1f} ms (an idle machine of this kind: about 8-10 ms)")
+    cpus = os.sched_getaffinity(0) if os.path.isdir("/proc/self/task") else set()
+    one_cpu, free, in_async = Samples(), Samples(), Samples()
     floor = Floor()
     try:
-        cpus = os.sched_getaffinity(0) if os.path.isdir("/proc/self/task") else set()
-        if len(cpus) > 1:
-            # The framework's own cost: on one CPU no wake-up crosses CPUs, for the floor and the runs alike. On a
-            # VM, waking a thread whose CPU went idle costs a hypervisor round trip that varies several-fold from
-            # minute to minute, and a turn leaves the worker's CPU idle for longer than the floor's round trips do.
-            pin_threads({min(cpus)})
-            try:
-                report_sync(floor, "the process on one CPU (the framework's own cost)")
-            finally:
-                pin_threads(cpus)
-        report_sync(floor, "threads free to use every CPU (adds the VM's cross-CPU wake-ups)")
+        for _ in range(ROUNDS):
+            if len(cpus) > 1:
+                # The framework's own cost: on one CPU no wake-up crosses CPUs, for the floor and the runs alike.
+                # On a VM, waking a thread whose CPU went idle costs a hypervisor round trip that varies several-fold
+                # from minute to minute, and a turn leaves the worker's CPU idle for longer than the floor's round
+                # trips do.
+                pin_threads({min(cpus)})
+                try:
+                    sample_sync(one_cpu, floor, {50: 11, 800: 4})
+                finally:
+                    pin_threads(cpus)
+            sample_sync(free, floor, {50: 11, 800: 4})
+            sample_async(in_async, {50: 5, 800: 2})
     finally:
         floor.close()
-    report("arun() with an async tool (target <= 50 µs/turn)", async_run)
+    if one_cpu.runs[50]:
+        print_sync("the process on one CPU (the framework's own cost)", one_cpu)
+    print_sync("threads free to use every CPU (adds the VM's cross-CPU wake-ups)", free)
+    print_async("arun() with an async tool (target <= 50 µs/turn)", in_async)
+    print(f"python speed (200k squares), at the end: {python_speed_ms():.1f} ms")
 
 
 if __name__ == "__main__":

@@ -1,20 +1,29 @@
-"""Smoke test of `benchmarks/turns.py`: its runs and its floor work at a tiny size (the figures are not checked)."""
+"""Smoke test of `benchmarks/turns.py`: its pieces run and print at a small size (the figures are not checked)."""
 
 from __future__ import annotations
+
+import pytest
 
 from scriptload import load_script
 
 
-def test_turns_benchmark_runs_at_a_tiny_size() -> None:
+def test_turns_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]) -> None:
     turns = load_script("benchmarks", "turns")
     assert turns.sync_run(5) > 0
     assert turns.async_run(5) > 0
     floor = turns.Floor()
     try:
         assert floor.time(3) > 0
-        assert floor.time(3, turns.GAP) >= 0
-        run, back_to_back, in_turn, median = turns.paired(turns.sync_run, floor, 3, 3)
-        assert run > 0 and back_to_back > 0 and in_turn > 0
-        assert isinstance(median, float)
+        assert floor.time(3, turns.GAP) > 0
+        in_sync = turns.Samples()
+        turns.sample_sync(in_sync, floor, {50: 1, 800: 1})
     finally:
         floor.close()
+    in_async = turns.Samples()
+    turns.sample_async(in_async, {50: 1, 800: 1})
+    turns.print_sync("test", in_sync)
+    turns.print_async("arun() test", in_async)
+    out = capsys.readouterr().out
+    assert out.count("above the in-turn floor") == 2
+    assert "800/50 ratio" in out and "peak traced memory" in out
+    assert 0 < in_sync.memory < 50 and 0 < in_async.memory < 50
