@@ -438,3 +438,58 @@ def test_lost_connection_over_http(tmp_path: Path) -> None:
     errors = [e for e in state.history if isinstance(e, ErrorEntry)]
     assert len(errors) == 1 and errors[0].error is info.value
     assert web._conn is None
+
+
+# --- stopping a call in progress (08 §4.5, 04 §11.5) ---------------------------------------------------------------
+
+
+def test_ctrl_c_during_a_call_stops_the_run_promptly(base: str) -> None:
+    web = MCP(url=f"{base}/mcp", name="web")
+    slow = tool_call("web__slow", seconds=5)
+    agent = _agent([slow, "never"], [web])
+    state = _state()
+    interrupted: list[float] = []
+
+    def press_ctrl_c() -> None:
+        deadline = time.monotonic() + 10
+        while not state.pending_calls and time.monotonic() < deadline:  # the model asked for the call
+            time.sleep(0.01)
+        time.sleep(0.5)  # the call is under way on the server
+        interrupted.append(time.monotonic())
+        _thread.interrupt_main()
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
+    returned: list[Any] = []
+    with pytest.raises(KeyboardInterrupt):
+        returned.append(agent.run(state))
+        time.sleep(15)  # only reached when run() returned: the interrupt must not escape this test
+    assert returned == []
+    assert time.monotonic() - interrupted[0] < 1.5
+    entry = _results(state)[slow.id]
+    assert (entry.content, entry.outcome) == ("(interrupted by user)", "interrupted")
+    assert state.pending_calls == ()
+    assert web._conn is None and agent._mcp_users == 0
+
+
+def test_cancelling_arun_during_a_call_cancels_it_promptly(base: str) -> None:
+    web = MCP(url=f"{base}/mcp", name="web")
+    slow = tool_call("web__slow", seconds=5)
+    agent = _agent([slow, "never"], [web])
+    state = _state()
+
+    async def main() -> float:
+        task = asyncio.create_task(agent.arun(state))
+        while not state.pending_calls:  # the model asked for the call
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.5)  # the call is under way on the server
+        cancelled_at = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - cancelled_at
+
+    assert asyncio.run(main()) < 1.5
+    entry = _results(state)[slow.id]
+    assert (entry.content, entry.outcome) == ("(interrupted by user)", "interrupted")
+    assert state.pending_calls == ()
+    assert web._conn is None and agent._mcp_users == 0
