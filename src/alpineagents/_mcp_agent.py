@@ -163,7 +163,7 @@ async def aacquire(agent: Any) -> None:
     try:
         await wait_async(_mirror(ready))
     except BaseException:
-        release(agent)
+        await arelease(agent)  # its use is given back at once; a server's shutdown goes on off the event loop
         raise
 
 
