@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from alpineagents._fastinit import trusted
 from alpineagents._frozen import FrozenDict
+from alpineagents._makers import make_message, make_result_block
 from alpineagents.types import (
     ContextChangeEntry,
     ErrorEntry,
@@ -283,7 +283,7 @@ def _reply(d: dict[str, Any], entry: ModelReplyEntry) -> None:
         calls = tuple([block for block in content if type(block) is ToolCall])
     if type(message) is Message:
         # Fast path: a Message's content is already a tuple, so the new message needs none of __post_init__.
-        added = _make_message("assistant", content, reply.context_tokens, reply.stop_reason)
+        added = make_message("assistant", content, reply.context_tokens, reply.stop_reason)
     else:
         added = Message("assistant", content, tokens=reply.context_tokens, stop_reason=reply.stop_reason)
     d["_waiting"] = False
@@ -348,7 +348,7 @@ def _tool_result(d: dict[str, Any], entry: ToolResultEntry) -> None:
     content = entry.content
     if type(content) is str or type(content) is tuple:
         # Fast path: a str or tuple result is what ToolResultBlock.__post_init__ leaves as is.
-        block = _make_result_block(slot.id, content, slot.name, entry.outcome is not _DONE)
+        block = make_result_block(slot.id, content, slot.name, entry.outcome is not _DONE)
     else:
         block = ToolResultBlock(slot.id, content, name=slot.name, is_error=entry.outcome is not _DONE)
     usage = entry.usage
@@ -362,7 +362,7 @@ def _tool_result(d: dict[str, Any], entry: ToolResultEntry) -> None:
         d["_turn_results"] = results
         d["pending_calls"] = tuple([call for call, result in zip(calls, results, strict=True) if result is None])
         return
-    added = _make_message("user", results, None, None)  # every slot is filled: a tuple of ToolResultBlock
+    added = make_message("user", results, None, None)  # every slot is filled: a tuple of ToolResultBlock
     lst = d["_m"]
     n = d["_mn"]
     if len(lst) == n:
@@ -668,8 +668,6 @@ class _UsageSum:
 
 _PLAIN_KINDS = frozenset(_RULES) - {ContextChangeEntry}  # entry classes that are never a restore
 _NO_CALLS: tuple[Any, ...] = ()
-_make_message = trusted(Message)  # (role, content, tokens, stop_reason), content already a tuple
-_make_result_block = trusted(ToolResultBlock)  # (call_id, content, name, is_error), content a str or tuple
 
 
 def replay(entries: list[Any], memo: dict[int, StateSnapshot] | None = None) -> StateSnapshot:
@@ -734,8 +732,8 @@ def _replay_plain(d: dict[str, Any], entries: list[Any], total: _UsageSum) -> No
     """
     rules = _RULES
     done = _DONE
-    make_message = _make_message
-    make_block = _make_result_block
+    make_block = make_result_block
+    make_msg = make_message
     waiting: bool = d["_waiting"]
     turn: int = d["turn"]
     calls: tuple[ToolCall, ...] = d["_turn_calls"]
@@ -773,7 +771,7 @@ def _replay_plain(d: dict[str, Any], entries: list[Any], total: _UsageSum) -> No
                         tw += u.cache_write_tokens
                         tn += u.requests
                         found = tuple([block for block in content if type(block) is ToolCall])
-                        msgs.append(make_message("assistant", content, reply.context_tokens, reply.stop_reason))
+                        msgs.append(make_msg("assistant", content, reply.context_tokens, reply.stop_reason))
                         waiting = False
                         if found:
                             calls = pending = found
@@ -833,7 +831,7 @@ def _replay_plain(d: dict[str, Any], entries: list[Any], total: _UsageSum) -> No
                         if still_open:
                             pending = tuple([c for c, r in zip(calls, results, strict=True) if r is None])
                             continue
-                        msgs.append(make_message("user", results, None, None))
+                        msgs.append(make_msg("user", results, None, None))
                         calls = results = pending = _NO_CALLS
                         if d["_queued"]:
                             d["_mn"] = len(msgs)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents import _structured
 from alpineagents._drive import Steps, save_after_error
-from alpineagents._fastinit import trusted
+from alpineagents._makers import make_request
 from alpineagents._runner import arun_tool_calls, run_tool_calls
 from alpineagents.errors import CutOffError, OutputError, fix_message
 from alpineagents.types import Message, ModelEvent, Reply, Request, Usage
@@ -31,9 +31,6 @@ __all__ = [
     "ask_steps",
     "event_recorder",
 ]
-
-
-_make_request = trusted(Request)  # (system, messages, tools, tool_choice): the Agent's values are in normal form
 
 
 def event_recorder(state: State, reporter: Any) -> Any:
@@ -86,7 +83,7 @@ def think_start(agent: Any, state: State) -> tuple[Any, Any]:
 
 def think_request(agent: Any, state: State, specs: tuple[Any, ...], reporter: Any) -> tuple[Any, ...]:
     """03 §4 steps 7-8: the arguments of the model call `(request, on_text, on_event)`; `on_think_start`."""
-    request = agent._model.mark_cache(_make_request(agent._system, state.messages, specs, "auto"))
+    request = agent._model.mark_cache(make_request(agent._system, state.messages, specs, "auto"))
     if reporter is not None:
         reporter.on_think_start(state)
         on_text: Any = partial(reporter.on_text, state)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents import types as types_module
 from alpineagents._closing import INTERRUPTED, STOPPED_TURN, closed_outcome, closed_result
-from alpineagents._fastinit import trusted
 from alpineagents._fold import (
     CLEARED,
     LATE_RESULT,
@@ -35,6 +34,7 @@ from alpineagents._fold import (
 from alpineagents._fold import commit as _fold_commit
 from alpineagents._frozen import FrozenDict, thaw
 from alpineagents._jsoncopy import json_copy, json_form
+from alpineagents._makers import make_reply_entry, make_request_entry, make_result_entry
 from alpineagents._state_parts import (
     ACCEPTED,
     GET_RETIRED,
@@ -87,7 +87,6 @@ from alpineagents.types import (
     MessageEntry,
     ModelEvent,
     ModelEventEntry,
-    ModelReplyEntry,
     ModelRequestEntry,
     Reply,
     RunStartEntry,
@@ -114,13 +113,6 @@ UNSAVED_RESULT = (
 STOPPED_WAITING = "(process stopped while waiting for the model)"
 
 _ = (CLEARED, LATE_RESULT, SUMMARY_PREFIX, fold, INTERRUPTED, check_id)  # names of this module defined elsewhere
-
-# Fast path for the three entries of every turn: makers that take every field in order and skip the keyword
-# parsing and per-field descriptor calls of the normal constructor (and ``__post_init__``). Used only with values
-# already in normalized form; ``at`` comes from the clock hook ``types._now()`` (01 §10.1), as in the constructor.
-_make_request_entry = trusted(ModelRequestEntry)  # (kind, content, turn, at)
-_make_reply_entry = trusted(ModelReplyEntry)  # (kind, content, turn, at)
-_make_result_entry = trusted(ToolResultEntry)  # (kind, content, call, outcome, late, error, child_ids, usage, turn, at)
 
 
 class State:
@@ -624,7 +616,7 @@ class State:
                 if not values["_late_notices"]:
                     raise think_empty_error()
             d = self.__dict__
-            entry = _make_request_entry("model_request", model, values["turn"] + 1, types_module._now())
+            entry = make_request_entry("model_request", model, values["turn"] + 1, types_module._now())
             d["_values"] = _fold_commit(values, entry)
             d["_snapshot"] = None
 
@@ -633,7 +625,7 @@ class State:
         with self._lock:
             d = self.__dict__
             values = d["_values"]
-            entry = _make_reply_entry("model_reply", reply, values["turn"], types_module._now())
+            entry = make_reply_entry("model_reply", reply, values["turn"], types_module._now())
             d["_values"] = _fold_commit(values, entry)
             d["_snapshot"] = None
 
@@ -663,7 +655,7 @@ class State:
         d = self.__dict__
         values = d["_values"]
         if type(outcome) is ToolOutcomeKind and type(child_ids) is tuple:  # normalized: the fast path
-            entry = _make_result_entry(
+            entry = make_result_entry(
                 "tool_result",
                 content,
                 slot,

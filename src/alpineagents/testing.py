@@ -15,18 +15,14 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from alpineagents._fastinit import trusted
+from alpineagents._makers import make_message, make_reply, make_usage
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens, estimate_text_tokens
 from alpineagents.errors import ContextTooLongError
 from alpineagents.human import Human, parse_answer
 from alpineagents.models.base import Model
-from alpineagents.types import Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, Usage
+from alpineagents.types import Price, RawBlock, Reply, Request, TextBlock, ToolCall
 
 __all__ = ["FakeModel", "FakeHuman", "tool_call"]
-
-_make_usage = trusted(Usage)  # (input, output, cache_read, cache_write, requests, cost)
-_make_message = trusted(Message)  # (role, content, tokens, stop_reason), content a tuple of blocks
-_make_reply = trusted(Reply)  # (message, usage, context_tokens, stop_reason, model)
 
 
 def tool_call(name: str, /, **args: Any) -> ToolCall:
@@ -144,15 +140,13 @@ class FakeModel(Model):
         return self._reply(blocks, input_tokens, output_tokens, "tool_use" if has_call else "end_turn")
 
     def _reply(self, blocks: tuple[Any, ...], input_tokens: int, output_tokens: int, stop_reason: str) -> Reply:
-        # Positional arguments (one reply per turn): Usage(input, output, cache_read, cache_write, requests, cost)
-        # and Reply(message, usage, context_tokens, stop_reason, model).
         # `blocks` is a tuple of blocks and every other value is already in normal form, so the trusted makers
         # build the same values as the constructors, without their checks (one reply per turn of every test).
-        usage = _make_usage(input_tokens, output_tokens, 0, 0, 1, None)
+        usage = make_usage(input_tokens, output_tokens, 0, 0, 1, None)
         if self.price is not None:
-            usage = _make_usage(input_tokens, output_tokens, 0, 0, 1, self.price.cost(usage))
-        message = _make_message("assistant", blocks, None, None)
-        return _make_reply(message, usage, input_tokens + output_tokens, stop_reason, self.name)
+            usage = make_usage(input_tokens, output_tokens, 0, 0, 1, self.price.cost(usage))
+        message = make_message("assistant", blocks, None, None)
+        return make_reply(message, usage, input_tokens + output_tokens, stop_reason, self.name)
 
 
 class FakeHuman(Human):
