@@ -384,10 +384,7 @@ class Agent:
 
     def __enter__(self) -> Agent:
         """Keep this Agent's MCP servers connected until the block ends (nothing to do without servers)."""
-        if self._mcp_servers:
-            from alpineagents._mcp_agent import acquire
-
-            acquire(self)
+        self._mcp_open()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -395,10 +392,7 @@ class Agent:
 
     async def __aenter__(self) -> Agent:
         """The async twin of `with agent:`."""
-        if self._mcp_servers:
-            from alpineagents._mcp_agent import aacquire
-
-            await aacquire(self)
+        await self._amcp_open()
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
