@@ -434,63 +434,63 @@ def test_a_server_slow_to_shut_down_is_waited_for_at_most_5_seconds() -> None:
     assert local._conn is None
 
 
-def test_arun_waits_for_a_server_shutting_down_without_blocking_the_event_loop() -> None:
+class Ticker:
+    """Ticks on the event loop every 20 ms and records the gaps: a long gap means the loop was blocked."""
+
+    def __init__(self) -> None:
+        self.gaps: list[float] = []
+        self.stop = asyncio.Event()
+        self.task = asyncio.create_task(self.tick())
+
+    async def tick(self) -> None:
+        last = time.monotonic()
+        while not self.stop.is_set():
+            await asyncio.sleep(0.02)
+            now = time.monotonic()
+            self.gaps.append(now - last)
+            last = now
+
+    async def longest_gap(self) -> float:
+        self.stop.set()
+        await self.task
+        return max(self.gaps)
+
+
+def _slow_exit_agent() -> tuple[MCP, Agent]:
     local = MCP(f"{sys.executable} {SERVER}", name="local", env={"SLOW_EXIT": "1"})  # exits 1 s after stdin ends
     agent = Agent(FakeModel([tool_call("local__add", a=1, b=2), "done"]), tools=[local], reporter=None, human=None)
-    gaps: list[float] = []
+    return local, agent
 
-    async def main() -> float:
-        stop = asyncio.Event()
 
-        async def tick() -> None:
-            last = time.monotonic()
-            while not stop.is_set():
-                await asyncio.sleep(0.02)
-                now = time.monotonic()
-                gaps.append(now - last)
-                last = now
+def test_arun_waits_for_a_server_shutting_down_without_blocking_the_event_loop() -> None:
+    local, agent = _slow_exit_agent()
 
-        ticker = asyncio.create_task(tick())
+    async def main() -> tuple[float, float]:
+        ticker = Ticker()
         started = time.monotonic()
         assert await agent.arun("go") == "done"
         took = time.monotonic() - started
-        stop.set()
-        await ticker
-        return took
+        return took, await ticker.longest_gap()
 
-    took = asyncio.run(main())
+    took, gap = asyncio.run(main())
     assert took > 0.8  # the run waited for the server to shut down
-    assert max(gaps) < 0.5  # ... while the event loop went on
+    assert gap < 0.5  # ... while the event loop went on
     assert local._conn is None and agent._mcp_users == 0
 
 
 def test_async_with_releases_a_slow_server_without_blocking_the_event_loop() -> None:
-    local = MCP(f"{sys.executable} {SERVER}", name="local", env={"SLOW_EXIT": "1"})
-    agent = Agent(FakeModel([tool_call("local__add", a=1, b=2), "done"]), tools=[local], reporter=None, human=None)
-    gaps: list[float] = []
+    local, agent = _slow_exit_agent()
 
-    async def main() -> float:
+    async def main() -> tuple[float, float]:
         async with agent:
             assert await agent.arun("go") == "done"
             assert local._conn is not None  # the block keeps the server connected after the run
-            stop = asyncio.Event()
-
-            async def tick() -> None:
-                last = time.monotonic()
-                while not stop.is_set():
-                    await asyncio.sleep(0.02)
-                    now = time.monotonic()
-                    gaps.append(now - last)
-                    last = now
-
-            ticker = asyncio.create_task(tick())
+            ticker = Ticker()
             started = time.monotonic()
         took = time.monotonic() - started  # the block's exit released the server
-        stop.set()
-        await ticker
-        return took
+        return took, await ticker.longest_gap()
 
-    took = asyncio.run(main())
+    took, gap = asyncio.run(main())
     assert took > 0.8
-    assert max(gaps) < 0.5
+    assert gap < 0.5
     assert local._conn is None and agent._mcp_users == 0
