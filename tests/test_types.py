@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import task
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -958,3 +959,111 @@ def test_property_message_entry_round_trip(text: str, images: int) -> None:
     assert entry.kind == ("notice" if text.startswith(NOTICE_PREFIX) else "user")
     if images == 0:
         assert entry.content == text
+
+
+# --- values built by the fast constructors -----------------------------------------------------------------------
+
+
+def sample_values() -> list[Any]:
+    """One value of every class of ``alpineagents.types``, each built by its class."""
+    call = ToolCall("read", {"path": "a.py"}, "c1")
+    return [
+        TextBlock("hi"),
+        Image(PNG),
+        call,
+        ToolResultBlock("c1", "done", "read", False),
+        RawBlock("anthropic", {"thinking": "x"}),
+        Message("assistant", (TextBlock("hi"), call)),
+        ToolSpec("read", "Read a file", {"type": "object"}),
+        Request("sys", (Message.user("hi"),)),
+        Reply(Message.assistant("hi"), Usage(1, 2, requests=1), 10, "end_turn", "m"),
+        Usage(1, 2, 3, 4, 1, 0.5),
+        Price(3, 15),
+        Exchange("q", {"a": [1]}),
+        ContextChange("compact", 10, 5, summary="s"),
+        AgentInfo(model="fake/m"),
+        ModelEvent("retry", "again", {"n": 1}),
+        ToolOutcome("denied", None, "DenyAll()"),
+        StoppedByUntil("done"),
+        StoppedByLimit(3),
+        StoppedByFinish({"a": 1}),
+        StoppedByPermission(call, "DenyAll()"),
+        *sample_entries(),
+    ]
+
+
+def fast_built(value: Any) -> Any:
+    """The same value made by the trusted construction the fold, the State and the stores use."""
+    from alpineagents._fastinit import trusted
+
+    return trusted(type(value))(*[getattr(value, f.name) for f in dataclasses.fields(value)])
+
+
+def attribute_names(value: Any) -> list[str]:
+    """Fields, read-only properties and methods of the value's class, and names it does not have."""
+    cls = type(value)
+    names = [f.name for f in dataclasses.fields(value)]
+    names += [n for n in dir(cls) if not n.startswith("_") and n not in names]
+    return [*names, "not_a_field", "__class__", "__dict__"]
+
+
+def attempt(action: Any) -> tuple[type[BaseException], str] | None:
+    try:
+        action()
+    except BaseException as error:  # noqa: BLE001 - the error is what is compared
+        return type(error), str(error)
+    return None
+
+
+def test_setting_or_deleting_any_attribute_of_any_value_raises_frozen_instance_error() -> None:
+    for value in sample_values():
+        for name in attribute_names(value):
+            for action in (lambda: setattr(value, name, True), lambda: delattr(value, name)):  # noqa: B023
+                outcome = attempt(action)
+                assert outcome is not None and outcome[0] is dataclasses.FrozenInstanceError, (value, name, outcome)
+
+
+def test_a_fast_built_value_refuses_every_change_exactly_as_a_class_built_one() -> None:
+    for built in sample_values():
+        if type(built) is Image:  # built by its class everywhere
+            continue
+        fast = fast_built(built)
+        assert fast == built and type(fast) is type(built) and repr(fast) == repr(built)
+        for name in attribute_names(built):
+            expected = attempt(lambda: setattr(built, name, True))  # noqa: B023
+            assert expected == (dataclasses.FrozenInstanceError, f"cannot assign to field {name!r}")
+            assert attempt(lambda: setattr(fast, name, True)) == expected  # noqa: B023
+            assert attempt(lambda: delattr(fast, name)) == attempt(lambda: delattr(built, name))  # noqa: B023
+        assert fast == built
+
+
+def test_entries_of_a_real_run_and_of_a_loaded_state_refuse_every_change(tmp_path: Path) -> None:
+    from alpineagents import Agent
+    from alpineagents.store import FileStore
+    from alpineagents.testing import FakeModel, tool_call
+    from alpineagents.tool import tool
+
+    @tool
+    def peek(path: str) -> str:
+        """Read a file."""
+        return "text"
+
+    store = FileStore(tmp_path)
+    agent = Agent(FakeModel([tool_call("peek", path="a.py"), "done"]), tools=[peek], store=store, reporter=None)
+    state = task("Look at a.py")
+    agent.run(state)
+    loaded = store.load(state.id)
+    values = [*state.history, *loaded.history, *state.messages, *loaded.messages]
+    assert any(isinstance(v, ToolResultEntry) for v in loaded.history)
+    for value in values:
+        rebuilt = dataclasses.replace(value)  # made by its class
+        assert rebuilt == value
+        for name in attribute_names(value):
+            expected = attempt(lambda: setattr(rebuilt, name, True))  # noqa: B023
+            assert expected is not None and expected[0] is dataclasses.FrozenInstanceError
+            assert attempt(lambda: setattr(value, name, True)) == expected  # noqa: B023
+            assert attempt(lambda: delattr(value, name)) == attempt(lambda: delattr(rebuilt, name))  # noqa: B023
+    entry = next(v for v in loaded.history if isinstance(v, ToolResultEntry))
+    with pytest.raises(AttributeError, match="cannot assign to field 'is_error'"):
+        entry.is_error = True  # type: ignore[misc]
+    assert entry.is_error is False

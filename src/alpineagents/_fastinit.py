@@ -9,7 +9,7 @@ default factories) and calls ``__post_init__`` the same way, but sets each slot 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, FrozenInstanceError, fields
 from typing import Any, TypeVar
 
 __all__ = ["fast_init", "shadow", "trusted"]
@@ -30,8 +30,23 @@ class _Factory:
 _MISSING = _Factory()
 
 
+def _refuse_set(self: object, name: str, value: object) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _refuse_delete(self: object, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
 def fast_init(cls: C) -> C:
-    """Replace the ``__init__`` of the frozen, slotted dataclass ``cls`` with one that sets slots directly."""
+    """Replace the ``__init__`` of the frozen, slotted dataclass ``cls`` with one that sets slots directly.
+
+    Also gives it the ``__setattr__``/``__delattr__`` of a frozen dataclass: every attribute name (a field, a
+    property, an unknown name) raises ``FrozenInstanceError``. The ones ``dataclass(frozen=True, slots=True)``
+    generates on Python 3.11 raise ``TypeError: super(type, obj)`` for any name that is not a field.
+    """
+    cls.__setattr__ = _refuse_set  # type: ignore[method-assign,assignment]
+    cls.__delattr__ = _refuse_delete  # type: ignore[method-assign,assignment]
     namespace: dict[str, Any] = {"_MISSING": _MISSING}
     positional: list[str] = []
     keyword: list[str] = []
