@@ -32,6 +32,7 @@ from alpineagents.tool import (
     tool,
 )
 from alpineagents.types import INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, Image, TextBlock, ToolSpec
+from conftest import results, task
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 20
 GIF = b"GIF89a" + b"\x00" * 10
@@ -1408,3 +1409,44 @@ def test_package_attribute_reads_like_the_module() -> None:
     assert alpineagents.Hints is alpineagents.tool.Hints  # type: ignore[attr-defined]
     assert alpineagents.tool.__all__ == importlib.import_module("alpineagents.tool").__all__  # type: ignore[attr-defined]
     assert alpineagents.tool is tool and alpineagents.Tool is alpineagents.tool.Tool  # type: ignore[attr-defined]
+
+
+# --- results whose repr fails ----------------------------------------------------------------------------------
+
+
+class _ReprFails:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr broke")
+
+
+class _ReprAndStrFail(_ReprFails):
+    def __str__(self) -> str:
+        raise RuntimeError("str broke")
+
+
+@pytest.mark.parametrize("cls", [_ReprFails, _ReprAndStrFail])
+def test_a_result_whose_repr_raises_is_the_conversion_type_error(cls: type) -> None:
+    with pytest.raises(TypeError, match="Cannot convert tool return value <.*object at 0x.*> to JSON") as info:
+        format_result(cls())
+    assert "Fix:" in str(info.value)
+    with pytest.raises(TypeError, match="Cannot convert tool return value"):
+        format_result({"inner": cls()})
+
+
+def test_a_tool_returning_a_value_whose_repr_raises_closes_its_call_as_aborted_type_error() -> None:
+    from alpineagents.agent import Agent
+    from alpineagents.testing import FakeModel, tool_call
+
+    @tool
+    def make() -> Any:
+        return _ReprAndStrFail()
+
+    agent = Agent(model=FakeModel([tool_call("make"), "done"]), tools=[make], reporter=None)
+    state = task()
+    with pytest.raises(TypeError, match="Cannot convert tool return value") as info:
+        agent.run(state)
+    assert "exception raised in tool make()" in info.value.__notes__
+    [closed] = results(state)
+    assert closed.content == "(aborted: TypeError)"
+    assert closed.outcome == "aborted"
+    assert closed.error is info.value

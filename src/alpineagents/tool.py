@@ -730,11 +730,20 @@ def _holds_image(value: Any, depth: int) -> bool:
     return False
 
 
+def _shown(value: Any) -> str:
+    """`repr(value)` for an error text; a value whose own `repr` (or `str`) raises is shown by type and address,
+    so the conversion error stays the `TypeError` the tool's caller expects."""
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001 - any failure of user code in repr falls back to object's own form
+        return object.__repr__(value)
+
+
 def _json_text(value: Any) -> str:
     if isinstance(value, (dict, list, tuple)) and _holds_image(value, 4):
         raise TypeError(
             fix_message(
-                f"Cannot convert tool return value {value!r} to JSON",
+                f"Cannot convert tool return value {_shown(value)} to JSON",
                 "Return the Image itself, or a list of text and Images (not an Image inside a dict)",
                 'return ["Here is the chart", Image.from_path("chart.png")]',
             )
@@ -745,7 +754,7 @@ def _json_text(value: Any) -> str:
     except Exception as error:
         raise TypeError(
             fix_message(
-                f"Cannot convert tool return value {value!r} to JSON",
+                f"Cannot convert tool return value {_shown(value)} to JSON",
                 "Return a str, dict, list, dataclass or Pydantic model",
                 'return {"status": 200, "body": text}',
             )
