@@ -474,3 +474,66 @@ def test_check_30_cancelling_the_lead_cancels_the_child() -> None:
     child = state.child(entry.child_ids[0])
     assert first_result(child).outcome == "interrupted"
     assert state.stopped is None
+
+
+def _peek_tool(ran: list[int]) -> Any:
+    @tool
+    def peek() -> str:
+        """Peeks."""
+        ran.append(1)
+        return "secret"
+
+    return peek
+
+
+def _denying_lead(helper: Agent) -> Agent:
+    return lead_with(helper, permissions=[DenyByName(["peek"], reason="no peeking"), AllowByDefault()])
+
+
+@pytest.mark.parametrize("helper_permissions", [None, [AllowByDefault()]])
+def test_a_third_agent_in_a_subagents_loop_is_under_the_top_runs_denials(helper_permissions: Any) -> None:
+    ran: list[int] = []
+    third = Agent(
+        FakeModel([tool_call("peek")]), tools=[_peek_tool(ran)], permissions=[AllowByDefault()], reporter=None
+    )
+
+    @loop(until=never, limit=1)
+    def via_third(agent: Agent, state: State) -> None:
+        third.think(state)
+        third.use_tools(state)
+
+    helper = researcher(loop=via_third, permissions=helper_permissions)
+    state = task()
+    _denying_lead(helper).run(state)
+    child = state.child(first_result(state).child_ids[0])
+    entry = first_result(child)
+    assert ran == []
+    assert (entry.outcome, entry.content) == ("denied", "no peeking")
+
+
+def test_an_agent_inside_a_run_started_in_a_subagents_loop_is_under_the_top_runs_denials() -> None:
+    """Issue 10 item 10: the denials reach every depth, also through a run that is not a subagent's."""
+    ran: list[int] = []
+    third = Agent(
+        FakeModel([tool_call("peek")]), tools=[_peek_tool(ran)], permissions=[AllowByDefault()], reporter=None
+    )
+
+    @loop(until=never, limit=1)
+    def via_third(agent: Agent, state: State) -> None:
+        third.think(state)
+        third.use_tools(state)
+
+    other = Agent(FakeModel([]), loop=via_third, permissions=[AllowByDefault()], reporter=None, human=None)
+    inner: list[State] = []
+
+    @loop(until=never, limit=1)
+    def via_other(agent: Agent, state: State) -> None:
+        inner.append(task("Inner"))
+        other.run(inner[0])
+
+    state = task()
+    _denying_lead(researcher(loop=via_other)).run(state)
+    entry = first_result(inner[0])
+    assert ran == []
+    assert (entry.outcome, entry.content) == ("denied", "no peeking")
+    assert inner[0].parent_id is None

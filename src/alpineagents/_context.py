@@ -132,7 +132,9 @@ def own_context(agent: Any) -> RunContext:
     above = runs[-1].above if runs else None
     human = agent.human
     permissions = effective_permissions(agent._permissions, human, above=above)
-    return _context(agent, agent.reporter, human, False, agent._store, permissions)
+    # A run of this Agent started here passes the same denials down: an Agent working inside it is still inside
+    # the runs above (without this, a third Agent called from this run's loop would lose the top run's denials).
+    return _context(agent, agent.reporter, human, False, agent._store, permissions, above=above)
 
 
 def parent_context(state: Any) -> RunContext:
