@@ -188,7 +188,7 @@ class Agent:
         mcp_servers: tuple[Any, ...] = ()
         mcp_picks: dict[int, Any] = {}
         if mcp_items:
-            from alpineagents._mcp_agent import group_servers
+            from alpineagents._mcp.servers import group_servers
 
             mcp_servers, mcp_picks = group_servers(mcp_items)
         if skills_given:
@@ -401,28 +401,28 @@ class Agent:
     def _mcp_open(self) -> None:
         """Take one use of this Agent's MCP servers and wait until they are connected (nothing without servers)."""
         if self._mcp_servers:
-            from alpineagents._mcp_agent import acquire
+            from alpineagents._mcp.servers import acquire
 
             acquire(self)
 
     async def _amcp_open(self) -> None:
         """The async twin of `_mcp_open`."""
         if self._mcp_servers:
-            from alpineagents._mcp_agent import aacquire
+            from alpineagents._mcp.servers import aacquire
 
             await aacquire(self)
 
     def _mcp_close(self) -> None:
         """Give back one use of this Agent's MCP servers (nothing for an Agent without servers)."""
         if self._mcp_servers:
-            from alpineagents._mcp_agent import release
+            from alpineagents._mcp.servers import release
 
             release(self)
 
     async def _amcp_close(self) -> None:
         """The async twin of `_mcp_close`: the event loop does not wait for a server to shut down."""
         if self._mcp_servers:
-            from alpineagents._mcp_agent import arelease
+            from alpineagents._mcp.servers import arelease
 
             await arelease(self)
 
@@ -534,7 +534,7 @@ class Agent:
                 chosen[found.name] = found
                 continue
             if _is_mcp(item):
-                from alpineagents._mcp_agent import choose
+                from alpineagents._mcp.servers import choose
 
                 picked = choose(self, item)
                 if picked is not None:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from alpineagents._mcp_conn import Connection, describe, not_connected, submit, wait_async, wait_sync
+from alpineagents._mcp.connection import Connection, describe, not_connected, submit, wait_async, wait_sync
 from alpineagents.errors import MCPConnectionError, ToolError, ToolInputError, fix_message
 from alpineagents.tool import Tool
 from alpineagents.types import Image

@@ -9,7 +9,7 @@ import asyncio
 import concurrent.futures
 from typing import Any
 
-from alpineagents._mcp_conn import submit, wait_async, wait_sync
+from alpineagents._mcp.connection import submit, wait_async, wait_sync
 from alpineagents._tokens import estimate_overhead_tokens
 from alpineagents.errors import fix_message
 from alpineagents.mcp_tools import MCP, MCPTool, MCPToolRef, model_name
