@@ -1447,3 +1447,58 @@ def test_async_stop_and_refusals_match_the_sync_phase() -> None:
     ]
     assert sync[1] == [("end", "serial"), ("end", "ok"), ("end", "boom")]
     assert sync[2] == "stopped by permission Stopper()"
+
+
+class BreaksOnEnd(Recorder):
+    """A Reporter whose `on_tool_end` for `first` lets the sibling go on, then raises."""
+
+    def __init__(self, go: threading.Event) -> None:
+        super().__init__()
+        self.go = go
+
+    def on_tool_end(self, state: State, call: ToolCall, result: Any, outcome: ToolOutcome) -> None:
+        super().on_tool_end(state, call, result, outcome)
+        if call.name == "first":
+            self.go.set()
+            raise RuntimeError("reporter broke")
+
+
+@pytest.mark.parametrize("driver", ["sync", "async thread", "async task"])
+def test_a_reporter_raising_in_on_tool_end_keeps_the_results_of_the_other_calls(driver: str) -> None:
+    go = threading.Event()
+
+    @tool
+    def first() -> str:
+        return "first done"
+
+    @tool
+    def sibling() -> str:
+        assert go.wait(5)
+        time.sleep(0.05)
+        return "sibling done"
+
+    @tool(name="sibling")
+    async def async_sibling() -> str:
+        await asyncio.get_running_loop().run_in_executor(None, go.wait, 5)
+        await asyncio.sleep(0.05)
+        return "sibling done"
+
+    @tool(parallel=False)
+    def serial() -> str:
+        return "never"
+
+    reporter = BreaksOnEnd(go)
+    state = turn(call("first"), call("sibling"), call("serial"))
+    tools = tool_map(first, async_sibling if driver == "async task" else sibling, serial)
+    with pytest.raises(RuntimeError, match="reporter broke"):
+        if driver == "sync":
+            _runner.run_tool_calls(state, tools, context(reporter))
+        else:
+            asyncio.run(_runner.arun_tool_calls(state, tools, context(reporter)))
+    assert [(e.call.name, e.content, e.outcome, e.late) for e in results(state)] == [
+        ("first", "first done", K.DONE, False),
+        ("sibling", "sibling done", K.DONE, False),
+    ]
+    assert [c.name for c in state.pending_calls] == ["serial"]
+    assert reporter.ends()["sibling"] == ("sibling done", ToolOutcome(K.DONE))
+    assert ("start", "serial") not in reporter.names()

@@ -525,17 +525,18 @@ def _run_group(
     waiting: deque[_Job] = deque()
     limit = max(1, executor.max_workers)
     started = 0
+    broke = _Broke()
     try:
         for job in jobs:
-            if reporter is not None:
-                reporter.on_tool_start(state, job.call)
+            if reporter is not None and not broke.call(reporter.on_tool_start, state, job.call):
+                break
             job.announced = True
             if started < limit:
                 started += 1
                 _start(job, state, executor, done.put)
             else:
                 waiting.append(job)
-        outstanding = len(jobs)
+        outstanding = sum(1 for job in jobs if job.announced)
         while outstanding:
             try:
                 first = done.get(timeout=0.1)
@@ -545,15 +546,41 @@ def _run_group(
             while not done.empty():
                 batch.append(done.get_nowait())
             for job in batch:
-                _finish(state, reporter, job, failures)
+                broke.call(_finish, state, reporter, job, failures)
                 outstanding -= 1
                 if waiting:
                     _start(waiting.popleft(), state, executor, done.put)
             if store is not None:
                 _save_quietly(store, state)
+        broke.reraise()
     except BaseException as interrupt:
-        _give_up(state, reporter, jobs, list(_drain(done)), failures, interrupt)
+        if interrupt is not broke.error:
+            _give_up(state, reporter, jobs, list(_drain(done)), failures, interrupt)
         raise
+
+
+class _Broke:
+    """The first exception a Reporter raised during a group. The group goes on (what is running is waited for and
+    recorded, each announced call still gets its `on_tool_end`); the exception is raised once the group is done."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: Exception | None = None
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """Call `fn(*args)`; False if it raised an `Exception` (kept, if it is the first)."""
+        try:
+            fn(*args)
+        except Exception as error:  # noqa: BLE001 - a Reporter's exception propagates after the group
+            if self.error is None:
+                self.error = error
+            return False
+        return True
+
+    def reraise(self) -> None:
+        if self.error is not None:
+            raise self.error
 
 
 def _drain(done: SimpleQueue[_Job]) -> list[_Job]:
@@ -738,10 +765,11 @@ async def _arun_group(
     limit = max(1, executor.max_workers)
     threads = 0
     tasks = False
+    broke = _Broke()
     try:
         for job in jobs:
-            if reporter is not None:
-                reporter.on_tool_start(state, job.call)
+            if reporter is not None and not broke.call(reporter.on_tool_start, state, job.call):
+                break
             job.announced = True
             assert job.tool is not None
             if job.tool.is_async:
@@ -752,7 +780,7 @@ async def _arun_group(
                 _start(job, state, executor, arrivals.put_threadsafe)
             else:
                 waiting.append(job)
-        outstanding = len(jobs)
+        outstanding = sum(1 for job in jobs if job.announced)
         items = arrivals.items
         create_future = arrivals.loop.create_future
         if tasks:
@@ -768,7 +796,7 @@ async def _arun_group(
             batch = list(items)
             items.clear()
             for job in batch:
-                _finish(state, reporter, job, failures)
+                broke.call(_finish, state, reporter, job, failures)
                 outstanding -= 1
                 if job.threaded and waiting:
                     _start(waiting.popleft(), state, executor, arrivals.put_threadsafe)
@@ -777,7 +805,10 @@ async def _arun_group(
                     await store.asave(state)
                 except Exception:  # noqa: BLE001 - batch saves may fail (03 §2.9)
                     pass
+        broke.reraise()
     except BaseException as interrupt:
+        if interrupt is broke.error:
+            raise
         arrived = list(arrivals.items)
         arrivals.items.clear()
         _give_up(state, reporter, jobs, arrived, failures, interrupt)
