@@ -1464,3 +1464,176 @@ def test_many_live_states_do_not_run_out_of_descriptors(store: Store, monkeypatc
         store.save(state)
     for state in states:
         assert_same(reopen(store).load(state.id), state)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Lost and damaged data is refused, never loaded as a shorter history
+
+
+def _lose_log(log: Path, how: str) -> None:
+    data = log.read_bytes()
+    if how == "deleted":
+        log.unlink()
+    elif how == "emptied":
+        log.write_bytes(b"")
+    elif how == "filled_with_nul":  # what a power loss can leave: the old size, all zero bytes
+        log.write_bytes(bytes(len(data)))
+    else:  # cut in half
+        log.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied", "filled_with_nul", "cut_in_half"])
+def test_a_file_log_that_lost_entries_its_info_records_is_damaged(tmp_path: Path, how: str) -> None:
+    store = FileStore(tmp_path)
+    run_sum(store, "lost")
+    log = tmp_path / "lost" / "log.jsonl"
+    _lose_log(log, how)
+    assert [i.turn for i in store.list()] == [2]  # the listing still shows the State
+    for reader in (store, FileStore(tmp_path)):
+        with pytest.raises(ValueError, match=r"^saved State 'lost' is damaged: ") as error:
+            reader.load("lost")
+        assert str(log) in str(error.value)
+
+
+def test_a_state_folder_without_a_log_has_no_entries_when_its_info_records_none(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    store.save(State(id="blank"))
+    (tmp_path / "blank" / "log.jsonl").unlink()
+    assert store.load("blank").history == ()
+    assert FileStore(tmp_path).load("blank").snapshot() == State().snapshot()
+
+
+def test_a_file_log_ahead_of_its_info_still_loads_every_entry(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    state, _ = run_sum(store, "ahead")
+    info = (tmp_path / "ahead" / "info.json").read_bytes()
+    state.add_message(Message.user("one more"))
+    store.save(state)
+    (tmp_path / "ahead" / "info.json").write_bytes(info)  # a crash between the log and the info
+    assert_same(FileStore(tmp_path).load("ahead"), state)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DELETE FROM alpine_entries WHERE seq = (SELECT max(seq) FROM alpine_entries)",
+        "DELETE FROM alpine_entries",
+        "DROP TABLE alpine_entries",
+    ],
+    ids=["last_row_deleted", "all_rows_deleted", "entries_table_dropped"],
+)
+def test_sqlite_rows_missing_from_what_the_state_counts_are_damaged(tmp_path: Path, damage: str) -> None:
+    run_sum(SQLiteStore(tmp_path / "r.db"), "lost")
+    with sqlite3.connect(tmp_path / "r.db") as conn:
+        conn.execute(damage)
+    store = SQLiteStore(tmp_path / "r.db")
+    with pytest.raises(ValueError, match=r"^saved State 'lost' is damaged: "):
+        store.load("lost")
+    with pytest.raises(ValueError, match=r"^saved State 'lost' is damaged: "):
+        store.load("lost")  # the table the store made again is no cure
+
+
+def test_sqlite_entry_text_that_is_not_utf8_is_damaged_not_an_io_error(tmp_path: Path) -> None:
+    run_sum(SQLiteStore(tmp_path / "r.db"), "bad")
+    with sqlite3.connect(tmp_path / "r.db") as conn:
+        conn.execute("UPDATE alpine_entries SET line = CAST(X'7B22FF227D' AS TEXT) WHERE seq = 1")
+    with pytest.raises(ValueError, match=r"^saved State 'bad' is damaged: ") as error:
+        SQLiteStore(tmp_path / "r.db").load("bad")
+    assert not isinstance(error.value, OSError)
+
+
+@pytest.mark.parametrize("table", ["alpine_states", "alpine_entries"])
+def test_sqlite_database_holding_another_programs_table_is_damaged(tmp_path: Path, table: str) -> None:
+    with sqlite3.connect(tmp_path / "other.db") as conn:
+        conn.execute(f"CREATE TABLE {table} (name TEXT, price REAL)")
+        conn.execute(f"INSERT INTO {table} VALUES ('tea', 2.5)")
+    store = SQLiteStore(tmp_path / "other.db")
+    for call in (lambda: store.load("x"), store.list, lambda: store.save(State(id="x"))):
+        with pytest.raises(ValueError, match="is damaged") as error:
+            call()
+        assert not isinstance(error.value, OSError)
+    with sqlite3.connect(tmp_path / "other.db") as conn:  # the other program's data is untouched
+        assert conn.execute(f"SELECT * FROM {table}").fetchall() == [("tea", 2.5)]
+
+
+@pytest.mark.parametrize("name", ["log.jsonl", "info.json"])
+def test_a_state_file_that_is_a_folder_is_damaged(tmp_path: Path, name: str) -> None:
+    store = FileStore(tmp_path)
+    state, _ = run_sum(store, "odd")
+    path = tmp_path / "odd" / name
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(ValueError, match=r"^saved State 'odd' is damaged: ") as error:
+        FileStore(tmp_path).load("odd")
+    assert str(path) in str(error.value)
+    if name == "info.json":
+        with pytest.raises(ValueError, match=r"^saved State 'odd' is damaged: "):
+            store.list()
+    if name == "log.jsonl":
+        state.add_message(Message.user("more"))
+        with pytest.raises(ValueError, match=r"^saved State 'odd' is damaged: "):
+            store.save(state)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A forked child is another process: it never writes a State its parent holds
+
+
+def _in_forked_child(work: Any) -> int:
+    """Run `work()` in a child made by `os.fork()`; its exit code: 0 when it raised StateLockedError, 1 when it
+    wrote, 2 for any other error. Waited for with a deadline."""
+    pid = os.fork()
+    if pid == 0:
+        code = 2
+        try:
+            work()
+            code = 1
+        except store_module.StateLockedError:
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    raise AssertionError("the forked child did not finish within 60 s")
+
+
+def test_a_forked_child_cannot_write_a_state_its_parent_holds(store: Store) -> None:
+    state = State(id="held", messages=[Message.user("hi")])
+    store.save(state)  # this process now holds the State's lock
+
+    def save_the_inherited_state() -> None:
+        state.add_message(Message.user("from the child"))
+        store.save(state)
+
+    def save_a_loaded_copy() -> None:
+        copy = reopen(store).load("held")
+        copy.add_message(Message.user("from the child"))
+        reopen(store).save(copy)
+
+    assert _in_forked_child(save_the_inherited_state) == 0
+    assert _in_forked_child(save_a_loaded_copy) == 0
+    assert texts(reopen(store).load("held")) == ["hi"]
+    state.add_message(Message.user("from the parent"))
+    store.save(state)  # the parent still writes it
+    assert texts(reopen(store).load("held")) == ["hi", "from the parent"]
+
+
+def test_a_forked_child_writes_a_state_nobody_holds(store: Store) -> None:
+    import gc
+
+    store.save(State(id="free", messages=[Message.user("hi")]))
+    gc.collect()  # the State is gone, and with it this process's lock
+
+    def continue_it() -> None:
+        copy = reopen(store).load("free")
+        copy.add_message(Message.user("from the child"))
+        reopen(store).save(copy)
+
+    assert _in_forked_child(continue_it) == 1
+    assert texts(reopen(store).load("free")) == ["hi", "from the child"]

@@ -58,6 +58,8 @@ CREATE TABLE IF NOT EXISTS alpine_entries (
 ) WITHOUT ROWID;
 """
 
+_TABLES = {"alpine_states": ("id", "count", "info", "updated"), "alpine_entries": ("state_id", "seq", "line")}
+
 _LOCK_FILES: dict[str, int] = {}  # lock file path -> the one descriptor this process keeps open on it
 _LOCK_FILES_GUARD = threading.Lock()
 
@@ -156,12 +158,31 @@ class SQLiteStore(Store):
             if not self._memory:
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
+            self._check_tables(conn)
             conn.executescript(_SCHEMA)
         except BaseException:
             conn.close()
             raise
         self._conn = conn
         return conn
+
+    def _check_tables(self, conn: sqlite3.Connection) -> None:
+        """Tables of these names that exist must be this store's: another program's table is damage, not I/O."""
+        for table, columns in _TABLES.items():
+            found = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+            if found and found != columns:
+                raise self._damaged(
+                    f"its table {table} has the columns ({', '.join(found)}), not ({', '.join(columns)})"
+                )
+
+    def _damaged(self, what: str) -> ValueError:
+        return ValueError(
+            fix_message(
+                f"the database of {self!r} is damaged: {what}",
+                "restore the file from a backup, or point the store at a new file",
+                'store = SQLiteStore("runs.db")',
+            )
+        )
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
@@ -177,13 +198,7 @@ class SQLiteStore(Store):
                 code = errno.EIO
             raise OSError(code, f"{self!r} could not reach its database: {text}", self._given) from error
         except sqlite3.DatabaseError as error:
-            raise ValueError(
-                fix_message(
-                    f"the database of {self!r} is damaged ({error})",
-                    "restore the file from a backup, or point the store at a new file",
-                    'store = SQLiteStore("runs.db")',
-                )
-            ) from error
+            raise self._damaged(str(error)) from error
 
     def _key(self, state_id: str) -> str:
         return f"sqlite:{self._real() if not self._memory else id(self)}:{state_id}"
@@ -266,11 +281,11 @@ class SQLiteStore(Store):
         if entries and entries[0]["seq"] < have:
             saved = dict(
                 conn.execute(
-                    "SELECT seq, line FROM alpine_entries WHERE state_id = ? AND seq >= ? AND seq < ?",
+                    "SELECT seq, CAST(line AS BLOB) FROM alpine_entries WHERE state_id = ? AND seq >= ? AND seq < ?",
                     (state_id, entries[0]["seq"], have),
                 ).fetchall()
             )
-            check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
+            check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, b"null")))
         new = check_batch(state_id, self, entries, have)
         if new:
             conn.executemany(
@@ -302,19 +317,31 @@ class SQLiteStore(Store):
                 return None
             conn.execute("BEGIN")
             try:
-                row = conn.execute("SELECT info FROM alpine_states WHERE id = ?", (state_id,)).fetchone()
-                lines: builtins.list[tuple[int, str]] = (
+                # Texts are read as bytes (CAST ... AS BLOB): one that is not UTF-8 is then damaged JSON, not an
+                # error of the database.
+                row = conn.execute(
+                    "SELECT count, CAST(info AS BLOB) FROM alpine_states WHERE id = ?", (state_id,)
+                ).fetchone()
+                lines: builtins.list[tuple[int, bytes]] = (
                     []
                     if row is None
                     else conn.execute(
-                        "SELECT seq, line FROM alpine_entries WHERE state_id = ? ORDER BY seq", (state_id,)
+                        "SELECT seq, CAST(line AS BLOB) FROM alpine_entries WHERE state_id = ? ORDER BY seq",
+                        (state_id,),
                     ).fetchall()
                 )
             finally:
                 conn.execute("COMMIT")
         if row is None:
             return None
-        return Record(self._parse_entries(state_id, lines), self._parse_info(state_id, row[0]))
+        if len(lines) != row[0]:  # rows lost (deleted, or the table dropped and made again)
+            raise ValueError(
+                fix_message(
+                    f"saved State {state_id!r} is damaged: {self!r} has {len(lines)} of its {row[0]} entries",
+                    "restore the store's data from a backup, or start a new State",
+                )
+            )
+        return Record(self._parse_entries(state_id, lines), self._parse_info(state_id, row[1]))
 
     def _parse_info(self, state_id: str, text: Any) -> Any:
         try:
@@ -324,13 +351,13 @@ class SQLiteStore(Store):
                 f"saved State {state_id!r} is damaged: its info in {self!r} is not valid JSON ({error})"
             ) from error
 
-    def _parse_entries(self, state_id: str, rows: builtins.list[tuple[int, str]]) -> builtins.list[Any]:
+    def _parse_entries(self, state_id: str, rows: builtins.list[tuple[int, bytes]]) -> builtins.list[Any]:
         try:
             lines = [line for _, line in rows]
             if lines:  # brackets on the first and last line: one join, no copy of the whole text
-                lines[0] = "[" + lines[0]
-                lines[-1] = lines[-1] + "]"
-            values = json.loads(",".join(lines) if lines else "[]")
+                lines[0] = b"[" + lines[0]
+                lines[-1] = lines[-1] + b"]"
+            values = json.loads(b",".join(lines) if lines else b"[]")
             if len(values) == len(rows) and (not values or set(map(type, values)) == DICT_ONLY):
                 return values
         except (ValueError, TypeError):
@@ -357,7 +384,7 @@ class SQLiteStore(Store):
             if conn is None:
                 return []
             rows = conn.execute(
-                "SELECT id, info FROM alpine_states ORDER BY updated IS NULL, updated DESC, id"
+                "SELECT id, CAST(info AS BLOB) FROM alpine_states ORDER BY updated IS NULL, updated DESC, id"
             ).fetchall()
         return [StateInfo.from_info(state_id, self._parse_info(state_id, text)) for state_id, text in rows]
 

@@ -23,6 +23,7 @@ import gc
 import json
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any, Self
 
 from alpineagents._async import blocks_event_loop, run_in_thread
 from alpineagents._readlog import entries_from_dicts
-from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
+from alpineagents._serial import MIN_VERSION, VERSION, check_version, entry_to_dict, info_from_dict, info_to_dict
 from alpineagents._state_parts import check_id
 from alpineagents._storeshared import (
     DICT_ONLY,
@@ -485,6 +486,38 @@ def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
     return values
 
 
+def _read_bytes(path: Path, state_id: str) -> bytes | None:
+    """The bytes of a file of a State's folder, `None` when it is missing; a folder in its place is damage."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ValueError(f"saved State {state_id!r} is damaged: {path} is a folder, not a file") from None
+
+
+def _check_log_reaches_info(state_id: str, folder: Path, entries: builtins.list[Any], info: Any) -> None:
+    """The info is written after the log, so the log holds every entry the info was written after: the one whose
+    time is the info's `updated_at`. A log that lacks it (deleted, emptied, zeroed or cut by a loss of data) is
+    damaged; a log ahead of its info (a write that stopped between the two) is not."""
+    if not isinstance(info, Mapping):
+        return
+    updated = info.get("updated_at")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    version = info.get("v")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if updated is None or type(version) is not int or not MIN_VERSION <= version <= VERSION:
+        return  # no entries recorded, or another format (whose error load gives)
+    for entry in reversed(entries):
+        if isinstance(entry, Mapping) and entry.get("at") == updated:  # pyright: ignore[reportUnknownMemberType]
+            return
+    raise ValueError(
+        fix_message(
+            f"saved State {state_id!r} is damaged: {folder / _LOG} holds {len(entries)} entries, none of them the "
+            f"entry of {updated} (turn {info.get('turn')!r}) that {folder / _INFO} was written after",  # pyright: ignore
+            "restore the store's data from a backup, or start a new State",
+        )
+    )
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # FileStore
 
@@ -646,11 +679,15 @@ class FileStore(Store):
         hold_lock(key, lambda: _flock_dir(str(folder), state_id, self))
         try:
             try:
-                size = os.stat(log).st_size
+                found = os.stat(log)
             except FileNotFoundError:
                 if not folder.is_dir():
                     raise LookupError(f"no saved State with id {state_id!r} in {self!r} (was it deleted?)") from None
                 size = 0
+            else:
+                if stat.S_ISDIR(found.st_mode):
+                    raise ValueError(f"saved State {state_id!r} is damaged: {log} is a folder, not a file")
+                size = found.st_size
             known = self._known.get(state_id)
             if known is not None and known[1] == size:
                 have = known[0]
@@ -706,28 +743,24 @@ class FileStore(Store):
         with self._lock(state_id):
             if not folder.is_dir():
                 return None
-            try:
-                data = (folder / _LOG).read_bytes()
-            except FileNotFoundError:
-                data = b""
-            entries = _parse_log(data, state_id, folder / _LOG)
+            data = _read_bytes(folder / _LOG, state_id)
+            entries = _parse_log(b"" if data is None else data, state_id, folder / _LOG)
             info = self._read_info(state_id, folder)
         if info is None:
             raise ValueError(f"saved State {state_id!r} is damaged: {folder} has no info.json")
+        _check_log_reaches_info(state_id, folder, entries, info)
         return Record(entries, info)
 
     @staticmethod
     def _read_info(state_id: str, folder: Path, *, old: bool = True) -> Any:
         path = folder / _INFO
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+        data = _read_bytes(path, state_id)
+        if data is None:
             if not old:
                 return None
             path = folder / "snapshot.json"
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
+            data = _read_bytes(path, state_id)
+            if data is None:
                 return None
         try:
             return json.loads(data)
