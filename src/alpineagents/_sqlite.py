@@ -25,6 +25,7 @@ import json
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC
 from typing import Any
@@ -60,6 +61,12 @@ CREATE TABLE IF NOT EXISTS alpine_entries (
 
 _TABLES = {"alpine_states": ("id", "count", "info", "updated"), "alpine_entries": ("state_id", "seq", "line")}
 
+_STORES: weakref.WeakValueDictionary[int, SQLiteStore] = weakref.WeakValueDictionary()
+"""Every SQLiteStore of this process, by `id` (equal stores are distinct objects here), for `_reset_in_child`."""
+_INHERITED: builtins.list[sqlite3.Connection] = []
+"""Connections a forked child inherited: never used (SQLite forbids carrying a connection across a fork) and never
+closed (closing could touch the parent's files), only kept from being garbage collected (which closes them)."""
+
 _LOCK_FILES: dict[str, int] = {}  # lock file path -> the one descriptor this process keeps open on it
 _LOCK_FILES_GUARD = threading.Lock()
 
@@ -71,6 +78,21 @@ def _lock_fd(path: str) -> int:
             # Never closed: closing any descriptor of a file drops every POSIX lock the process has on it.
             fd = _LOCK_FILES[path] = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         return fd
+
+
+def _reset_in_child() -> None:
+    """In a child made by `os.fork()`: each file store opens a connection of its own, and the guards held by threads
+    of the parent at the fork are made anew. (A `:memory:` database lives in this process's memory: it stays.)"""
+    global _LOCK_FILES_GUARD
+    _LOCK_FILES_GUARD = threading.Lock()
+    for store in builtins.list(_STORES.values()):
+        store._mutex = threading.RLock()  # pyright: ignore[reportPrivateUsage]
+        if store._conn is not None and not store._memory:  # pyright: ignore[reportPrivateUsage]
+            _INHERITED.append(store._conn)  # pyright: ignore[reportPrivateUsage]
+            store._conn = None  # pyright: ignore[reportPrivateUsage]
+
+
+os.register_at_fork(after_in_child=_reset_in_child)
 
 
 def _offset(state_id: str) -> int:
@@ -115,6 +137,7 @@ class SQLiteStore(Store):
         self._resolved: str | None = None
         self._conn: sqlite3.Connection | None = None
         self._mutex = threading.RLock()
+        _STORES[id(self)] = self
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._given!r})"

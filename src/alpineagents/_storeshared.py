@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -59,6 +60,22 @@ _CLAIMED: weakref.WeakKeyDictionary[State, dict[str, _Hold]] = weakref.WeakKeyDi
 _MAX_HOLDS = 512
 """At most this many locks held at once (each FileStore lock is an open descriptor): past it, the least recently
 written State's lock goes (its later writes take it again; the overlap check still guards its entries)."""
+
+
+def _forget_in_child() -> None:
+    """In a child made by `os.fork()`: this is another process, and the locks its parent holds are not its own.
+
+    The bookkeeping is emptied without releasing anything (releasing would touch the parent's locks; a `flock`
+    descriptor inherited this way still holds the parent's lock and is only left open), so the child's first write
+    of a State takes its lock anew, and gets `StateLockedError` while the parent holds it.
+    """
+    global _HOLDS_LOCK
+    _HOLDS_LOCK = threading.RLock()  # another thread of the parent may have held it at the fork
+    _HOLDS.clear()
+    _CLAIMED.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def locked_error(state_id: str, store: object) -> StateLockedError:
