@@ -36,6 +36,7 @@ __all__ = [
     "sse",
     "anthropic_error",
     "openai_error",
+    "echo_key",
 ]
 
 
@@ -150,6 +151,22 @@ def openai_error(
 ) -> Action:
     """An OpenAI API error response (`{"error": {...}}`)."""
     return status(code, {"error": {"message": message, "type": kind, "param": None, "code": err_code}})
+
+
+def echo_key(code: int = 401) -> Action:
+    """An error whose body echoes the credential the request carried (as some providers and proxies do):
+    `Incorrect API key provided: <key>`, in the error shape of the API the request was sent to."""
+
+    def act(handler: _Handler, request: Recorded) -> None:
+        header = request.headers.get("authorization") or request.headers.get("x-api-key") or ""
+        key = header.split(" ", 1)[1] if header.lower().startswith("bearer ") else header
+        message = f"Incorrect API key provided: {key}. You can find your API key at https://example.test/keys."
+        if request.path.endswith("/messages"):
+            anthropic_error(code, "authentication_error", message)(handler, request)
+        else:
+            openai_error(code, message, err_code="invalid_api_key")(handler, request)
+
+    return act
 
 
 # -- Anthropic Messages stream -----------------------------------------------------------------------------------

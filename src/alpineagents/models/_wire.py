@@ -9,11 +9,14 @@ import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeVar
 
 from alpineagents._async import run_in_thread
+from alpineagents.models._redact import redacted_error
 
 __all__ = ["plain", "close_with_loop", "SDKClients"]
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 def plain(value: Any) -> Any:
@@ -80,6 +83,21 @@ class SDKClients:
 
     def _client_kwargs(self) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _configured_secrets(self) -> tuple[str | None, ...]:
+        """The credentials the adapter was given (an adapter with an `api_key=` returns it)."""
+        return ()
+
+    def _redacted(self, wrapped: _E, cause: BaseException | None) -> _E:
+        """`wrapped`, the error about to be raised from `cause`, with every credential taken out of its text and of
+        `cause`'s: the configured ones, those of the clients made so far (a key read from the environment), and
+        those in the failed request's headers."""
+        known: list[str | None] = list(self._configured_secrets())
+        clients = [self._sdk_client, *(entry[0] for entry in list(self._async_clients.values()))]
+        for client in clients:
+            if client is not None:
+                known.extend(getattr(client, name, None) for name in ("api_key", "auth_token"))
+        return redacted_error(wrapped, cause, known)
 
     def _sdk(self) -> Any:
         """The SDK module (imported on first use: it is slow to import)."""

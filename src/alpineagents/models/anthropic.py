@@ -546,7 +546,14 @@ class Anthropic(SDKClients, Model):
 
     # -- errors (§3.7) -------------------------------------------------------------------------------------------
 
+    def _configured_secrets(self) -> tuple[str | None, ...]:
+        return (self._api_key,)
+
     def _wrap(self, error: BaseException) -> ProviderError:
+        """The library error for an SDK, request-building or transport failure, with no credential in its text."""
+        return self._redacted(self._map_error(error), error)
+
+    def _map_error(self, error: BaseException) -> ProviderError:
         """The library error for an SDK, request-building or transport failure."""
         sdk = _sdk()
         if isinstance(error, sdk.RateLimitError):

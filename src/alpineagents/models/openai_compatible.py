@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import inspect
 import json
-import os
 import re
 import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
-from alpineagents.models._wire import SDKClients, plain
-from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.errors import ProviderError
+from alpineagents.models._arguments import parse_arguments
+from alpineagents.models._openai_sdk import OpenAIStreaming, data_url
+from alpineagents.models._wire import plain
+from alpineagents.models.base import OnText
 from alpineagents.types import (
     INVALID_ARGS_KEY,
     TRUNCATED_ARGS_MESSAGE,
@@ -32,23 +32,9 @@ __all__ = ["OpenAICompatible"]
 
 _EMPTY_REPLY = "(empty reply)"
 _COMPLETION_TOKENS_NAME = re.compile(r"^o\d")
-_OVERFLOW_HINTS = ("context length", "maximum context", "context_length_exceeded")
 
 
-def _sdk() -> Any:
-    """The `openai` SDK module (imported on first use: it is slow to import)."""
-    import openai
-
-    return openai
-
-
-def _stream_types() -> tuple[type, ...]:
-    from openai import AsyncStream, Stream
-
-    return (Stream, AsyncStream)
-
-
-class OpenAICompatible(SDKClients, Model):
+class OpenAICompatible(OpenAIStreaming):
     """Adapter for any server speaking the OpenAI Chat Completions API (OpenAI, Ollama, vLLM, OpenRouter, ...).
 
     Construction does no I/O and needs no credentials; the SDK client is created on the first request.
@@ -56,10 +42,8 @@ class OpenAICompatible(SDKClients, Model):
 
     provider = "openai_compatible"
 
-    _SDK = "openai"
-    _SYNC_CLIENT = "OpenAI"
-    _ASYNC_CLIENT = "AsyncOpenAI"
     _WARM_ATTRIBUTES = ("chat.completions",)
+    _SERVICE = "OpenAI-compatible API"
 
     def __init__(
         self,
@@ -94,21 +78,6 @@ class OpenAICompatible(SDKClients, Model):
     def context_window(self) -> int:
         """The model's context window in tokens (the `context_window=` given, 128,000 by default)."""
         return self._context_window
-
-    # -- clients -------------------------------------------------------------------------------------------------
-
-    def _client_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"max_retries": self.retries}
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        api_key = self.api_key
-        if api_key is None and self.base_url is not None and not os.environ.get("OPENAI_API_KEY"):
-            api_key = "not-needed"
-        if api_key is not None:
-            kwargs["api_key"] = api_key
-        if self.timeout is not None:
-            kwargs["timeout"] = self.timeout
-        return kwargs
 
     # -- request mapping (§4.3) ----------------------------------------------------------------------------------
 
@@ -171,63 +140,13 @@ class OpenAICompatible(SDKClients, Model):
             ]
         return result
 
-    # -- respond -------------------------------------------------------------------------------------------------
+    # -- streaming ----------------------------------------------------------------------------------------------
 
-    def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
-        """Stream one reply from the Chat Completions API (see 05 §4 for the mapping and the errors raised)."""
-        sdk = _sdk()
-        try:
-            client = self._client()
-        except sdk.OpenAIError as error:
-            raise AuthError(f"OpenAI-compatible API authentication failed (no credentials): {error}") from error
-        kwargs = self._request_kwargs(request)
-        reader = _StreamReader(on_text)
-        try:
-            stream = client.chat.completions.create(**kwargs)
-        except sdk.OpenAIError as error:
-            raise _wrap(error) from error
-        try:
-            for chunk in stream:
-                reader.add(chunk)
-        except sdk.OpenAIError as error:
-            if error is reader.callback_error:
-                raise
-            raise _wrap(error) from error
-        finally:
-            close = getattr(stream, "close", None)
-            if callable(close):
-                close()
-        return self._finish(reader, isinstance(stream, _stream_types()))
+    def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
+        return client.chat.completions.create(**kwargs)
 
-    async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
-        """Async twin of `respond` on the async SDK client; cancelling it closes the request."""
-        await self._aload_sdk()
-        sdk = _sdk()
-        try:
-            await self._aprepare_client()
-            client = self._async_client()
-        except sdk.OpenAIError as error:
-            raise AuthError(f"OpenAI-compatible API authentication failed (no credentials): {error}") from error
-        kwargs = self._request_kwargs(request)
-        reader = _StreamReader(on_text)
-        try:
-            stream = await client.chat.completions.create(**kwargs)
-        except sdk.OpenAIError as error:
-            raise _wrap(error) from error
-        try:
-            async for chunk in stream:
-                reader.add(chunk)
-        except sdk.OpenAIError as error:
-            if error is reader.callback_error:
-                raise
-            raise _wrap(error) from error
-        finally:
-            close = getattr(stream, "close", None)
-            if callable(close):
-                closing = close()
-                if inspect.isawaitable(closing):
-                    await closing
-        return self._finish(reader, isinstance(stream, _stream_types()))
+    def _reader(self, on_text: OnText | None) -> _StreamReader:
+        return _StreamReader(on_text)
 
     def _finish(self, reader: _StreamReader, real_stream: bool) -> Reply:
         if real_stream and reader.finish_reason is None:
@@ -310,7 +229,7 @@ class _StreamReader:
             if self.finish_reason == "length" and index == indexes[-1]:
                 args: dict[str, Any] = {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}
             else:
-                args = _parse_args("".join(arg_parts))
+                args = parse_arguments("".join(arg_parts))
             blocks.append(ToolCall("".join(name_parts), args, call_id or "call_" + secrets.token_hex(6)))
         raw = self.usage
         if raw is None:
@@ -341,20 +260,8 @@ class _StreamReader:
         )
 
 
-def _parse_args(raw: str) -> dict[str, Any]:
-    if raw == "":
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {INVALID_ARGS_KEY: raw}
-    if isinstance(value, dict):
-        return value
-    return {INVALID_ARGS_KEY: raw}
-
-
 def _image_part(image: Image) -> dict[str, Any]:
-    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.base64}"}}
+    return {"type": "image_url", "image_url": {"url": data_url(image)}}
 
 
 def _own_parts(blocks: Iterable[Any]) -> tuple[list[dict[str, Any]], bool]:
@@ -415,18 +322,3 @@ def _user_messages(message: Message) -> list[dict[str, Any]]:
     elif parts:
         out.append({"role": "user", "content": parts[0]["text"]})
     return out
-
-
-def _wrap(error: BaseException) -> ProviderError:
-    """The library error for an SDK failure (message `str(error)`, no prefix)."""
-    sdk = _sdk()
-    text = str(error)
-    if isinstance(error, sdk.RateLimitError):
-        return RateLimitError(text)
-    if isinstance(error, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
-        return AuthError(text)
-    if isinstance(error, sdk.BadRequestError):
-        lowered = text.lower()
-        if getattr(error, "code", None) == "context_length_exceeded" or any(h in lowered for h in _OVERFLOW_HINTS):
-            return ContextTooLongError(text)
-    return ProviderError(text)

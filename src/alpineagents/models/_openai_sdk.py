@@ -1,0 +1,189 @@
+"""What the two adapters built on the `openai` SDK share: clients and credentials, the streamed request with its
+closing, and the mapping of SDK failures to the library's errors.
+
+`OpenAICompatible` (Chat Completions) and `OpenAIResponses` (the Responses API) subclass `OpenAIStreaming`; each
+supplies the request's keyword arguments, the SDK call that opens the stream, and a reader that folds the streamed
+events into a `Reply`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from abc import abstractmethod
+from typing import Any, NoReturn, Protocol
+
+from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
+from alpineagents.models._wire import SDKClients
+from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.types import Image, Reply, Request
+
+__all__ = ["OpenAIStreaming", "StreamReader", "openai_sdk", "map_error", "data_url", "PLACEHOLDER_KEY"]
+
+PLACEHOLDER_KEY = "not-needed"
+"""The key sent to a server given by `base_url` when no key is configured anywhere (what local servers expect)."""
+
+_OVERFLOW_HINTS = ("context length", "maximum context", "context_length_exceeded")
+
+
+def openai_sdk() -> Any:
+    """The `openai` SDK module (imported on first use: it is slow to import)."""
+    import openai
+
+    return openai
+
+
+def _stream_types() -> tuple[type, ...]:
+    from openai import AsyncStream, Stream
+
+    return (Stream, AsyncStream)
+
+
+def data_url(image: Image) -> str:
+    """The `data:` URL of an image, as the OpenAI APIs take inline images."""
+    return f"data:{image.media_type};base64,{image.base64}"
+
+
+def map_error(error: BaseException) -> ProviderError:
+    """The library error for an SDK failure (its message is `str(error)`, with no prefix): a rate limit, an
+    authentication failure, a context that is too long (a bad request saying so), or any other provider error."""
+    sdk = openai_sdk()
+    text = str(error)
+    if isinstance(error, sdk.RateLimitError):
+        return RateLimitError(text)
+    if isinstance(error, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
+        return AuthError(text)
+    if isinstance(error, sdk.BadRequestError):
+        lowered = text.lower()
+        if getattr(error, "code", None) == "context_length_exceeded" or any(h in lowered for h in _OVERFLOW_HINTS):
+            return ContextTooLongError(text)
+    return ProviderError(text)
+
+
+class StreamReader(Protocol):
+    """Folds the events of one streamed reply; remembers an exception `on_text` raised, so it leaves unwrapped."""
+
+    callback_error: BaseException | None
+
+    def add(self, event: Any, /) -> None: ...
+
+
+class OpenAIStreaming(SDKClients, Model):
+    """A streamed request through the `openai` SDK, sync and async, with the errors mapped and no credential in
+    their texts. Subclasses set `_SERVICE` (named in the "no credentials" error) and implement the hooks below."""
+
+    _SDK = "openai"
+    _SYNC_CLIENT = "OpenAI"
+    _ASYNC_CLIENT = "AsyncOpenAI"
+    _SERVICE = "OpenAI API"
+
+    base_url: str | None
+    api_key: str | None
+
+    # -- hooks ---------------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _request_kwargs(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of the SDK call for `request`."""
+
+    @abstractmethod
+    def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
+        """Start the streamed call on `client` (sync: the stream; async: an awaitable of it)."""
+
+    @abstractmethod
+    def _reader(self, on_text: OnText | None) -> StreamReader:
+        """A fresh reader for one streamed reply."""
+
+    @abstractmethod
+    def _finish(self, reader: Any, real_stream: bool) -> Reply:
+        """The Reply of a stream read to its end (`real_stream`: the SDK's own stream, which must have ended with
+        its final event)."""
+
+    # -- clients -------------------------------------------------------------------------------------------------
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"max_retries": self.retries}
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        api_key = self.api_key
+        if api_key is None and self.base_url is not None and not os.environ.get("OPENAI_API_KEY"):
+            api_key = PLACEHOLDER_KEY
+        if api_key is not None:
+            kwargs["api_key"] = api_key
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        return kwargs
+
+    def _configured_secrets(self) -> tuple[str | None, ...]:
+        return (self.api_key,)
+
+    # -- errors --------------------------------------------------------------------------------------------------
+
+    def _wrap(self, error: BaseException) -> ProviderError:
+        """The library error for an SDK failure, with no credential in its text."""
+        return self._redacted(map_error(error), error)
+
+    def _no_credentials(self, error: BaseException) -> AuthError:
+        message = f"{self._SERVICE} authentication failed (no credentials): {error}"
+        return self._redacted(AuthError(message), error)
+
+    def _stream_failed(self, error: BaseException, reader: StreamReader) -> NoReturn:
+        """Raise what a failure while reading the stream becomes: `on_text`'s own exception as is, an SDK failure
+        wrapped."""
+        if error is reader.callback_error:
+            raise error
+        raise self._wrap(error) from error
+
+    # -- respond -------------------------------------------------------------------------------------------------
+
+    def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """Stream one reply (the SDK's failures are raised as the library's errors)."""
+        sdk = openai_sdk()
+        try:
+            client = self._client()
+        except sdk.OpenAIError as error:
+            raise self._no_credentials(error) from error
+        kwargs = self._request_kwargs(request)
+        reader = self._reader(on_text)
+        try:
+            stream = self._open(client, kwargs)
+        except sdk.OpenAIError as error:
+            raise self._wrap(error) from error
+        try:
+            for event in stream:
+                reader.add(event)
+        except sdk.OpenAIError as error:
+            self._stream_failed(error, reader)
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                close()
+        return self._finish(reader, isinstance(stream, _stream_types()))
+
+    async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        """Async twin of `respond` on the async SDK client; cancelling it closes the request."""
+        await self._aload_sdk()
+        sdk = openai_sdk()
+        try:
+            await self._aprepare_client()
+            client = self._async_client()
+        except sdk.OpenAIError as error:
+            raise self._no_credentials(error) from error
+        kwargs = self._request_kwargs(request)
+        reader = self._reader(on_text)
+        try:
+            stream = await self._open(client, kwargs)
+        except sdk.OpenAIError as error:
+            raise self._wrap(error) from error
+        try:
+            async for event in stream:
+                reader.add(event)
+        except sdk.OpenAIError as error:
+            self._stream_failed(error, reader)
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                closing = close()
+                if inspect.isawaitable(closing):
+                    await closing
+        return self._finish(reader, isinstance(stream, _stream_types()))

@@ -1,0 +1,102 @@
+"""What a misbehaving provider can put into a State, through each adapter and the real SDK, with a store.
+
+- A provider (or proxy) that echoes the API key in an error body: the key never reaches the error's text, the
+  `error` entry, or the store's files.
+- Tool-call arguments that are not strict JSON (`NaN`, `Infinity`, `-Infinity`, as vLLM and Ollama can emit):
+  the call is closed as an input error the model can read, and the run goes on and saves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from alpineagents import Agent, FileStore, SQLiteStore
+from alpineagents.errors import AuthError, ProviderError
+from alpineagents.models import Anthropic, Model, OpenAICompatible
+from alpineagents.store import Store
+from alpineagents.types import ErrorEntry
+from servers.fixtures import server  # noqa: F401 - pytest fixture
+from servers.provider import (
+    ProviderServer,
+    echo_key,
+)
+
+KEY = "sk-proj-Zq8c1XvB0mT4yH7nL2pR9sK6wE3uJ5aD"
+
+
+def anthropic(srv: ProviderServer) -> Model:
+    return Anthropic("claude-test", base_url=srv.url, api_key=KEY, max_tokens=1024, retries=0)
+
+
+def openai_chat(srv: ProviderServer) -> Model:
+    return OpenAICompatible("gpt-test", base_url=srv.openai_url, api_key=KEY, retries=0)
+
+
+ADAPTERS: dict[str, Callable[[ProviderServer], Model]] = {
+    "anthropic": anthropic,
+    "openai_compatible": openai_chat,
+}
+
+
+def make_store(kind: str, folder: Path) -> Store:
+    return FileStore(folder / "runs") if kind == "file" else SQLiteStore(folder / "runs.db")
+
+
+def stored_bytes(folder: Path) -> bytes:
+    """Everything the store wrote under `folder` (logs, infos, the database and its WAL)."""
+    return b"".join(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())
+
+
+@pytest.mark.parametrize("store_kind", ["file", "sqlite"])
+@pytest.mark.parametrize("code", [401, 400, 500])
+@pytest.mark.parametrize("adapter", list(ADAPTERS))
+def test_an_api_key_echoed_in_an_error_body_is_kept_out_of_the_error_and_the_store(
+    server: ProviderServer,  # noqa: F811
+    tmp_path: Path,
+    adapter: str,
+    code: int,
+    store_kind: str,
+) -> None:
+    server.script(echo_key(code))
+    store = make_store(store_kind, tmp_path)
+    agent = Agent(ADAPTERS[adapter](server), store=store, reporter=None)
+    with pytest.raises(ProviderError) as info:
+        agent.run("hello")
+    assert (type(info.value) is AuthError) == (code == 401)
+    assert server.posts, "the request reached the server"
+    sent = server.posts[-1].headers
+    assert KEY in (sent.get("authorization", "") + sent.get("x-api-key", ""))
+    text = str(info.value)
+    assert "Incorrect API key provided" in text and "[REDACTED]" in text
+    assert KEY not in text
+    assert KEY not in str(info.value.__cause__)
+    state_id = next(iter(store.list())).id
+    loaded = store.load(state_id)
+    errors = [entry for entry in loaded.history if isinstance(entry, ErrorEntry)]
+    assert errors and all(KEY not in entry.content for entry in errors)
+    assert "Incorrect API key provided" in errors[-1].content
+    assert KEY.encode() not in stored_bytes(tmp_path)
+
+
+@pytest.mark.parametrize("adapter", list(ADAPTERS))
+def test_a_key_read_from_the_environment_is_kept_out_of_the_error_too(
+    server: ProviderServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    adapter: str,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY" if adapter == "anthropic" else "OPENAI_API_KEY", KEY)
+    model = ADAPTERS[adapter](server)
+    if adapter == "anthropic":
+        model._api_key = None  # type: ignore[attr-defined]
+    else:
+        model.api_key = None  # type: ignore[attr-defined]
+    server.script(echo_key(401))
+    store = make_store("sqlite", tmp_path)
+    with pytest.raises(AuthError) as info:
+        Agent(model, store=store, reporter=None).run("hello")
+    assert KEY not in str(info.value) and "[REDACTED]" in str(info.value)
+    assert KEY.encode() not in stored_bytes(tmp_path)
