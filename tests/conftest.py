@@ -1,7 +1,14 @@
-"""Helpers shared by the test files: a one-message task, and views of a State's history."""
+"""Helpers shared by the test files: a one-message task, views of a State's history, a PostgreSQL server."""
 
 from __future__ import annotations
 
+import itertools
+import os
+from collections.abc import Iterator
+
+import pytest
+
+import pgserver
 from alpineagents.state import State
 from alpineagents.types import Message, ToolResultEntry
 
@@ -19,3 +26,20 @@ def results(state: State) -> list[ToolResultEntry]:
 def kinds(state: State) -> list[str]:
     """The kinds of the State's history entries, in order."""
     return [entry.kind for entry in state.history]
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[pgserver.Server]:
+    """A real PostgreSQL server shared by the tests of a session (see `tests/pgserver.py`)."""
+    server = pgserver.start()
+    yield server
+    pgserver.stop(server)
+
+
+@pytest.fixture
+def postgres_schema(postgres: pgserver.Server) -> str:
+    """A fresh schema name for one test, so that tests sharing the server never see each other's States."""
+    return f"t{os.getpid()}_{next(_SCHEMAS)}"
+
+
+_SCHEMAS = itertools.count()

@@ -5,6 +5,8 @@ history from which everything else is computed; a loop is a function `(agent, st
 `use_tools` until a stop condition. Start with `Agent(...).run("prompt")`.
 """
 
+from typing import TYPE_CHECKING
+
 from alpineagents.agent import Agent
 from alpineagents.blocks import CompactIfFull, acompact_if_full, compact_if_full
 from alpineagents.errors import (
@@ -94,6 +96,7 @@ __all__ = [
     "Store",
     "FileStore",
     "SQLiteStore",
+    "PostgresStore",
     "StateInfo",
     # people and progress
     "Human",
@@ -145,3 +148,16 @@ __all__ = [
     "ToolError",
     "ToolInputError",
 ]
+
+
+if TYPE_CHECKING:
+    from alpineagents.postgres import PostgresStore
+
+
+def __getattr__(name: str) -> object:
+    """`PostgresStore` is imported on first use, so that importing the package never loads its module."""
+    if name == "PostgresStore":
+        from alpineagents.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module 'alpineagents' has no attribute {name!r}")

@@ -1,0 +1,647 @@
+"""`PostgresStore`: States kept in PostgreSQL, for many processes on many machines.
+
+Install the extra: `pip install 'alpineagents[postgres]'` (psycopg 3 and psycopg-pool).
+
+```python
+from alpineagents import Agent, PostgresStore
+
+store = PostgresStore("postgresql://app@db.internal/agents")
+agent = Agent("claude-sonnet-5", store=store)
+```
+
+Tables (in their own schema, `alpineagents` by default, created by the first use when `create=True`):
+
+```
+states (id TEXT PRIMARY KEY, count INTEGER, info TEXT, updated TIMESTAMPTZ)   one row per State
+entries (state_id TEXT, seq INTEGER, line TEXT, PRIMARY KEY (state_id, seq))   one row per history entry
+schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)           the migrations applied
+```
+
+`line` holds the same compact JSON text a `FileStore` writes as a line of its log, and `info` the same text as its
+info file, so a State copied between stores reads back identical. One save point is one transaction in at most two
+round trips to the server (psycopg's pipeline mode) and one commit. `load` is one query; `list()` is one query.
+
+One writer per State, enforced by the database: the first write of a State by a process takes a session-level
+advisory lock for it on a connection the store keeps for its locks; another process that tries to write the State
+meanwhile gets `StateLockedError` before anything is written. The lock goes when the holding process lets the State
+go (as with the other stores), or at once when its connection dies: a killed process frees it immediately; a lost
+machine frees it when TCP keepalives give up, about 40 s with the defaults set here (`keepalives_idle=10`,
+`keepalives_interval=5`, `keepalives_count=6`; a `conninfo` that names its own keepalive settings keeps them).
+
+Behind PgBouncer in transaction mode, the store sends no server-side prepared statements. Session-level advisory
+locks do not survive transaction pooling, though: give such a setup a direct address (or a session-mode pool) for
+the lock connection with `lock_conninfo=`.
+
+A forked child process is another process: it never uses a connection it inherited (it opens its own, and the
+parent's stay the parent's), and it holds none of the parent's locks. A `ConnectionPool` you pass in is yours:
+the store borrows connections from it and never closes it (create it after forking).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import queue
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from alpineagents._serial import time_from_str
+from alpineagents.errors import fix_message
+from alpineagents.state import check_id
+from alpineagents.store import Record, StateInfo, Store
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["PostgresStore", "SCHEMA_VERSION"]
+
+_T = TypeVar("_T")
+
+SCHEMA_VERSION = 1
+"""The newest schema this code knows; a database with a newer one is refused."""
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+CREATE TABLE {schema}.states (
+    id TEXT PRIMARY KEY, count INTEGER NOT NULL, info TEXT NOT NULL, updated TIMESTAMPTZ
+);
+CREATE INDEX states_updated ON {schema}.states (updated DESC NULLS LAST, id);
+CREATE TABLE {schema}.entries (
+    state_id TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL, PRIMARY KEY (state_id, seq)
+);
+""",
+}
+
+_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 6}
+_IDLE_KEPT = 8
+"""At most this many idle connections kept open per store (a connection string; a pool keeps its own)."""
+_LOCK_WAIT = 30.0
+"""How long a write waits for the lock connection to answer before it fails with an OSError."""
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise ImportError(
+            fix_message(
+                "PostgresStore needs psycopg 3, which is not installed",
+                "install the extra: pip install 'alpineagents[postgres]'",
+                'store = PostgresStore("postgresql://app@localhost/agents")',
+            )
+        ) from None
+    return psycopg
+
+
+def _lock_key(schema: str, state_id: str) -> int:
+    """The advisory lock key of a State: a signed 64-bit hash of its schema and id."""
+    digest = hashlib.blake2b(f"{schema}\0{state_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _display(conninfo: str) -> str:
+    """The connection string as repr and error texts show it: never a password."""
+    try:
+        params = _psycopg().conninfo.conninfo_to_dict(conninfo)
+    except Exception:
+        return "<unparsable conninfo>"
+    params.pop("password", None)
+    shown = " ".join(f"{key}={value}" for key, value in sorted(params.items()) if value is not None)
+    return shown or "(libpq defaults)"
+
+
+def _neuter(conn: psycopg.Connection[Any]) -> None:
+    """Make an inherited connection harmless in a forked child: its socket now points at /dev/null, so closing or
+    collecting it never sends anything on the parent's session."""
+    with contextlib.suppress(Exception):
+        fd = conn.pgconn.socket
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+class _Locks:
+    """The store's lock connection and the advisory locks held on it, run by one keeper thread.
+
+    Taking a lock waits for the keeper's answer; giving one back never waits (a State's lock may be given back by
+    the garbage collector on any thread, in the middle of anything).
+    """
+
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
+        self._connect = connect
+        self._requests: queue.SimpleQueue[tuple[str, int, Future[bool] | None]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_guard = threading.Lock()
+        self.conn: psycopg.Connection[Any] | None = None
+        self.pid: int | None = None
+        """The server process id of the lock connection (None until it is open)."""
+
+    def take(self, key: int) -> bool:
+        """Ask for the lock `key` on the lock connection: True when this process has it now."""
+        answer: Future[bool] = Future()
+        self._send("take", key, answer)
+        return answer.result(timeout=_LOCK_WAIT)
+
+    def give_back(self, key: int) -> None:
+        self._send("give", key, None)
+
+    def _send(self, what: str, key: int, answer: Future[bool] | None) -> None:
+        with self._start_guard:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._keep, name="alpineagents-pg-locks", daemon=True)
+                self._thread.start()
+        self._requests.put((what, key, answer))
+
+    def _keep(self) -> None:
+        while True:
+            what, key, answer = self._requests.get()
+            try:
+                try:
+                    result = self._do(what, key)
+                except Exception:
+                    if what == "give":
+                        raise
+                    # The connection died (a restarted server, a killed session): its locks went with it, so
+                    # taking one again on a new connection is right.
+                    self._drop()
+                    result = self._do(what, key)
+            except BaseException as error:
+                self._drop()
+                if answer is not None:
+                    answer.set_exception(error)
+                continue
+            if answer is not None:
+                answer.set_result(result)
+
+    def _do(self, what: str, key: int) -> bool:
+        if self.conn is None or self.conn.closed:
+            if what == "give":  # a lock on a connection that is gone is free already
+                return True
+            self.conn = self._connect()
+            self.conn.autocommit = True
+            self.pid = self.conn.info.backend_pid
+        function = "pg_try_advisory_lock" if what == "take" else "pg_advisory_unlock"
+        row = self.conn.execute(f"SELECT {function}(%s)", (key,)).fetchone()
+        return bool(row and row[0])
+
+    def _drop(self) -> None:
+        conn, self.conn, self.pid = self.conn, None, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: the parent's lock connection and keeper are not ours."""
+        if self.conn is not None:
+            _neuter(self.conn)
+        self.conn, self.pid, self._thread = None, None, None
+        self._requests = queue.SimpleQueue()
+        self._start_guard = threading.Lock()
+
+
+_ALL: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for store in builtins.list(_ALL):
+        store._forget_after_fork()  # pyright: ignore[reportPrivateUsage]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class PostgresStore(Store):
+    """A store that keeps States in PostgreSQL: each entry a row, each save point one transaction.
+
+    `PostgresStore(conninfo_or_pool, *, schema="alpineagents", create=True, lock_conninfo=None)` takes a libpq
+    connection string (or URL), or a `psycopg_pool.ConnectionPool` to borrow connections from (never closed by
+    the store). `schema` names the PostgreSQL schema that holds the tables; `create=True` creates it and applies
+    the migrations it lacks on first use (under an advisory lock, so processes starting at once do not race);
+    with `create=False` a missing or older schema is an error. Construction does no I/O.
+
+    It follows the `Store` contract exactly like `SQLiteStore`: the same stored JSON, `StateInfo`, `create`,
+    `LookupError` for a deleted State, entries sent again skipped, damaged data refused. Two stores for the same
+    database address and schema are equal. Safe to use from many threads and many processes; one process at a
+    time writes a given State (`StateLockedError` for the others).
+    """
+
+    def __init__(
+        self,
+        conninfo_or_pool: str | ConnectionPool[Any],
+        *,
+        schema: str = "alpineagents",
+        create: bool = True,
+        lock_conninfo: str | None = None,
+    ) -> None:
+        _psycopg()
+        if not isinstance(schema, str) or not schema.isidentifier() or schema != schema.lower():
+            raise ValueError(
+                fix_message(
+                    f"PostgresStore takes a schema name of lowercase letters, digits and underscores (got: {schema!r})",
+                    "pass a plain identifier",
+                    'store = PostgresStore(dsn, schema="agents")',
+                )
+            )
+        if isinstance(conninfo_or_pool, str):
+            self._pool: ConnectionPool[Any] | None = None
+            self._conninfo = conninfo_or_pool
+        elif hasattr(conninfo_or_pool, "connection") and hasattr(conninfo_or_pool, "conninfo"):
+            self._pool = conninfo_or_pool
+            self._conninfo = str(conninfo_or_pool.conninfo)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        else:
+            raise TypeError(
+                fix_message(
+                    "PostgresStore takes a connection string or a psycopg_pool.ConnectionPool "
+                    f"(got: {type(conninfo_or_pool).__name__})",
+                    "pass the database address",
+                    'store = PostgresStore("postgresql://app@localhost/agents")',
+                )
+            )
+        self._lock_conninfo = lock_conninfo or self._conninfo
+        self._schema = schema
+        self._create = create
+        self._shown = _display(self._conninfo)
+        self._idle: builtins.list[psycopg.Connection[Any]] = []
+        self._idle_guard = threading.Lock()
+        self._ready = False
+        self._ready_guard = threading.Lock()
+        self._locks = _Locks(lambda: self._open(self._lock_conninfo))
+        self._pid = os.getpid()
+        _ALL.add(self)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._shown!r}, schema={self._schema!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PostgresStore):
+            return NotImplemented
+        return (self._shown, self._schema) == (other._shown, other._schema)
+
+    def __hash__(self) -> int:
+        return hash((self._shown, self._schema))
+
+    def close(self) -> None:
+        """Close the connections this store opened (a pool passed in stays open); the next call opens new ones."""
+        with self._idle_guard:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    # -- connections --------------------------------------------------------------------------------------------
+
+    def _open(self, conninfo: str) -> psycopg.Connection[Any]:
+        psycopg = _psycopg()
+        params = psycopg.conninfo.conninfo_to_dict(conninfo)
+        extra = {key: value for key, value in _KEEPALIVES.items() if key not in params}
+        return psycopg.connect(conninfo, prepare_threshold=None, **extra)
+
+    def _forget_after_fork(self) -> None:
+        for conn in self._idle:
+            _neuter(conn)
+        self._idle = []
+        self._idle_guard = threading.Lock()
+        self._ready_guard = threading.Lock()
+        self._locks.forget_after_fork()
+        self._pid = os.getpid()
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for one transaction: borrowed from the pool, or from this store's idle ones."""
+        with self._errors():
+            if self._pool is not None:
+                with self._pool.connection() as conn:
+                    conn.prepare_threshold = None
+                    self._prepare(conn)
+                    yield conn
+                return
+            with self._idle_guard:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None or conn.closed:
+                conn = self._open(self._conninfo)
+            try:
+                self._prepare(conn)
+                yield conn
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    conn.close()
+                raise
+            if conn.broken or conn.closed or conn.info.transaction_status != 0:  # 0: idle, no transaction open
+                with contextlib.suppress(Exception):
+                    conn.close()
+                return
+            with self._idle_guard:
+                if len(self._idle) < _IDLE_KEPT:
+                    self._idle.append(conn)
+                    return
+            conn.close()
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        psycopg = _psycopg()
+        try:
+            yield
+        except psycopg.OperationalError as error:
+            raise OSError(errno.EIO, f"{self!r} could not reach its database: {_first_line(error)}") from error
+        except psycopg.errors.DataError as error:
+            raise ValueError(
+                fix_message(
+                    f"the database of {self!r} holds damaged data ({_first_line(error)})",
+                    "restore the database from a backup, or use another schema",
+                    'store = PostgresStore(dsn, schema="agents_new")',
+                )
+            ) from error
+
+    def _prepare(self, conn: psycopg.Connection[Any]) -> None:
+        """Create the schema or check its version, once per store object."""
+        if self._ready:
+            return
+        with self._ready_guard:
+            if self._ready:
+                return
+            self._migrate(conn)
+            self._ready = True
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        schema = self._schema
+        with conn.transaction():
+            if self._create:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema, "\0migrations"),))
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {schema}.schema_version "
+                    "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                )
+            exists = conn.execute("SELECT to_regclass(%s)", (f"{schema}.schema_version",)).fetchone()
+            have = 0
+            if exists and exists[0] is not None:
+                row = conn.execute(f"SELECT coalesce(max(version), 0) FROM {schema}.schema_version").fetchone()
+                have = int(row[0]) if row else 0
+            if have > SCHEMA_VERSION:
+                raise ValueError(
+                    fix_message(
+                        f"the schema {schema!r} of {self!r} is at version {have}, newer than this alpineagents "
+                        f"knows (version {SCHEMA_VERSION})",
+                        "upgrade alpineagents in this process (pip install -U 'alpineagents[postgres]')",
+                        "pip install -U 'alpineagents[postgres]'",
+                    )
+                )
+            if have < SCHEMA_VERSION and not self._create:
+                raise ValueError(
+                    fix_message(
+                        f"the schema {schema!r} of {self!r} is at version {have}, and this alpineagents needs "
+                        f"version {SCHEMA_VERSION}",
+                        "let the store create or upgrade it with create=True (the default)",
+                        f'store = PostgresStore(dsn, schema="{schema}", create=True)',
+                    )
+                )
+            for version in range(have + 1, SCHEMA_VERSION + 1):
+                conn.execute(_MIGRATIONS[version].format(schema=schema))  # pyright: ignore[reportArgumentType]
+                conn.execute(f"INSERT INTO {schema}.schema_version (version) VALUES (%s)", (version,))
+
+    # -- locks --------------------------------------------------------------------------------------------------
+
+    def _lock_name(self, state_id: str) -> str:
+        return f"postgres:{self._shown}:{self._schema}:{state_id}"
+
+    def _acquire(self, state_id: str) -> Callable[[], None]:
+        shared = _shared()
+        key = _lock_key(self._schema, state_id)
+        with self._errors():
+            taken = self._locks.take(key)
+        if not taken:
+            raise shared.locked_error(state_id, self)
+        return lambda: self._locks.give_back(key)
+
+    def _lock_held(self, conn: psycopg.Connection[Any], state_id: str) -> Any:
+        """A query (sent with the write, no extra round trip) telling whether the lock connection still holds the
+        State's lock: after a lost lock connection, the write takes the lock again before it writes."""
+        key = _lock_key(self._schema, state_id) & 0xFFFFFFFFFFFFFFFF
+        return conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = %s "
+            "AND classid = %s AND objid = %s AND objsubid = 1 AND granted)",
+            (self._locks.pid, key >> 32, key & 0xFFFFFFFF),
+        )
+
+    # -- the role -----------------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        state_id: str,
+        entries: Sequence[dict[str, Any]],
+        info: Mapping[str, Any],
+        *,
+        create: bool = False,
+    ) -> None:
+        """Add the entries the database lacks and replace the info, in one transaction.
+
+        Raises:
+            ValueError: `create=True` and the id exists; the entries leave a gap or differ from saved ones.
+            LookupError: `create=False` and the id does not exist.
+            StateLockedError: Another process is writing this State.
+            OSError: The database could not be reached; nothing of this write is kept (send it again).
+        """
+        shared = _shared()
+        check_id(state_id, "PostgresStore.write()")
+        info = shared.check_write("PostgresStore.write()", entries, info)
+        name = self._lock_name(state_id)
+        shared.hold_lock(name, lambda: self._acquire(state_id))
+        try:
+            for attempt in (1, 2):
+                if self._again_if_lost(lambda again: self._write(state_id, entries, info, create, again)):
+                    return
+                if attempt == 2:
+                    raise shared.locked_error(state_id, self)
+                # The lock connection lost the lock (it was closed, or the server restarted): take it again.
+                shared.drop_lock(name)
+                shared.hold_lock(name, lambda: self._acquire(state_id))
+        finally:
+            shared.settle_lock(name)
+
+    def _again_if_lost(self, action: Callable[[bool], _T]) -> _T:
+        """`action(False)`; when its connection was lost (a killed session, a restarted server), `action(True)` on
+        a new connection. Sending a write again is safe: entries the database has are skipped when identical."""
+        try:
+            return action(False)
+        except OSError as error:
+            if not isinstance(error.__cause__, _psycopg().OperationalError):
+                raise
+            self.close()  # the idle connections are most likely gone too
+            return action(True)
+
+    def _write(
+        self, state_id: str, entries: Sequence[dict[str, Any]], info: dict[str, Any], create: bool, again: bool
+    ) -> bool:
+        """One transaction; False (nothing written) when this process no longer holds the State's lock. `again`:
+        this is the same write sent again after a lost connection, so a create may find its own first attempt."""
+        shared = _shared()
+        info_text = shared.dump_json(info).decode()
+        updated = _updated(info)
+        schema = self._schema
+        with self._connection() as conn, conn.pipeline() as pipeline:
+            held = self._lock_held(conn, state_id)
+            if create and not again:
+                row_query = conn.execute(
+                    f"INSERT INTO {schema}.states (id, count, info, updated) VALUES (%s, 0, %s, %s) "
+                    "ON CONFLICT (id) DO NOTHING RETURNING count",
+                    (state_id, info_text, updated),
+                )
+            else:  # on a create sent again, a row that is there must hold these very entries (checked below)
+                row_query = conn.execute(f"SELECT count FROM {schema}.states WHERE id = %s FOR UPDATE", (state_id,))
+            pipeline.sync()
+            if not held.fetchone()[0]:  # pyright: ignore[reportOptionalSubscript]
+                conn.rollback()
+                return False
+            row = row_query.fetchone()
+            have = self._have(state_id, row, create and not again, conn)
+            if entries and entries[0]["seq"] < have:
+                saved = dict(
+                    conn.execute(
+                        f"SELECT seq, line FROM {schema}.entries WHERE state_id = %s AND seq >= %s AND seq < %s",
+                        (state_id, entries[0]["seq"], have),
+                    ).fetchall()
+                )
+                shared.check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
+            new = shared.check_batch(state_id, self, entries, have)
+            if new:
+                conn.cursor().executemany(
+                    f"INSERT INTO {schema}.entries (state_id, seq, line) VALUES (%s, %s, %s)",
+                    [(state_id, entry["seq"], shared.dump_json(entry).decode()) for entry in new],
+                )
+            conn.execute(
+                f"UPDATE {schema}.states SET count = %s, info = %s, updated = %s WHERE id = %s",
+                (have + len(new), info_text, updated, state_id),
+            )
+            conn.commit()
+        return True
+
+    def _have(self, state_id: str, row: Any, create: bool, conn: psycopg.Connection[Any]) -> int:
+        """How many entries the database has for the State (0 for a new one), or the create/lookup error."""
+        if create and row is None:
+            conn.rollback()
+            raise ValueError(
+                fix_message(
+                    f"a State with id {state_id!r} is already saved in {self!r}",
+                    "continue it with store.load(id), or give the new State another id (or none, for a random one)",
+                    f'state = store.load("{state_id}")\nagent.run(state)',
+                )
+            )
+        if row is None:
+            conn.rollback()
+            raise LookupError(f"no saved State with id {state_id!r} in {self!r} (was it deleted?)")
+        return int(row[0])
+
+    def read(self, state_id: str) -> Record | None:
+        """The saved entries and info of `state_id` (one query, one consistent snapshot), or `None`.
+
+        Raises:
+            ValueError: The saved State is damaged: an entry or the info is not valid JSON, or the entries do not
+                add up to the count the State's row records.
+        """
+        check_id(state_id, "PostgresStore.read()")
+        row = self._again_if_lost(lambda again: self._read_row(state_id))
+        if row is None:
+            return None
+        count, info_text, n, lo, hi, body = row
+        if n != count or (count and (lo != 0 or hi != count - 1)):
+            raise self._damaged(state_id, f"it records {count} entries, and the database holds {n}")
+        info = self._parse(state_id, info_text, "its info")
+        entries = self._parse(state_id, f"[{body or ''}]", "its entries")
+        if type(entries) is not builtins.list or any(type(entry) is not dict for entry in entries):
+            raise self._damaged(state_id, "an entry is not a JSON object")
+        return Record(entries, info)
+
+    def _read_row(self, state_id: str) -> Any:
+        schema = self._schema
+        with self._connection() as conn:
+            row = conn.execute(
+                f"SELECT s.count, s.info, e.n, e.lo, e.hi, e.body FROM {schema}.states s LEFT JOIN LATERAL "
+                f"(SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi, string_agg(line, ',' ORDER BY seq) AS body "
+                f"FROM {schema}.entries WHERE state_id = s.id) e ON true WHERE s.id = %s",
+                (state_id,),
+            ).fetchone()
+            conn.rollback()
+        return row
+
+    def _parse(self, state_id: str, text: str, what: str) -> Any:
+        try:
+            return json.loads(text)
+        except (ValueError, TypeError) as error:
+            raise self._damaged(state_id, f"{what} are not valid JSON ({error})") from error
+
+    def _damaged(self, state_id: str, why: str) -> ValueError:
+        return ValueError(
+            fix_message(
+                f"saved State {state_id!r} is damaged: {why} in {self!r}",
+                "restore the database from a backup, or delete the State with store.delete(id)",
+                f'store.delete("{state_id}")',
+            )
+        )
+
+    def list(self) -> builtins.list[StateInfo]:
+        """One `StateInfo` per saved State (one query): newest `updated_at` first, States with no history last,
+        ties by id.
+
+        Raises:
+            ValueError: An info is not valid JSON, is from another format version, or misses a key.
+        """
+        rows = self._again_if_lost(lambda again: self._list_rows())
+        return [StateInfo.from_info(state_id, self._parse(state_id, text, "its info")) for state_id, text in rows]
+
+    def _delete(self, state_id: str) -> None:
+        with self._connection() as conn, conn.transaction():
+            conn.execute(f"DELETE FROM {self._schema}.entries WHERE state_id = %s", (state_id,))
+            conn.execute(f"DELETE FROM {self._schema}.states WHERE id = %s", (state_id,))
+
+    def _list_rows(self) -> builtins.list[tuple[str, str]]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                f"SELECT id, info FROM {self._schema}.states ORDER BY updated DESC NULLS LAST, id"
+            ).fetchall()
+            conn.rollback()
+        return rows
+
+    def delete(self, state_id: str) -> None:
+        """Remove the State's rows in one transaction; nothing happens when it does not exist.
+
+        Raises:
+            StateLockedError: Another process is writing this State.
+        """
+        shared = _shared()
+        check_id(state_id, "PostgresStore.delete()")
+        name = self._lock_name(state_id)
+        shared.hold_lock(name, lambda: self._acquire(state_id))
+        try:
+            self._again_if_lost(lambda again: self._delete(state_id))
+        finally:
+            shared.drop_lock(name)
+
+
+def _updated(info: Mapping[str, Any]) -> datetime | None:
+    """The info's `updated_at` as a time for `list()` to sort by in the query (None when absent or unreadable)."""
+    text = info.get("updated_at")
+    if text is None:
+        return None
+    try:
+        return time_from_str(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def _shared() -> Any:
+    from alpineagents import _storeshared
+
+    return _storeshared
