@@ -8,8 +8,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,11 +19,17 @@ from alpineagents import Agent, FileStore, SQLiteStore
 from alpineagents.errors import AuthError, ProviderError
 from alpineagents.models import Anthropic, Model, OpenAICompatible
 from alpineagents.store import Store
-from alpineagents.types import ErrorEntry
+from alpineagents.tool import tool
+from alpineagents.types import ErrorEntry, ToolResultEntry
+from conftest import results, task
 from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.provider import (
+    FnCall,
     ProviderServer,
+    ToolUse,
+    anthropic_stream,
     echo_key,
+    openai_stream,
 )
 
 KEY = "sk-proj-Zq8c1XvB0mT4yH7nL2pR9sK6wE3uJ5aD"
@@ -79,6 +87,48 @@ def test_an_api_key_echoed_in_an_error_body_is_kept_out_of_the_error_and_the_sto
     assert errors and all(KEY not in entry.content for entry in errors)
     assert "Incorrect API key provided" in errors[-1].content
     assert KEY.encode() not in stored_bytes(tmp_path)
+
+
+@tool
+def add(a: float, b: float = 0.0) -> str:
+    """Add two numbers."""
+    return str(a + b)
+
+
+def _non_strict_reply(adapter: str, raw: str) -> Any:
+    if adapter == "anthropic":
+        return anthropic_stream([], tools=[ToolUse("add", [raw], id="toolu_nan")])
+    return openai_stream([], calls=[FnCall("add", [raw], id="call_nan")])
+
+
+@pytest.mark.parametrize("store_kind", ["file", "sqlite"])
+@pytest.mark.parametrize("raw", ['{"a": NaN}', '{"a": Infinity, "b": 1}', '{"a": 1, "b": [-Infinity]}'])
+@pytest.mark.parametrize("adapter", list(ADAPTERS))
+def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_goes_on(
+    server: ProviderServer,  # noqa: F811
+    tmp_path: Path,
+    adapter: str,
+    raw: str,
+    store_kind: str,
+) -> None:
+    server.script(_non_strict_reply(adapter, raw))  # then the server's default reply: text, no tool call
+    store = make_store(store_kind, tmp_path)
+    agent = Agent(ADAPTERS[adapter](server), tools=[add], store=store, reporter=None)
+    state = task("add them")
+    agent.run(state)
+    closed = results(state)
+    assert len(closed) == 1
+    entry: ToolResultEntry = closed[0]
+    assert entry.is_error
+    assert raw in str(entry.content), "the model reads back what it sent"
+    assert len(server.posts) == 2, "the run went on to a second request"
+    second = server.posts[1].body
+    json.dumps(second, allow_nan=False)  # the next request is strict JSON
+    assert ("toolu_nan" if adapter == "anthropic" else "call_nan") in json.dumps(second)
+    assert state.messages[-1].text == "Hello"
+    loaded = store.load(state.id)
+    assert len(loaded.history) == len(state.history)
+    assert results(loaded)[0].content == entry.content
 
 
 @pytest.mark.parametrize("adapter", list(ADAPTERS))

@@ -10,11 +10,16 @@ request can write back.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from alpineagents.types import INVALID_ARGS_KEY
 
-__all__ = ["parse_arguments"]
+__all__ = ["parse_arguments", "checked_arguments"]
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:
@@ -23,9 +28,30 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     if raw == "":
         return {}
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_reject_constant)
     except ValueError:
         return {INVALID_ARGS_KEY: raw}
     if isinstance(value, dict):
         return value
     return {INVALID_ARGS_KEY: raw}
+
+
+def _finite(value: Any) -> bool:
+    """True when `value` (a decoded JSON value) holds no NaN or infinite number at any depth."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(item) for item in value)
+    return True
+
+
+def checked_arguments(value: Any) -> dict[str, Any]:
+    """Arguments an SDK already decoded: a copy of the dict when it is one holding only JSON numbers, else
+    `{INVALID_ARGS_KEY: <its text>}`."""
+    if isinstance(value, dict) and _finite(value):
+        return dict(value)
+    if isinstance(value, dict):
+        return {INVALID_ARGS_KEY: json.dumps(value, ensure_ascii=False)}
+    return {INVALID_ARGS_KEY: str(value)}

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
+from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._wire import SDKClients, plain
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import (
@@ -421,9 +422,7 @@ class Anthropic(SDKClients, Model):
             if kind == "text":
                 blocks.append(TextBlock(block.text))
             elif kind == "tool_use":
-                raw_input = block.input
-                args = dict(raw_input) if isinstance(raw_input, dict) else {INVALID_ARGS_KEY: str(raw_input)}
-                blocks.append(ToolCall(block.name, args, block.id))
+                blocks.append(ToolCall(block.name, checked_arguments(block.input), block.id))
             else:
                 blocks.append(RawBlock(self.provider, block.model_dump(mode="json", exclude_none=True)))
         stop_reason = getattr(final_message, "stop_reason", None)
