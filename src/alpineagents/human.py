@@ -1,21 +1,23 @@
 """The Human role: a person who answers questions, and the answer-format helpers every Human shares.
 
-A Human answers ``agent.ask_human``/``aask_human`` and ``DecideByHuman`` (07 §2). Subclasses implement ``ask``
-(sync), ``aask`` (async) or both; the default ``aask`` runs ``ask`` on a daemon worker thread.
+A Human answers ``agent.ask_human``/``aask_human`` and ``DecideByHuman``. Subclasses implement ``ask`` (sync),
+``aask`` (async) or both; the default ``aask`` runs ``ask`` on a daemon worker thread. Any object with a callable
+``ask`` or ``aask`` may stand in for a Human.
 
 Answer formats (``returns=``) are ``str``, ``bool`` or ``Literal[...]``: ``check_returns`` validates one,
 ``describe_choices`` names the choices shown to a person, ``parse_answer`` converts an answer.
 
 Shared asking mechanism (not in ``__all__``; used by ``Agent.ask_human``/``aask_human`` and ``DecideByHuman``):
-``ask_human_with(state, human, prompt, returns, ...)`` and ``aask_human_with(...)`` do steps 2 and 4-8 of 07 §2.3
-with a Human chosen by the caller: the State check, ``NoHumanError`` when ``human`` is ``None``, ``check_returns``,
-the ask itself, and recording one ``human`` entry with ``state._record_human``.
+``ask_human_with(state, human, prompt, returns, ...)`` and ``aask_human_with(...)`` ask a Human chosen by the
+caller: they check the State, raise ``NoHumanError`` when ``human`` is ``None``, check the answer format, ask, and
+record one ``human`` entry with ``state._record_human`` once the answer is back.
 """
 
 from __future__ import annotations
 
 from abc import ABC
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, get_args, get_origin
 
 from alpineagents._async import run_in_thread
 from alpineagents.errors import NoHumanError, fix_message
@@ -32,7 +34,7 @@ YES_OR_NO = "Answer 'yes' or 'no'"
 
 
 class Human(ABC):  # noqa: B024 - abstract by the instantiation rule, not by abstract methods
-    """A person who answers questions (07 §2.1).
+    """A person who answers questions.
 
     Subclass it and implement ``ask``, ``aask`` or both. Implementations return a value in the ``returns``
     format (ask again themselves when an answer does not fit), ask one question at a time, and never change the
@@ -109,7 +111,7 @@ def describe_choices(returns: Any) -> str | None:
 
 
 def parse_answer(answer: Any, returns: Any) -> Any:
-    """Convert ``answer`` to the ``returns`` format (07 §2.2), the rule every Human shares.
+    """Convert ``answer`` to the ``returns`` format: the one conversion rule every Human shares.
 
     ``str``: ``str(answer)`` stripped, not empty. ``bool``: a real bool, or y/yes/true/1 and n/no/false/0 (any
     case, stripped). ``Literal[...]``: an option ``==`` the answer, else one whose ``str()`` equals the stripped
@@ -148,10 +150,44 @@ def parse_answer(answer: Any, returns: Any) -> Any:
     raise ValueError("Answer with one of: " + ", ".join(str(option) for option in options))
 
 
-# --- the shared ask-human mechanism (07 §2.3) -------------------------------------------------------------
+# --- the shared ask-human mechanism --------------------------------------------------------------------------
 
 
-def _check_state(state: Any, method: str) -> None:
+class AsksSync(Protocol):
+    """Anything that answers questions synchronously, with a Human's ``ask``."""
+
+    def ask(self, state: State, prompt: str, returns: Any = str) -> Any: ...
+
+
+class AsksAsync(Protocol):
+    """Anything that answers questions asynchronously, with a Human's ``aask``."""
+
+    def aask(self, state: State, prompt: str, returns: Any = str) -> Awaitable[Any]: ...
+
+
+HumanLike = Human | AsksSync | AsksAsync
+"""What may answer questions: a ``Human``, or any object with a callable ``ask`` or ``aask``."""
+
+
+def answers_sync(human: object) -> TypeGuard[AsksSync]:
+    """True when ``human`` has a callable ``ask`` (every ``Human`` has one, the default raising)."""
+    return callable(getattr(human, "ask", None))
+
+
+def answers_async(human: object) -> TypeGuard[AsksAsync]:
+    """True when ``human`` has a callable ``aask`` (every ``Human`` has one, the default running ``ask``)."""
+    return callable(getattr(human, "aask", None))
+
+
+def answers_only_async(human: object) -> bool:
+    """True when ``human`` cannot answer a sync question: a ``Human`` that implements only ``aask``, or another
+    object without a callable ``ask``."""
+    if isinstance(human, Human):
+        return type(human).ask is Human.ask
+    return not answers_sync(human)
+
+
+def _check_state(state: object, method: str) -> None:
     from alpineagents.state import State
 
     if not isinstance(state, State):
@@ -177,7 +213,7 @@ def _no_human(prompt: str, method: str, inherited: bool) -> NoHumanError:
     return NoHumanError(fix_message(problem, fix, 'agent = Agent("claude-sonnet-5", human=Terminal())'))
 
 
-def _prepare(state: Any, human: Any, prompt: str, returns: Any, method: str, inherited: bool) -> None:
+def _prepare(state: object, human: HumanLike | None, prompt: str, returns: Any, method: str, inherited: bool) -> None:
     _check_state(state, method)
     if human is None:
         raise _no_human(prompt, method, inherited)
@@ -186,14 +222,14 @@ def _prepare(state: Any, human: Any, prompt: str, returns: Any, method: str, inh
 
 def ask_human_with(
     state: State,
-    human: Any,
+    human: HumanLike | None,
     prompt: str,
     returns: Any = str,
     *,
     method: str = "ask_human",
     inherited: bool = False,
 ) -> Any:
-    """Ask ``human`` (already chosen by the caller) synchronously and record the exchange (07 §2.3 steps 2, 4-8).
+    """Ask ``human`` (already chosen by the caller) synchronously and record the exchange.
 
     ``method`` names the Agent method in messages; ``inherited`` says that a ``None`` human was inherited by a
     subagent (another ``NoHumanError`` wording). Records one ``ExchangeEntry(kind="human")`` in ``state`` after
@@ -205,7 +241,7 @@ def ask_human_with(
         NoHumanError: ``human`` is ``None``.
     """
     _prepare(state, human, prompt, returns, method, inherited)
-    if not isinstance(human, Human) and not callable(getattr(human, "ask", None)):
+    if not answers_sync(human):
         raise TypeError(
             fix_message(
                 f"human={human!r} answers only asynchronously (it has aask, not ask)",
@@ -220,7 +256,7 @@ def ask_human_with(
 
 async def aask_human_with(
     state: State,
-    human: Any,
+    human: HumanLike | None,
     prompt: str,
     returns: Any = str,
     *,
@@ -230,11 +266,11 @@ async def aask_human_with(
     """Async twin of ``ask_human_with``: awaits the Human's ``aask`` when it has a callable one (on the event loop),
     else runs its ``ask`` on a worker thread. Same checks and record."""
     _prepare(state, human, prompt, returns, method, inherited)
-    aask: Any = getattr(human, "aask", None)
-    if callable(aask):
-        pending: Any = aask(state, prompt, returns)
-        answer = await pending
-    else:
+    if answers_async(human):
+        answer = await human.aask(state, prompt, returns)
+    elif answers_sync(human):
         answer = await run_in_thread(human.ask, state, prompt, returns, name="alpineagents-human")
+    else:  # unreachable: a Human, or an object with ask or aask, was checked when it was given
+        raise TypeError(f"human={human!r} has neither an ask nor an aask method")
     state._record_human(prompt, answer)
     return answer

@@ -1,4 +1,5 @@
-"""MCP servers as tools: `MCP`, `MCPToolRef`, `MCPTool` (08 §4).
+"""MCP servers as tools: `MCP` (a server placed in `tools=`), `MCPToolRef` (one picked tool), `MCPTool` (a tool of
+a connected server).
 
 Importing this module does not import the MCP SDK; it is imported the first time a server connects.
 """
@@ -12,12 +13,15 @@ import re
 import shlex
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alpineagents._mcp.connection import Connection, describe, not_connected, submit, wait_async, wait_sync
+from alpineagents._mcp.connection import Connection, describe, not_connected, submit, wait_async
 from alpineagents.errors import MCPConnectionError, ToolError, ToolInputError, fix_message
 from alpineagents.tool import Tool
 from alpineagents.types import Image
+
+if TYPE_CHECKING:
+    from alpineagents.state import State
 
 __all__ = ["MCP", "MCPTool", "MCPToolRef", "SEPARATOR"]
 
@@ -29,7 +33,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def model_name(server_name: str, remote_name: str) -> str:
-    """The name the model sees for remote tool `remote_name` of server `server_name` (08 §4.3)."""
+    """The name the model sees for remote tool `remote_name` of server `server_name`: `{server}__{tool}`, with
+    every character of the tool name outside `[A-Za-z0-9_-]` replaced by `_`."""
     return server_name + SEPARATOR + _UNSAFE.sub("_", remote_name)
 
 
@@ -121,7 +126,7 @@ class MCP:
     def __getitem__(self, tool_name: str) -> MCPToolRef:
         return MCPToolRef(self, tool_name)
 
-    # --- server-level holding (08 §4.5) -------------------------------------------------------------------
+    # --- server-level holding: the Agents holding this server share one connection ----------------------------
 
     def _hold(self) -> Connection:
         """Take one hold on this server; the first opens a connection, later ones share it."""
@@ -144,44 +149,6 @@ class MCP:
             self._conn = None
         if conn is not None:
             conn.close()
-
-    def _connect_sync(self) -> list[Any]:
-        """Hold the server and wait until its tool list arrived (sync caller). Raises `MCPConnectionError`."""
-        conn = self._hold()
-        try:
-            return wait_sync(conn.ready)
-        except BaseException:
-            self._unhold()
-            raise
-
-    async def _connect_async(self) -> list[Any]:
-        """Hold the server and wait until its tool list arrived (async caller). Raises `MCPConnectionError`."""
-        conn = self._hold()
-        try:
-            return await wait_async(_shielded(conn.ready))
-        except BaseException:
-            self._unhold()
-            raise
-
-
-def _shielded(future: Any) -> Any:
-    # A caller's cancel must not cancel the shared connect: wrap it in a future of its own.
-    import concurrent.futures
-
-    mine: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-    def copy(done: Any) -> None:
-        if mine.done():
-            return
-        if done.cancelled():
-            mine.cancel()
-        elif done.exception() is not None:
-            mine.set_exception(done.exception())
-        else:
-            mine.set_result(done.result())
-
-    future.add_done_callback(copy)
-    return mine
 
 
 class MCPToolRef:
@@ -228,7 +195,6 @@ class MCPTool(Tool):
         open_world = _hint(annotations, "open_world_hint")
         self.server = server
         self.remote_name: str = remote.name
-        self.remote = remote
         super().__init__(
             name=model_name(server.name, remote.name),
             description=getattr(remote, "description", None) or "",
@@ -240,8 +206,16 @@ class MCPTool(Tool):
             open_world=True if open_world is None else open_world,
         )
 
-    async def run(self, args: dict[str, Any], state: Any) -> str | list[str | Image]:
-        """Call the remote tool and convert its result (08 §4.8)."""
+    async def run(self, args: dict[str, Any], state: State) -> str | list[str | Image]:
+        """Call the remote tool on the background loop and convert its result.
+
+        Only the required argument names are checked here; the server checks the rest.
+
+        Raises:
+            ToolInputError: A required argument is missing.
+            ToolError: The server answered with an error (a protocol error or an error result).
+            MCPConnectionError: The server is not connected, or the connection broke during the call.
+        """
         required = self.input_schema.get("required") or []
         missing = [name for name in required if name not in args]
         if missing:
@@ -282,20 +256,16 @@ def _part(block: Any) -> str | Image:
 
 
 def convert_result(server_name: str, result: Any) -> str | list[str | Image]:
-    """Turn an SDK call result into a tool result (08 §4.8 steps 5–9); raises `ToolError` for an error result."""
+    """Turn an SDK call result into a tool result.
+
+    With at least one image (and no error): a list where adjacent texts are joined by newlines and empty texts
+    dropped. Otherwise one text (an image shown as `(image/png image)`; the structured content as JSON when there is
+    no text), `(done)` when empty. An error result raises `ToolError` with that text.
+    """
     parts = [_part(block) for block in (getattr(result, "content", None) or ())]
     is_error = bool(getattr(result, "is_error", False))
     if not is_error and any(isinstance(part, Image) for part in parts):
-        out: list[str | Image] = []
-        for part in parts:
-            if isinstance(part, str):
-                if not part:
-                    continue
-                if out and isinstance(out[-1], str):
-                    out[-1] = out[-1] + "\n" + part
-                    continue
-            out.append(part)
-        return out
+        return _with_images(parts)
     texts = [part if isinstance(part, str) else f"({part.media_type} image)" for part in parts]
     text = "\n".join(t for t in texts if t)
     structured = getattr(result, "structured_content", None)
@@ -304,3 +274,17 @@ def convert_result(server_name: str, result: Any) -> str | list[str | Image]:
     if is_error:
         raise ToolError(text or f"(MCP server {server_name!r} reported an error without a message)")
     return text or "(done)"
+
+
+def _with_images(parts: list[str | Image]) -> list[str | Image]:
+    """The parts of a result that holds images: adjacent texts joined by newlines, empty texts dropped."""
+    out: list[str | Image] = []
+    for part in parts:
+        if isinstance(part, str):
+            if not part:
+                continue
+            if out and isinstance(out[-1], str):
+                out[-1] = out[-1] + "\n" + part
+                continue
+        out.append(part)
+    return out

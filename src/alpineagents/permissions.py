@@ -1,4 +1,4 @@
-"""Permissions: decide, before a tool call runs, whether it may run (07 §1).
+"""Permissions: decide, before a tool call runs, whether it may run.
 
 A permission subclasses exactly one kind: ``DenyPermission`` (returns ``Denied(...)`` or ``None``),
 ``AllowPermission`` (``Allowed()`` or ``None``) or ``DecidePermission`` (either, or ``None``), and implements
@@ -7,18 +7,20 @@ A permission subclasses exactly one kind: ``DenyPermission`` (returns ``Denied(.
 
 Helpers for the Agent and the runner (not in ``__all__``; the spec leaves their shape open):
 
-- ``PermissionList``: the effective list of 07 §1.6, a ``tuple`` of permissions that also carries, per item, the
+- ``PermissionList``: the effective list of a run, a ``tuple`` of permissions that also carries, per item, the
   ``Owner`` (the owner run's human and whether it was inherited) that ``DecideByHuman`` asks by default.
 - ``effective_permissions(own, human, *, inherited=False, above=None, subagent=False)``: builds that list for a
-  run or for ``use_tools`` (07 §1.6): returns a ``PermissionList`` or ``None`` (no check phase).
-- ``check_run_start(permissions, *, method, owners=None, human=None, inherited=False)``: the run-start checks of
-  07 §1.8 (``method`` is ``"run"`` or ``"arun"``); raises ``TypeError``/``NoHumanError``, returns ``None``.
+  run or for ``use_tools``: a subagent never widens a denial of a run above it. Returns a ``PermissionList`` or
+  ``None`` (no check phase).
+- ``check_run_start(permissions, *, method, owners=None, human=None, inherited=False)``: the checks made before a
+  run starts, so that a run that could not ask its permissions never starts (``method`` is ``"run"`` or
+  ``"arun"``); raises ``TypeError``/``NoHumanError``, returns ``None``.
 - ``decide(permissions, state, call, tool, owners=None)`` / ``await adecide(...)``: ask the list about one call
-  (both passes, verdict type check, owner scope, ``ToolError`` -> refusal, note on other exceptions,
-  ``PermissionWarning`` when nobody decides). Returns a ``Decision`` (``verdict``, ``decided_by``, ``error``,
-  ``permission``); the caller records it (07 §1.5).
+  (denials first, verdict type check, owner scope, ``ToolError`` -> refusal, note on other exceptions,
+  ``PermissionWarning`` when nobody decides). Returns a ``Decision`` (``verdict``, ``decided_by``, ``error``);
+  the caller records it.
 - ``NOBODY_DECIDED`` and ``DECLINED``: the two fixed result texts of this module.
-- ``check_verdict(permission, verdict)``: the verdict type check of 07 §1.4 step 5.
+- ``check_verdict(permission, verdict)``: a permission may return only the verdicts of its kind.
 """
 
 from __future__ import annotations
@@ -27,17 +29,25 @@ import contextvars
 import fnmatch
 import sys
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from alpineagents._async import run_in_thread
 from alpineagents.errors import NoHumanError, PermissionWarning, ToolError, fix_message
-from alpineagents.human import Human, aask_human_with, ask_human_with
+from alpineagents.human import (
+    HumanLike,
+    aask_human_with,
+    answers_async,
+    answers_only_async,
+    answers_sync,
+    ask_human_with,
+)
 from alpineagents.types import ToolCall, format_call
 
 if TYPE_CHECKING:
+    from alpineagents.agent import Agent  # only for the type: DecideByHuman asks through the State's Agent
     from alpineagents.state import State
     from alpineagents.tool import Tool
 
@@ -74,7 +84,8 @@ class Allowed:
 class Denied:
     """The verdict that refuses a call: the model receives ``reason`` as the call's error result.
 
-    ``stop=True`` also stops the turn: the other pending calls are cancelled and the loop stops (07 §1.5).
+    ``stop=True`` also stops the turn: no call of the turn runs, the other pending calls are cancelled, and the
+    loop stops (the run ends normally; the State is not finished).
 
     Raises:
         TypeError: ``reason`` is not a string, or ``stop`` is not a bool.
@@ -235,8 +246,8 @@ _VERDICT_RULES: dict[type[Permission], tuple[tuple[type, ...], str, str, str]] =
 }
 
 
-def check_verdict(permission: Permission, verdict: Any) -> None:
-    """Check that ``verdict`` is ``None`` or a verdict the permission's kind may return (07 §1.4 step 5).
+def check_verdict(permission: Permission, verdict: object) -> None:
+    """Check that ``verdict`` is ``None`` or a verdict the permission's kind may return.
 
     Raises:
         TypeError: Any other value (``True``, a string, ``Allowed()`` from a ``DenyPermission``...).
@@ -356,7 +367,7 @@ class AllowByName(AllowPermission):
         return f"{type(self).__name__}({list(self.patterns)!r})"
 
 
-def _is_mcp_tool(tool: Any) -> bool:
+def _is_mcp_tool(tool: Tool) -> bool:
     # No MCPTool can exist unless alpineagents.mcp_tools was imported, so it is never imported here.
     module = sys.modules.get("alpineagents.mcp_tools")
     cls = getattr(module, "MCPTool", None) if module is not None else None
@@ -409,7 +420,8 @@ class AllowByDefault(AllowPermission):
 
 
 class _AllowUndenied(AllowByDefault):
-    """Closes an effective list made only of the denials of the runs above (07 §1.6, last row)."""
+    """Closes an effective list made only of the denials of the runs above: another Agent without a list of its
+    own, working inside a subagent's run, lets through every call those denials do not refuse."""
 
 
 # --- owners and the effective list ---------------------------------------------------------------------------
@@ -421,13 +433,13 @@ class Owner(NamedTuple):
     ``inherited`` is true when that run is a subagent run that inherited its human (for ``NoHumanError`` texts).
     """
 
-    human: Any
+    human: HumanLike | None
     inherited: bool = False
 
 
 class PermissionList(tuple[Permission, ...]):
-    """The effective permission list of a run (07 §1.6): a tuple of permissions plus ``owners``, one ``Owner``
-    per permission, in the same order."""
+    """The effective permission list of a run: a tuple of permissions plus ``owners``, one ``Owner`` per
+    permission, in the same order."""
 
     owners: tuple[Owner, ...]
 
@@ -457,13 +469,13 @@ def _as_list(permissions: Iterable[Permission], owner: Owner) -> PermissionList:
 
 def effective_permissions(
     own: Iterable[Permission] | None,
-    human: Any = None,
+    human: HumanLike | None = None,
     *,
     inherited: bool = False,
     above: Iterable[Permission] | None = None,
     subagent: bool = False,
 ) -> PermissionList | None:
-    """The effective list asked for a run or a ``use_tools`` (07 §1.6), or ``None`` for no check phase.
+    """The effective list asked for a run or a ``use_tools``, or ``None`` for no check phase.
 
     Args:
         own: The Agent's own ``permissions=`` (``None`` or a tuple; ``()`` is "checks on, empty").
@@ -493,7 +505,7 @@ def effective_permissions(
 
 
 def _pairs(
-    permissions: Iterable[Permission], owners: Iterable[Any] | None, default: Owner | None
+    permissions: Iterable[Permission], owners: Iterable[Owner | HumanLike | None] | None, default: Owner | None
 ) -> list[tuple[Permission, Owner | None]]:
     """Pair each permission with its owner: from a ``PermissionList``, else from ``owners`` (``Owner`` items or
     plain Humans), else ``default``."""
@@ -512,11 +524,11 @@ def check_run_start(
     permissions: Iterable[Permission] | None,
     *,
     method: Literal["run", "arun"] = "run",
-    owners: Iterable[Any] | None = None,
-    human: Any = None,
+    owners: Iterable[Owner | HumanLike | None] | None = None,
+    human: HumanLike | None = None,
     inherited: bool = False,
 ) -> None:
-    """The checks made before a run starts (07 §1.8), over the effective list, in list order.
+    """The checks made before a run starts (before anything is recorded), over the effective list, in list order.
 
     For each permission: (``run`` only) an acheck-only permission -> ``TypeError``; a ``DecideByHuman`` without
     its own human whose owner's human is ``None`` -> ``NoHumanError``; (``run`` only) a ``DecideByHuman`` (check
@@ -554,7 +566,7 @@ def check_run_start(
             raise NoHumanError(
                 fix_message(problem, fix, "Agent(model, permissions=[DecideByHuman()], human=Terminal())")
             )
-        if sync and type(permission).check is DecideByHuman.check and _answers_only_async(chosen):
+        if sync and type(permission).check is DecideByHuman.check and answers_only_async(chosen):
             raise TypeError(
                 fix_message(
                     f"{permission!r} in permissions= asks {type(chosen).__name__}, which answers only "
@@ -572,16 +584,10 @@ def _async_only(permission: Permission) -> bool:
     return cls.check is Permission.check
 
 
-def _answers_only_async(human: Any) -> bool:
-    if isinstance(human, Human):
-        return type(human).ask is Human.ask
-    return not callable(getattr(human, "ask", None))
-
-
 # --- asking the list about one call --------------------------------------------------------------------------
 
-_NO_OWNER: Any = object()
-_OWNER: contextvars.ContextVar[Any] = contextvars.ContextVar("alpineagents_permission_owner", default=_NO_OWNER)
+_OWNER: contextvars.ContextVar[Owner | None] = contextvars.ContextVar("alpineagents_permission_owner", default=None)
+"""The owner of the permission being asked, while the runner asks a list (the default Human of DecideByHuman)."""
 
 
 @contextmanager
@@ -596,21 +602,9 @@ def _owner_scope(owner: Owner | None) -> Iterator[None]:
         _OWNER.reset(token)
 
 
-@dataclass(frozen=True)
-class Decision:
-    """What the effective list decided about one call.
-
-    ``verdict``: ``Allowed()`` or a ``Denied`` (``NOBODY_DECIDED`` when nobody decided). ``decided_by``: the repr
-    of the deciding permission, ``None`` when nobody decided. ``error``: the ``ToolError`` a permission raised.
-    """
-
-    verdict: Allowed | Denied
-    decided_by: str | None = None
-    error: ToolError | None = None
-    permission: Permission | None = None
-
-
-def _passes(permissions: Iterable[Permission], owners: Iterable[Any] | None) -> list[tuple[Permission, Owner | None]]:
+def _passes(
+    permissions: Iterable[Permission], owners: Iterable[Owner | HumanLike | None] | None
+) -> list[tuple[Permission, Owner | None]]:
     pairs = _pairs(permissions, owners, None)
     first = [pair for pair in pairs if isinstance(pair[0], DenyPermission)]
     second = [pair for pair in pairs if not isinstance(pair[0], DenyPermission)]
@@ -626,15 +620,78 @@ def _nobody(call: ToolCall) -> Decision:
         f"No permission allowed or denied the call to {call.name}, so it was denied. To allow every call no "
         "permission denies, put AllowByDefault() at the end of permissions=",
         PermissionWarning,
-        stacklevel=4,
+        stacklevel=5,
     )
     return Decision(Denied(NOBODY_DECIDED))
 
 
+Answer = tuple[object, Exception | None]
+"""What one permission answered: its verdict (unchecked), or the exception it raised."""
+
+
+def _asking(
+    permissions: Iterable[Permission], call: ToolCall, owners: Iterable[Owner | HumanLike | None] | None
+) -> Generator[tuple[Permission, Owner | None] | Decision, Answer, None]:
+    """How a list decides about one call, written once for ``decide`` and ``adecide``.
+
+    It yields each permission to ask with its owner (denials first, then the others, each pass in list order) and
+    is sent back its ``Answer``; it yields a ``Decision`` when one is reached. The first verdict that is not
+    ``None`` decides; a ``ToolError`` refuses the call with its message; any other exception is raised with a
+    note naming the permission and the call; a verdict the permission's kind may not return raises ``TypeError``;
+    nobody deciding refuses the call with ``NOBODY_DECIDED`` and a ``PermissionWarning``.
+    """
+    for permission, owner in _passes(permissions, owners):
+        verdict, error = yield permission, owner
+        if isinstance(error, ToolError):
+            yield Decision(Denied(str(error)), repr(permission), error)
+            return
+        if error is not None:
+            _note(error, permission, call)
+            raise error
+        check_verdict(permission, verdict)
+        if isinstance(verdict, Allowed | Denied):
+            yield Decision(verdict, repr(permission))
+            return
+    yield _nobody(call)
+
+
+def _answer(permission: Permission, owner: Owner | None, state: State, call: ToolCall, tool: Tool) -> Answer:
+    with _owner_scope(owner):
+        try:
+            return permission.check(state, call, tool), None
+        except Exception as error:  # noqa: BLE001 - handed to `_asking`, which decides what it means
+            return None, error
+
+
+async def _aanswer(permission: Permission, owner: Owner | None, state: State, call: ToolCall, tool: Tool) -> Answer:
+    with _owner_scope(owner):
+        try:
+            return await permission.acheck(state, call, tool), None
+        except Exception as error:  # noqa: BLE001 - handed to `_asking`, which decides what it means
+            return None, error
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the effective list decided about one call.
+
+    ``verdict``: ``Allowed()`` or a ``Denied`` (``NOBODY_DECIDED`` when nobody decided). ``decided_by``: the repr
+    of the deciding permission, ``None`` when nobody decided. ``error``: the ``ToolError`` a permission raised.
+    """
+
+    verdict: Allowed | Denied
+    decided_by: str | None = None
+    error: ToolError | None = None
+
+
 def decide(
-    permissions: Iterable[Permission], state: State, call: ToolCall, tool: Tool, owners: Iterable[Any] | None = None
+    permissions: Iterable[Permission],
+    state: State,
+    call: ToolCall,
+    tool: Tool,
+    owners: Iterable[Owner | HumanLike | None] | None = None,
 ) -> Decision:
-    """Ask the list about one call with ``check`` (07 §1.4 step 4, §1.5).
+    """Ask the list about one call with ``check``.
 
     Pass 1 asks every ``DenyPermission`` in order, pass 2 every other one; the first non-``None`` verdict
     decides. While a permission is asked, its owner (from ``owners`` -- one ``Owner`` or plain Human per
@@ -647,38 +704,26 @@ def decide(
         Exception: Any other exception from a permission, with the note
             ``exception raised in permission {p!r} checking {call}``.
     """
-    for permission, owner in _passes(permissions, owners):
-        with _owner_scope(owner):
-            try:
-                verdict = permission.check(state, call, tool)
-            except ToolError as error:
-                return Decision(Denied(str(error)), repr(permission), error, permission)
-            except Exception as error:
-                _note(error, permission, call)
-                raise
-        check_verdict(permission, verdict)
-        if verdict is not None:
-            return Decision(verdict, repr(permission), None, permission)
-    return _nobody(call)
+    steps = _asking(permissions, call, owners)
+    step = next(steps)
+    while not isinstance(step, Decision):
+        step = steps.send(_answer(*step, state, call, tool))
+    return step
 
 
 async def adecide(
-    permissions: Iterable[Permission], state: State, call: ToolCall, tool: Tool, owners: Iterable[Any] | None = None
+    permissions: Iterable[Permission],
+    state: State,
+    call: ToolCall,
+    tool: Tool,
+    owners: Iterable[Owner | HumanLike | None] | None = None,
 ) -> Decision:
     """Async twin of ``decide``: asks each permission's ``acheck``. Same passes, results and errors."""
-    for permission, owner in _passes(permissions, owners):
-        with _owner_scope(owner):
-            try:
-                verdict = await permission.acheck(state, call, tool)
-            except ToolError as error:
-                return Decision(Denied(str(error)), repr(permission), error, permission)
-            except Exception as error:
-                _note(error, permission, call)
-                raise
-        check_verdict(permission, verdict)
-        if verdict is not None:
-            return Decision(verdict, repr(permission), None, permission)
-    return _nobody(call)
+    steps = _asking(permissions, call, owners)
+    step = next(steps)
+    while not isinstance(step, Decision):
+        step = steps.send(await _aanswer(*step, state, call, tool))
+    return step
 
 
 # --- DecideByHuman -------------------------------------------------------------------------------------------
@@ -695,13 +740,10 @@ class DecideByHuman(DecidePermission):
         TypeError: ``human`` is a class, or has neither a callable ``ask`` nor ``aask``.
     """
 
-    human: Any
+    human: HumanLike | None
 
-    def __init__(self, human: Human | None = None) -> None:
-        if human is not None and (
-            isinstance(human, type)
-            or not (callable(getattr(human, "ask", None)) or callable(getattr(human, "aask", None)))
-        ):
+    def __init__(self, human: HumanLike | None = None) -> None:
+        if human is not None and (isinstance(human, type) or not (answers_sync(human) or answers_async(human))):
             raise TypeError(
                 fix_message(
                     f"DecideByHuman: human={human!r} is not a Human object",
@@ -716,8 +758,8 @@ class DecideByHuman(DecidePermission):
         """The question asked about a call. Default: ``Run {format_call(call)}?``."""
         return f"Run {format_call(call)}?"
 
-    def _who(self, state: State) -> tuple[Any, bool]:
-        agent = getattr(state, "_agent", None)
+    def _who(self, state: State) -> tuple[HumanLike | None, bool]:
+        agent: Agent | None = getattr(state, "_agent", None)
         if agent is None:
             raise ValueError(
                 fix_message(
@@ -729,14 +771,14 @@ class DecideByHuman(DecidePermission):
         if self.human is not None:
             return self.human, False
         owner = _OWNER.get()
-        if owner is not _NO_OWNER:
+        if owner is not None:
             return owner.human, owner.inherited
         context = agent._active_context(state)
         if context is not None:
-            return context.human, bool(getattr(context, "human_inherited", False))
+            return context.human, context.human_inherited
         return agent.human, False
 
-    def _verdict(self, answer: Any) -> Allowed | Denied:
+    def _verdict(self, answer: object) -> Allowed | Denied:
         return Allowed() if answer == "yes" else Denied(DECLINED, stop=True)
 
     def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | None:

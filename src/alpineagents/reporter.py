@@ -1,4 +1,4 @@
-"""The Reporter role: nine hooks that observe a run (07 §3).
+"""The Reporter role: nine hooks that observe a run.
 
 ``Reporter()`` is valid and does nothing; subclasses override only what they need. A Reporter only observes:
 it must not change the State or the flow. Exceptions it raises propagate from the call site. Methods are always
@@ -27,7 +27,7 @@ METHODS: tuple[str, ...] = (
     "on_model_event",
     "on_run_end",
 )
-"""The nine hook names in declaration order (the order of the "missing methods" message of 07 §3.3)."""
+"""The nine hook names in declaration order (the order in which a refused ``reporter=`` lists missing methods)."""
 
 
 class Reporter:

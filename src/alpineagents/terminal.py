@@ -1,11 +1,12 @@
-"""The Terminal: the default Reporter and the default Human (07 §4).
+"""The Terminal: the default Reporter and the default Human.
 
 It prints one line per event (turn headers, tool lines, final lines), streams the model's text of top-level runs,
 and asks questions in a text terminal. Subagent runs are indented four spaces per depth level and labelled with
 their Agent's name. Lines are written whole under an output lock (thread-safe); questions are serialized by a
 separate question lock that is not the output lock, so other threads keep writing while a person types.
 
-From a State it reads only ``turn``, ``usage``, ``stopped``, ``_depth`` and ``_agent.name`` (07 §4.2).
+From a State it reads only ``turn``, ``usage``, ``stopped``, ``_depth`` and ``_agent.name``, each only where its own
+line needs it (``_agent`` never at depth 0), so any object with these attributes can be reported on.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def _turns(turn: int) -> str:
     return "1 turn" if turn == 1 else f"{turn} turns"
 
 
-def _done_size(result: Any) -> str:
+def _done_size(result: ToolResultContent) -> str:
     if isinstance(result, str):
         return _size(len(result.encode("utf-8")))
     total = 0
@@ -78,9 +79,9 @@ def _first_line(text: str) -> str:
     return first if len(first) <= 100 else first[:99] + "\u2026"
 
 
-def _is_tty(stream: Any) -> bool:
+def _is_tty(stream: object) -> bool:
     try:
-        return bool(stream.isatty())
+        return bool(stream.isatty())  # pyright: ignore[reportAttributeAccessIssue] - a missing one counts as no tty
     except (AttributeError, ValueError, OSError):
         return False
 
@@ -140,11 +141,11 @@ class Terminal(Reporter, Human):
                 out.write(line + "\n")
             out.flush()
 
-    def _line(self, state: Any, text: str) -> None:
+    def _line(self, state: State, text: str) -> None:
         self._put_lines([_INDENT * state._depth + text])
 
     @staticmethod
-    def _name(state: Any) -> str | None:
+    def _name(state: State) -> str | None:
         if state._depth <= 0:
             return None
         agent = state._agent
@@ -153,7 +154,7 @@ class Terminal(Reporter, Human):
         name = agent.name
         return name if name else None
 
-    def _new_queue(self, state: Any) -> _Queue:
+    def _new_queue(self, state: State) -> _Queue:
         key = id(state)
         queues = self._queues
 
@@ -168,7 +169,7 @@ class Terminal(Reporter, Human):
         queue = _Queue(ref, [])
         return queue
 
-    def _take_queue(self, state: Any) -> list[str]:
+    def _take_queue(self, state: State) -> list[str]:
         queue = self._queues.get(id(state))
         if queue is None or queue.ref() is not state:
             return []

@@ -1,6 +1,9 @@
-"""One connection to an MCP server, living on the shared background loop (08 §4.5, §4.6, §4.9).
+"""One connection to an MCP server, living on the one background event loop that every connection shares.
 
-Private: the MCP SDK is imported only inside the connection task, never at import time.
+The MCP SDK is imported only inside the connection task, never at import time. Each connection is opened and
+closed by one task on that loop (the SDK enters and leaves a session in the same task). Sync callers wait for the
+loop in short steps so that Ctrl+C gets through; async callers await a wrapped future, and cancelling them cancels
+only what they waited for.
 """
 
 from __future__ import annotations
@@ -12,9 +15,14 @@ import threading
 import time
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from alpineagents.errors import MCPConnectionError, fix_message
+
+if TYPE_CHECKING:
+    from alpineagents.mcp_tools import MCP  # only for the types: mcp_tools imports this module
+
+T = TypeVar("T")
 
 _LOOP_LOCK = threading.Lock()
 _LOOP: asyncio.AbstractEventLoop | None = None
@@ -32,12 +40,12 @@ def background_loop() -> asyncio.AbstractEventLoop:
         return _LOOP
 
 
-def submit(coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     """Run `coro` on the background loop."""
     return asyncio.run_coroutine_threadsafe(coro, background_loop())
 
 
-def wait_sync(future: concurrent.futures.Future[Any]) -> Any:
+def wait_sync(future: concurrent.futures.Future[T]) -> T:
     """Wait for `future` in short steps (so Ctrl+C gets through); cancel it when the wait is interrupted."""
     try:
         while True:
@@ -50,24 +58,43 @@ def wait_sync(future: concurrent.futures.Future[Any]) -> Any:
         raise
 
 
-async def wait_async(future: concurrent.futures.Future[Any]) -> Any:
+async def wait_async(future: concurrent.futures.Future[T]) -> T:
     """Await `future` from another event loop; cancelling the caller cancels it."""
     return await asyncio.wrap_future(future)
 
 
-def describe(error: BaseException) -> str:
-    """The description of an exception (08 §4.6): first sub-exception of a group, then `Type: message`."""
+def _innermost(error: BaseException) -> BaseException:
+    """For an exception group, its first sub-exception, repeatedly; any other exception as is."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
+    return error
+
+
+async def _list_tools(client: Any) -> list[Any]:
+    """Every tool of the server, following the pagination cursors until none is returned."""
+    tools: list[Any] = []
+    cursor = None
+    while True:
+        listed = await client.list_tools(cursor=cursor)
+        tools.extend(listed.tools)
+        cursor = listed.next_cursor
+        if not cursor:
+            return tools
+
+
+def describe(error: BaseException) -> str:
+    """How an exception is shown in MCP error texts: for a group its first sub-exception (repeatedly), then
+    `Type: message`, or just `Type` when the message is empty."""
+    error = _innermost(error)
     message = str(error)
     name = type(error).__name__
     return f"{name}: {message}" if message else name
 
 
 def is_transport_error(error: BaseException) -> bool:
-    """True when `error` means the connection broke (08 §4.9)."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
+    """True when `error` means the connection broke: the SDK's connection-closed error, an OS or EOF error, a
+    closed, broken or ended stream, or an HTTP transport error."""
+    error = _innermost(error)
     if isinstance(error, (OSError, EOFError)):
         return True
     module = type(error).__module__
@@ -91,8 +118,9 @@ def is_transport_error(error: BaseException) -> bool:
     return False
 
 
-async def _target(server: Any, stack: AsyncExitStack) -> Any:
-    """Step 2 of 08 §4.6: what the SDK client connects to (an HTTP client for `headers` is closed by `stack`)."""
+async def _target(server: MCP, stack: AsyncExitStack) -> Any:
+    """What the SDK client connects to: the `server` object as is, a bare `url`, an HTTP client carrying the
+    `headers` (closed by `stack`), or stdio parameters for a `command`."""
     if server.server:
         return server.server
     if server.url:
@@ -111,8 +139,8 @@ async def _target(server: Any, stack: AsyncExitStack) -> Any:
     return StdioServerParameters(command=words[0], args=words[1:], env=server.env, cwd=server.cwd)
 
 
-def not_connected(server: Any, lost: BaseException | None) -> MCPConnectionError:
-    """The error of a call made while `server` has no open session (08 §4.9)."""
+def not_connected(server: MCP, lost: BaseException | None) -> MCPConnectionError:
+    """The error of a call made while `server` has no open session (naming the loss, if it was lost)."""
     problem = f"MCP server {server.name!r} is not connected"
     if lost is not None:
         problem += f" (connection lost: {describe(lost)})"
@@ -130,69 +158,64 @@ def not_connected(server: Any, lost: BaseException | None) -> MCPConnectionError
 class Connection:
     """One open (or opening) session to one MCP server; `client` is the SDK session once ready."""
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: MCP) -> None:
         self.server = server
         self.client: Any = None
-        self.tools: list[Any] = []
         self.lost: BaseException | None = None
-        self.ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
         self._closing: asyncio.Event | None = None
         self._running: asyncio.Task[Any] | None = None
-        self._task: concurrent.futures.Future[Any] = submit(self._serve())
+        self._task: concurrent.futures.Future[None] = submit(self._serve())
 
     async def _serve(self) -> None:
+        """The connection's one task: open the session, list the tools, keep it open until closed or lost."""
         self._closing = asyncio.Event()
         self._running = asyncio.current_task()
-        server = self.server
         try:
-            try:
-                from mcp import Client  # noqa: F401
-            except ImportError as error:
-                raise MCPConnectionError(
-                    fix_message(
-                        f"MCP server {server.name!r} needs the mcp package, which is not installed",
-                        'Install it: pip install "alpineagents[mcp]"',
-                    )
-                ) from error
             async with AsyncExitStack() as stack:
-                try:
-                    async with asyncio.timeout(server.timeout):
-                        client = Client(await _target(server, stack), read_timeout_seconds=server.timeout)
-                        await stack.enter_async_context(client)
-                        tools: list[Any] = []
-                        cursor = None
-                        while True:
-                            listed = await client.list_tools(cursor=cursor)
-                            tools.extend(listed.tools)
-                            cursor = listed.next_cursor
-                            if not cursor:
-                                break
-                except MCPConnectionError:
-                    raise
-                except BaseException as error:
-                    raise MCPConnectionError(
-                        f"Could not connect to MCP server {server.name!r} ({server!r}): {describe(error)}"
-                    ) from error
-                self.tools = tools
+                client, tools = await self._open(stack)
                 self.client = client
                 if not self.ready.done():
                     self.ready.set_result(tools)
                 await self._closing.wait()
         except BaseException as error:
             if not self.ready.done():
-                wrapped = error
-                while isinstance(wrapped, BaseExceptionGroup) and wrapped.exceptions:
-                    wrapped = wrapped.exceptions[0]  # closing the session may wrap the error in a group
-                if not isinstance(wrapped, MCPConnectionError):
-                    wrapped = MCPConnectionError(
-                        f"Could not connect to MCP server {server.name!r} ({server!r}): {describe(error)}"
-                    )
-                    wrapped.__cause__ = error
-                self.ready.set_exception(wrapped)
-            elif self.lost is None and not (self._closing is not None and self._closing.is_set()):
+                self.ready.set_exception(self._could_not_connect(error))
+            elif self.lost is None and not self._closing.is_set():
                 self.lost = error
         finally:
             self.client = None
+
+    async def _open(self, stack: AsyncExitStack) -> tuple[Any, list[Any]]:
+        """Open an SDK client session (entered on `stack`) and list all the tools, within `timeout` seconds."""
+        server = self.server
+        try:
+            from mcp import Client
+        except ImportError as error:
+            raise MCPConnectionError(
+                fix_message(
+                    f"MCP server {server.name!r} needs the mcp package, which is not installed",
+                    'Install it: pip install "alpineagents[mcp]"',
+                )
+            ) from error
+        try:
+            async with asyncio.timeout(server.timeout):
+                client = Client(await _target(server, stack), read_timeout_seconds=server.timeout)
+                await stack.enter_async_context(client)
+                return client, await _list_tools(client)
+        except BaseException as error:
+            raise self._could_not_connect(error)  # noqa: B904 - it sets the cause itself
+
+    def _could_not_connect(self, error: BaseException) -> MCPConnectionError:
+        """The error a failed connect raises: an `MCPConnectionError` as is (also inside the group that closing
+        the session may wrap it in), else one that describes `error` and is caused by it."""
+        inner = _innermost(error)
+        if isinstance(inner, MCPConnectionError):
+            return inner
+        server = self.server
+        wrapped = MCPConnectionError(f"Could not connect to MCP server {server.name!r} ({server!r}): {describe(error)}")
+        wrapped.__cause__ = error
+        return wrapped
 
     async def call(self, name: str, args: dict[str, Any]) -> Any:
         """Call one remote tool (on the background loop)."""
@@ -237,6 +260,6 @@ class Connection:
                     self._task.cancel()
                     return
                 concurrent.futures.wait((self._task,), timeout=min(0.1, left))
-        except KeyboardInterrupt:  # Ctrl+C still gets through (08 §4.5)
+        except KeyboardInterrupt:  # Ctrl+C still gets through
             self._task.cancel()
             raise

@@ -1,26 +1,44 @@
-"""An Agent's MCP servers (08 §4.4, §4.5, §4.7): grouping `tools=` items, the Agent-level users, the checks.
+"""An Agent's MCP servers: grouping the `tools=` items per server, counting the Agent's users of its servers, and
+the checks made once they are connected.
 
-Private. Imported by `alpineagents.agent` only when an Agent has MCP items; never imports the MCP SDK.
+Imported by `alpineagents.agent` only when an Agent has MCP items; never imports the MCP SDK.
+
+The Agent-level count: `run`/`arun`, `with agent:` and a first public call while the Agent has no user each take
+one use. The first use holds every server of the Agent and connects them; every other use waits for that same
+connect; the last use given back releases the servers (a connect still in progress is stopped).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from alpineagents._mcp.connection import submit, wait_async, wait_sync
+from alpineagents._mcp.connection import Connection, submit, wait_async, wait_sync
 from alpineagents._tokens import estimate_overhead_tokens
 from alpineagents.errors import fix_message
 from alpineagents.mcp_tools import MCP, MCPTool, MCPToolRef, model_name
 from alpineagents.tool import Tool, ToolMap
 
+if TYPE_CHECKING:
+    from alpineagents.agent import Agent  # only for the types: the Agent imports this module when it needs it
+
+T = TypeVar("T")
+
+MCPItem = MCP | MCPToolRef | MCPTool
+"""What `tools=` may hold for an MCP server: the whole server, one picked tool, or (refused) a connected tool."""
+
 __all__ = ["group_servers", "acquire", "aacquire", "release", "choose"]
 
 
-def group_servers(items: list[Any]) -> tuple[tuple[MCP, ...], dict[int, set[str] | None]]:
-    """Group the MCP items of `tools=` per server (08 §4.4): the servers in first-appearance order, and per server
-    (by `id`) `None` for all tools or the set of picked remote names."""
+def group_servers(items: Iterable[MCPItem]) -> tuple[tuple[MCP, ...], dict[int, set[str] | None]]:
+    """Group the MCP items of `tools=` per server: the servers in first-appearance order, and per server (by `id`)
+    `None` for all its tools or the set of picked remote names.
+
+    The same server listed several ways merges; two different servers with one name, or a connected tool of
+    another Agent, are refused.
+    """
     servers: list[MCP] = []
     picks: dict[int, set[str] | None] = {}
     by_name: dict[str, MCP] = {}
@@ -55,8 +73,9 @@ def group_servers(items: list[Any]) -> tuple[tuple[MCP, ...], dict[int, set[str]
     return tuple(servers), picks
 
 
-def _tools_of(agent: Any, server: MCP, remotes: list[Any]) -> list[MCPTool]:
-    """08 §4.7 steps 1–3 for one server."""
+def _tools_of(agent: Agent, server: MCP, remotes: list[Any]) -> list[MCPTool]:
+    """The chosen tools of one connected server, checked: every picked name exists on the server, every
+    model-facing name is at most 64 characters and unique within the server, and none equals an own tool's name."""
     picked = agent._mcp_picks[id(server)]
     available = [remote.name for remote in remotes]
     if picked is not None:
@@ -102,8 +121,8 @@ def _tools_of(agent: Any, server: MCP, remotes: list[Any]) -> list[MCPTool]:
     return tools
 
 
-async def _connect(agent: Any, conns: list[Any]) -> dict[str, Tool]:
-    """On the background loop: wait for every server's tool list, run the checks (08 §4.5, §4.7)."""
+async def _connect(agent: Agent, conns: list[Connection]) -> dict[str, Tool]:
+    """On the background loop: wait for every server's tool list, then check each server's tools in order."""
     servers: tuple[MCP, ...] = agent._mcp_servers
     # Mirrored: the connections are shared, so stopping this connect must not cancel another Agent's wait.
     lists = await asyncio.gather(*(asyncio.wrap_future(_mirror(conn.ready)) for conn in conns))
@@ -114,7 +133,7 @@ async def _connect(agent: Any, conns: list[Any]) -> dict[str, Tool]:
     return found
 
 
-def _install(agent: Any, found: dict[str, Tool] | None) -> None:
+def _install(agent: Agent, found: dict[str, Tool] | None) -> None:
     """Show the MCP tools in `tool_map` and the request specs (or, with `None`, hide them again)."""
     own: dict[str, Tool] = agent._tools
     if found is None:
@@ -127,7 +146,7 @@ def _install(agent: Any, found: dict[str, Tool] | None) -> None:
     agent._overhead = estimate_overhead_tokens(agent._system, agent._specs)
 
 
-def _take(agent: Any) -> concurrent.futures.Future[Any]:
+def _take(agent: Agent) -> concurrent.futures.Future[dict[str, Tool]]:
     with agent._mcp_lock:
         agent._mcp_users += 1
         ready = agent._mcp_ready
@@ -140,14 +159,14 @@ def _take(agent: Any) -> concurrent.futures.Future[Any]:
         return ready
 
 
-def _on_ready(agent: Any, done: concurrent.futures.Future[Any]) -> None:
+def _on_ready(agent: Agent, done: concurrent.futures.Future[dict[str, Tool]]) -> None:
     with agent._mcp_lock:
         if agent._mcp_ready is not done or done.cancelled() or done.exception() is not None:
             return
         _install(agent, done.result())
 
 
-def acquire(agent: Any) -> None:
+def acquire(agent: Agent) -> None:
     """Take one Agent-level use and wait until the servers are connected and checked (sync caller)."""
     ready = _take(agent)
     try:
@@ -157,7 +176,7 @@ def acquire(agent: Any) -> None:
         raise
 
 
-async def aacquire(agent: Any) -> None:
+async def aacquire(agent: Agent) -> None:
     """The async twin of `acquire`: cancelling the caller gives back only its use."""
     ready = _take(agent)
     try:
@@ -167,11 +186,11 @@ async def aacquire(agent: Any) -> None:
         raise
 
 
-def _mirror(future: concurrent.futures.Future[Any]) -> concurrent.futures.Future[Any]:
+def _mirror(future: concurrent.futures.Future[T]) -> concurrent.futures.Future[T]:
     # Each waiter waits on its own future, so cancelling one waiter never cancels the shared connect.
-    mine: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    mine: concurrent.futures.Future[T] = concurrent.futures.Future()
 
-    def copy(done: concurrent.futures.Future[Any]) -> None:
+    def copy(done: concurrent.futures.Future[T]) -> None:
         if mine.done():
             return
         if done.cancelled():
@@ -185,7 +204,7 @@ def _mirror(future: concurrent.futures.Future[Any]) -> concurrent.futures.Future
     return mine
 
 
-def _give_back(agent: Any) -> bool:
+def _give_back(agent: Agent) -> bool:
     """Give back one Agent-level use; True when it was the last one, so the servers are to be given back."""
     with agent._mcp_lock:
         if agent._mcp_users <= 0:
@@ -203,7 +222,7 @@ def _give_back(agent: Any) -> bool:
     return True
 
 
-def _unhold_all(agent: Any) -> None:
+def _unhold_all(agent: Agent) -> None:
     """Give back this Agent's hold on each of its servers; the last holder of a server closes it (up to 5 s)."""
     interrupt: KeyboardInterrupt | None = None
     for server in agent._mcp_servers:
@@ -215,19 +234,19 @@ def _unhold_all(agent: Any) -> None:
         raise interrupt
 
 
-def release(agent: Any) -> None:
+def release(agent: Agent) -> None:
     """Give back one Agent-level use; the last one releases the servers (a connect in progress is stopped)."""
     if _give_back(agent):
         _unhold_all(agent)
 
 
-async def arelease(agent: Any) -> None:
+async def arelease(agent: Agent) -> None:
     """The async twin of `release`: a server's shutdown is waited for on a worker thread, not on the event loop."""
     if _give_back(agent):
         await asyncio.to_thread(_unhold_all, agent)
 
 
-def choose(agent: Any, item: Any) -> list[Any] | None:
+def choose(agent: Agent, item: MCPItem) -> list[MCPTool] | None:
     """The connected tools of this Agent that a `think(tools=...)` item stands for, or None when it stands for none."""
     tool_map: ToolMap = agent._tool_map
     if isinstance(item, MCP):
