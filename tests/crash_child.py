@@ -30,6 +30,7 @@ from typing import Any
 
 from alpineagents import _serial
 from alpineagents import store as store_module
+from alpineagents._stores import files
 from alpineagents.agent import Agent
 from alpineagents.loop import loop, waiting_for_user
 from alpineagents.reporter import Reporter
@@ -146,7 +147,7 @@ def make_store(kind: str, folder: str) -> Store:
 
 def _patch_store() -> None:
     """Hooks inside the stores' writes, for the points in the middle of a write."""
-    write_file = store_module._write_file  # pyright: ignore[reportPrivateUsage]
+    write_file = files.write_file
 
     def torn_write_file(path: Any, data: bytes, *, append: bool) -> None:
         if _reached("log_write"):
@@ -156,14 +157,14 @@ def _patch_store() -> None:
             _die()
         write_file(path, data, append=append)
 
-    replace_file = store_module._replace_file  # pyright: ignore[reportPrivateUsage]
+    replace_file = files.replace_file
 
     def replace_info(folder: Any, name: str, data: bytes) -> None:
         point("info_replace")
         replace_file(folder, name, data)
 
-    store_module._write_file = torn_write_file  # pyright: ignore[reportPrivateUsage]
-    store_module._replace_file = replace_info  # pyright: ignore[reportPrivateUsage]
+    files.write_file = torn_write_file
+    files.replace_file = replace_info
     sqlite_store = store_module.SQLiteStore  # pyright: ignore[reportAttributeAccessIssue]
     write_rows = sqlite_store._write
 

@@ -1452,7 +1452,7 @@ def test_bad_write_arguments(store: Store) -> None:
 
 
 def test_many_live_states_do_not_run_out_of_descriptors(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    import alpineagents._storeshared as shared
+    import alpineagents._stores.locks as shared
 
     monkeypatch.setattr(shared, "_MAX_HOLDS", 20)
     states = [State(id=f"live{i}", messages=[Message.user(str(i))]) for i in range(60)]

@@ -1,67 +1,76 @@
-"""Stores: keeping a State outside the process and rebuilding it later (06).
+"""Stores: keeping a State outside the process and rebuilding it later.
 
 A store keeps two things per State id: the entries (one JSON object per history entry, only ever appended) and a
 small info dict (what a listing shows, plus the format version). `Store.save` writes what the store lacks;
 `Store.load` replays the saved entries through the State's fold. `FileStore` keeps each State in a folder of its
-own; `SQLiteStore` (an extra, not in `__all__`) keeps many States in one SQLite file.
+own; `SQLiteStore` (an extra, not in `__all__`, loaded on first use) keeps many States in one SQLite file. The
+built-in stores' internals live in `alpineagents._stores`.
 
 One writer per State: a process that writes a State holds an advisory lock on it (`FileStore`: `fcntl.flock` on
 the State's folder; `SQLiteStore`: an `fcntl` byte-range lock in the file `{path}-lock`) from its first write
 until the State objects it saved are gone (garbage collected), the State is deleted, or the process ends (a
-killed process releases it at once). Another process that tries to write the State meanwhile gets
-`StateLockedError` before anything is written. Threads and store objects of one process share the lock. A write
-whose entries overlap what the store already has must carry the very same entries (a batch sent again after a
-failed write); different ones mean that someone else continued the State, and the write raises `ValueError`.
+killed process releases it at once). Another process (a forked child included) that tries to write the State
+meanwhile gets `StateLockedError` before anything is written. Threads and store objects of one process share the
+lock. A write whose entries overlap what the store already has must carry the very same entries (a batch sent
+again after a failed write); different ones mean that someone else continued the State, and the write raises
+`ValueError`.
 """
 
 from __future__ import annotations
 
 import abc
 import builtins
-import errno
+import contextlib
 import gc
-import json
 import os
-import shutil
-import stat
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from alpineagents._async import blocks_event_loop, run_in_thread
 from alpineagents._readlog import entries_from_dicts
-from alpineagents._serial import MIN_VERSION, VERSION, check_version, entry_to_dict, info_from_dict, info_to_dict
-from alpineagents._state_parts import check_id
-from alpineagents._storeshared import (
-    DICT_ONLY,
-    FRESH_READS,
-    SAVING,
-    check_batch,
-    check_overlap,
-    check_write,
-    drop_lock,
-    dump_json,
-    hold_lock,
-    locked_error,
-    settle_lock,
-)
-from alpineagents._storeshared import (
-    StateLockedError as StateLockedError,  # re-exported: alpineagents.store.StateLockedError
-)
+from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
+from alpineagents._stores import files
+from alpineagents._stores.batch import check_write, entries_to_add
+from alpineagents._stores.lines import json_line, log_bytes
+from alpineagents._stores.locks import SAVING, drop_lock, hold_lock, settle_lock
+from alpineagents._stores.locks import StateLockedError as StateLockedError  # alpineagents.store.StateLockedError
 from alpineagents.errors import fix_message
-from alpineagents.state import State, StateSnapshot
+from alpineagents.state import State, StateSnapshot, check_id
 from alpineagents.types import Stopped
 
 __all__ = ["Store", "FileStore", "Record", "StateInfo"]
+# Importable from here too, outside __all__ (whose four names are fixed): SQLiteStore and StateLockedError.
 
-# Extra names, not in __all__ (06 Check 1 fixes it): SQLiteStore (loaded on first use) and StateLockedError.
+Entries = Sequence[dict[str, Any]]
+"""The entry dicts a `write` carries, in `seq` order."""
+Info = Mapping[str, Any]
+"""The info dict a `write` carries."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Record and StateInfo
+
+
+def _info_mapping(state_id: str, info: object) -> Mapping[str, Any]:
+    if not isinstance(info, Mapping):
+        raise ValueError(f"saved State {state_id!r} is damaged: its info is not a dict")
+    return info  # pyright: ignore[reportUnknownVariableType]
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Loading makes thousands of new objects, none of them garbage: the collector's passes over them are skipped."""
+    collect = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collect:
+            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -100,9 +109,7 @@ class StateInfo:
         Raises:
             ValueError: The info has no, an older or a newer format version, or misses a key.
         """
-        if not isinstance(info, Mapping):
-            raise ValueError(f"saved State {state_id!r} is damaged: its info is not a dict")
-        return cls(id=state_id, **info_from_dict(state_id, info))
+        return cls(id=state_id, **info_from_dict(state_id, _info_mapping(state_id, info)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -145,7 +152,7 @@ def _info_of(snap: StateSnapshot) -> dict[str, Any]:
     )
 
 
-class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replaces abstract methods
+class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and read/aread exist instead
     """The role of a place that keeps States: it appends entries and replaces a small info dict per State id.
 
     A subclass implements `write` and `read` (a store used synchronously), or `awrite` and `aread` (a store
@@ -177,16 +184,14 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
             )
         return super().__new__(cls)
 
+    _fresh_read: ClassVar[object] = None
+    """The `read` of this library's store classes: each call builds a new `Record` that only its caller holds, so
+    `load` may drop each entry dict once decoded (it is freed while still in the CPU cache). A subclass that
+    overrides `read` is not covered."""
+
     # -- role methods -------------------------------------------------------------------------------------------
 
-    def write(
-        self,
-        state_id: str,
-        entries: Sequence[dict[str, Any]],
-        info: Mapping[str, Any],
-        *,
-        create: bool = False,
-    ) -> None:
+    def write(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
         """Add `entries` (skipping those the store has) and replace the info of one State.
 
         Raises:
@@ -195,14 +200,7 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
         """
         raise _async_only(self, "awrite", "write")
 
-    async def awrite(
-        self,
-        state_id: str,
-        entries: Sequence[dict[str, Any]],
-        info: Mapping[str, Any],
-        *,
-        create: bool = False,
-    ) -> None:
+    async def awrite(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
         """`write` for async code; by default it runs `write` on a worker thread."""
         await run_in_thread(self.write, state_id, entries, info, create=create)
 
@@ -248,7 +246,9 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
 
     # -- built on them ------------------------------------------------------------------------------------------
 
-    def _batch(self, state: Any, method: str) -> tuple[bool, builtins.list[dict[str, Any]], dict[str, Any], int] | None:
+    def _batch(
+        self, state: object, method: str
+    ) -> tuple[bool, builtins.list[dict[str, Any]], dict[str, Any], int] | None:
         if not isinstance(state, State):
             raise TypeError(
                 fix_message(
@@ -320,29 +320,23 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
             TypeError: The store works only asynchronously.
         """
         check_id(state_id, "load()")
-        collect = gc.isenabled()
-        gc.disable()  # thousands of new objects, none of them garbage: skip the collector's passes over them
-        try:
-            return self._rebuild(state_id, self.read(state_id), type(self).read in FRESH_READS)
-        finally:
-            if collect:
-                gc.enable()
+        with _collector_paused():
+            return self._rebuild(state_id, self.read(state_id), type(self).read is type(self)._fresh_read)
 
     async def aload(self, state_id: str) -> State:
         """`load` for async code: the same steps, awaiting `aread`."""
         check_id(state_id, "aload()")
         cls = type(self)
-        fresh = cls.aread is Store.aread and cls.read in FRESH_READS
+        fresh = cls.aread is Store.aread and cls.read is cls._fresh_read
         return self._rebuild(state_id, await self.aread(state_id), fresh)
 
     def _rebuild(self, state_id: str, record: Record | None, fresh: bool = False) -> State:
-        """Steps 3 to 9 of 06 §6.1. `fresh`: the record was just made by this library's own `read` and nobody else
-        holds it, so each entry dict is dropped from it once read (freed while it is still in the CPU cache)."""
+        """The State of a record read for `state_id`: none is a LookupError; the info must be a dict of a format
+        this library reads (checked before any entry); each entry's `seq` must be its position; then the entries are
+        decoded and replayed, and the State is bound to this store. `fresh`: the record was made by `_fresh_read`."""
         if record is None:
             raise LookupError(f"no saved State with id {state_id!r} in {self!r}")
-        info = record.info
-        if not isinstance(info, Mapping):
-            raise ValueError(f"saved State {state_id!r} is damaged: its info is not a dict")
+        info = _info_mapping(state_id, record.info)
         check_version(state_id, info)
 
         def bad_seq(index: int, item: Any) -> ValueError | None:
@@ -351,195 +345,13 @@ class Store(abc.ABC):  # noqa: B024 - the instantiation check of 06 §4.2 replac
                 return ValueError(f"saved State {state_id!r} is damaged: history entry {index} has seq {seq!r}")
             return None
 
-        collect = gc.isenabled()
-        gc.disable()
-        try:
+        with _collector_paused():
             entries = entries_from_dicts(record.entries, bad_seq, consume=fresh)  # seqs are checked first
             return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
-        finally:
-            if collect:
-                gc.enable()
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# File helpers (fixed hooks of 06 §11)
-
-
-def _lines(entries: Sequence[Mapping[str, Any]]) -> bytes:
-    """The log bytes of these entry dicts: one compact JSON line each, `"\\n"`-terminated, UTF-8 (a line that
-    UTF-8 cannot hold is written with ASCII escapes).
-
-    Raises:
-        ValueError: A value is NaN or infinite.
-        TypeError: A value is not JSON.
-    """
-    if not entries:
-        return b""
-    try:
-        text = "\n".join(json.dumps(e, ensure_ascii=False, separators=(",", ":"), allow_nan=False) for e in entries)
-        return text.encode() + b"\n"
-    except UnicodeEncodeError:
-        return b"".join(dump_json(e) + b"\n" for e in entries)
-
-
-def _sync(fd: int) -> None:
-    sync = getattr(os, "fdatasync", None) or os.fsync
-    sync(fd)
-
-
-def _write_file(path: str | os.PathLike[str], data: bytes, *, append: bool) -> None:
-    """Write all of `data` to `path`, appending or replacing, creating the file with mode 0o600, and flush it to
-    disk (one `fdatasync`) before returning."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if append else os.O_TRUNC)
-    fd = os.open(path, flags, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        _sync(fd)
-    finally:
-        os.close(fd)
-
-
-_EXCHANGE: list[Any] = []  # [renameat2] once looked up; [None] where it is missing
-
-
-def _exchange(temp: str, target: str) -> bool:
-    """Swap `temp` and `target` in one atomic step (Linux `renameat2(RENAME_EXCHANGE)`); False where unsupported.
-
-    Replacing a file by renaming over it makes ext4 start writing the new file out at once (its `auto_da_alloc`
-    heuristic), which costs more than the flush of the log; an exchange does not.
-    """
-    if not _EXCHANGE:
-        try:
-            import ctypes
-
-            function = ctypes.CDLL(None, use_errno=True).renameat2
-            function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-            function.restype = ctypes.c_int
-            _EXCHANGE.append(function)
-        except (AttributeError, OSError):
-            _EXCHANGE.append(None)
-    function = _EXCHANGE[0]
-    if function is None:
-        return False
-    at_cwd, rename_exchange = -100, 2
-    return function(at_cwd, os.fsencode(temp), at_cwd, os.fsencode(target), rename_exchange) == 0
-
-
-def _replace_file(folder: str | os.PathLike[str], name: str, data: bytes) -> None:
-    """Write `data` to a temporary file in `folder`, then put it in place of `name` in one atomic step (a reader
-    sees the old or the new file, never a mix); not flushed."""
-    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}")
-    target = os.path.join(folder, name)
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        if not _exchange(temp, target):  # no old file, or no exchange here
-            os.replace(temp, target)
-            return
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-    try:
-        os.unlink(temp)  # now the old content
-    except OSError:
-        pass
-
-
-def _fsync_dir(path: str | os.PathLike[str]) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _parse_log(data: bytes, state_id: str, where: object) -> builtins.list[Any]:
-    """The JSON values of the complete lines of `data` (a torn last segment is ignored), in one parse."""
-    end = data.rfind(b"\n") + 1
-    if end == 0:
-        return []
-    count = data.count(b"\n", 0, end)
-    try:  # one text "[line,line,...,0]": the 0 stands after the last comma (two copies of the log fewer)
-        values = json.loads(b"".join((b"[", (data if end == len(data) else data[:end]).replace(b"\n", b","), b"0]")))
-        if len(values) == count + 1 and values.pop() == 0 and set(map(type, values)) == DICT_ONLY:
-            return values
-    except (ValueError, UnicodeDecodeError):
-        pass
-    values = []
-    for number, line in enumerate(data[: end - 1].split(b"\n"), 1):
-        try:
-            values.append(json.loads(line.decode()))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise ValueError(
-                f"saved State {state_id!r} is damaged: line {number} of {where} is not valid JSON ({error})"
-            ) from error
-    return values
-
-
-def _read_bytes(path: Path, state_id: str) -> bytes | None:
-    """The bytes of a file of a State's folder, `None` when it is missing; a folder in its place is damage."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise ValueError(f"saved State {state_id!r} is damaged: {path} is a folder, not a file") from None
-
-
-def _check_log_reaches_info(state_id: str, folder: Path, entries: builtins.list[Any], info: Any) -> None:
-    """The info is written after the log, so the log holds every entry the info was written after: the one whose
-    time is the info's `updated_at`. A log that lacks it (deleted, emptied, zeroed or cut by a loss of data) is
-    damaged; a log ahead of its info (a write that stopped between the two) is not."""
-    if not isinstance(info, Mapping):
-        return
-    updated = info.get("updated_at")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    version = info.get("v")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    if updated is None or type(version) is not int or not MIN_VERSION <= version <= VERSION:
-        return  # no entries recorded, or another format (whose error load gives)
-    for entry in reversed(entries):
-        if isinstance(entry, Mapping) and entry.get("at") == updated:  # pyright: ignore[reportUnknownMemberType]
-            return
-    raise ValueError(
-        fix_message(
-            f"saved State {state_id!r} is damaged: {folder / _LOG} holds {len(entries)} entries, none of them the "
-            f"entry of {updated} (turn {info.get('turn')!r}) that {folder / _INFO} was written after",  # pyright: ignore
-            "restore the store's data from a backup, or start a new State",
-        )
-    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # FileStore
-
-_LOG = "log.jsonl"
-_INFO = "info.json"
-
-
-def _flock_dir(folder: str, state_id: str, store: Store) -> Callable[[], None]:
-    try:
-        import fcntl  # POSIX only: imported here so that the package imports everywhere
-
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        raise LookupError(f"no saved State with id {state_id!r} in {store!r} (was it deleted?)") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as error:
-        os.close(fd)
-        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise locked_error(state_id, store) from None
-        raise
-    return lambda: os.close(fd)
 
 
 class FileStore(Store):
@@ -553,7 +365,8 @@ class FileStore(Store):
     Construction does no I/O: the root (with missing parents) is created by the first save of a new State. A
     save appends only the new lines and flushes the log once; the info is replaced whole (written aside, then
     renamed). Creating a State folder and deleting one are all or nothing. A line torn by a crash is ignored by
-    reads and cut off by the next write. Two `FileStore`s for the same folder are equal.
+    reads and cut off by the next write. A log that lacks entries its info was written after is damaged. Two
+    `FileStore`s for the same folder are equal.
 
     Safe to use from many threads; one process at a time writes a given State (see the module docs).
     """
@@ -591,6 +404,7 @@ class FileStore(Store):
         return hash(self._real())
 
     def _lock(self, state_id: str) -> threading.RLock:
+        """The lock that keeps this object's calls for one id apart."""
         with self._guard:
             lock = self._id_locks.get(state_id)
             if lock is None:
@@ -598,174 +412,85 @@ class FileStore(Store):
             return lock
 
     def _key(self, state_id: str) -> str:
+        """The State's name among the writer locks of this process."""
         return os.path.join(self._real(), state_id)
 
-    # -- write --------------------------------------------------------------------------------------------------
-
-    def write(
-        self,
-        state_id: str,
-        entries: Sequence[dict[str, Any]],
-        info: Mapping[str, Any],
-        *,
-        create: bool = False,
-    ) -> None:
+    def write(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
         """Append the entries the log lacks (flushed to disk) and replace `info.json`.
 
         Raises:
-            ValueError: `create=True` and the folder exists; the entries leave a gap or differ from saved ones.
+            ValueError: `create=True` and the folder exists; the entries leave a gap or differ from saved ones; the
+                log is damaged.
             LookupError: `create=False` and the State's folder does not exist.
             StateLockedError: Another process is writing this State.
             OSError: The disk refused (e.g. full, not writable); what was saved before stays intact.
         """
         check_id(state_id, "FileStore.write()")
-        info_bytes = dump_json(check_write("FileStore.write()", entries, info))
+        info_bytes = json_line(check_write("FileStore.write()", entries, info))
         with self._lock(state_id):
             if create:
                 self._create(state_id, entries, info_bytes)
             else:
                 self._append(state_id, entries, info_bytes)
 
-    def _already(self, state_id: str) -> ValueError:
-        return ValueError(
-            fix_message(
-                f"a State with id {state_id!r} is already saved in {self!r}",
-                "continue it with store.load(id), or give the new State another id (or none, for a random one)",
-                f'state = store.load("{state_id}")\nagent.run(state)',
-            )
-        )
-
-    def _create(self, state_id: str, entries: Sequence[dict[str, Any]], info_bytes: bytes) -> None:
-        new = check_batch(state_id, self, entries, 0)
-        data = _lines(new)
-        self._root.mkdir(parents=True, exist_ok=True)
-        final = self._root / state_id
-        if os.path.lexists(final):
-            raise self._already(state_id)
-        temp = self._root / f".new-{state_id}-{os.urandom(6).hex()}"
-        os.mkdir(temp, 0o700)
-        fd = -1
-        try:
-            import fcntl
-
-            fd = os.open(temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _write_file(temp / _LOG, data, append=False)
-            _replace_file(temp, _INFO, info_bytes)
-            try:
-                os.rename(temp, final)
-            except OSError as error:
-                if os.path.lexists(final):
-                    raise self._already(state_id) from error
-                raise
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            shutil.rmtree(temp, ignore_errors=True)
-            raise
+    def _create(self, state_id: str, entries: Entries, info_bytes: bytes) -> None:
+        new = entries_to_add(state_id, self, entries, 0, lambda start, end: {})
+        data = log_bytes(new)
+        release = files.create_folder(self._root, state_id, data, info_bytes, self)
         key = self._key(state_id)
         drop_lock(key)  # a lock left from a State of this id that another process deleted
-        hold_lock(key, lambda: lambda: os.close(fd))
+        hold_lock(key, lambda: release)
         self._known[state_id] = (len(new), len(data))
         try:
-            _fsync_dir(self._root)  # the new folder's name is durable too
+            files.fsync_dir(self._root)  # the new folder's name is durable too
         finally:
             settle_lock(key)
 
-    def _append(self, state_id: str, entries: Sequence[dict[str, Any]], info_bytes: bytes) -> None:
+    def _append(self, state_id: str, entries: Entries, info_bytes: bytes) -> None:
         folder = self._root / state_id
-        log = folder / _LOG
+        log = folder / files.LOG
         key = self._key(state_id)
-        hold_lock(key, lambda: _flock_dir(str(folder), state_id, self))
+        hold_lock(key, lambda: files.lock_folder(folder, state_id, self))
         try:
-            try:
-                found = os.stat(log)
-            except FileNotFoundError:
-                if not folder.is_dir():
-                    raise LookupError(f"no saved State with id {state_id!r} in {self!r} (was it deleted?)") from None
-                size = 0
-            else:
-                if stat.S_ISDIR(found.st_mode):
-                    raise ValueError(f"saved State {state_id!r} is damaged: {log} is a folder, not a file")
-                size = found.st_size
+            size = files.log_size(folder, state_id, self)
             known = self._known.get(state_id)
+            lines: builtins.list[bytes] | None = None
             if known is not None and known[1] == size:
                 have = known[0]
-                lines: builtins.list[bytes] | None = None
-            else:
-                have, size, lines = self._recount(log, size)
-            if entries and entries[0]["seq"] < have:
-                if lines is None:
-                    lines = self._log_lines(log)
-                check_overlap(state_id, self, entries, have, lambda seq: json.loads(lines[seq]))
-            new = check_batch(state_id, self, entries, have)
-            data = _lines(new)
+            else:  # never written by this object, or written by another one since
+                have, size, lines = files.recount(log, size)
+
+            def saved_lines(start: int, end: int) -> dict[int, bytes]:
+                every = files.log_lines(log) if lines is None else lines
+                return dict(enumerate(every[start:end], start))
+
+            new = entries_to_add(state_id, self, entries, have, saved_lines)
+            data = log_bytes(new)
             if data:
                 self._known.pop(state_id, None)
-                _write_file(log, data, append=True)
+                files.write_file(log, data, append=True)
                 have, size = have + len(new), size + len(data)
             self._known[state_id] = (have, size)
-            _replace_file(folder, _INFO, info_bytes)
+            files.replace_file(folder, files.INFO, info_bytes)
         finally:
             settle_lock(key)
-
-    @staticmethod
-    def _log_lines(log: Path) -> builtins.list[bytes]:
-        data = log.read_bytes()
-        return data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
-
-    def _recount(self, log: Path, size: int) -> tuple[int, int, builtins.list[bytes] | None]:
-        """Count the complete lines of the log, cutting off (and flushing) a torn last line."""
-        if size == 0:
-            return 0, 0, None
-        data = log.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            fd = os.open(log, os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                os.ftruncate(fd, end)
-                _sync(fd)
-            finally:
-                os.close(fd)
-        lines = data[:end].split(b"\n")[:-1]
-        return len(lines), end, lines
-
-    # -- read, list, delete -------------------------------------------------------------------------------------
 
     def read(self, state_id: str) -> Record | None:
         """The entries (every complete line of the log) and the info of `state_id`, or `None` without its folder.
 
         Raises:
-            ValueError: A line or the info is not valid JSON, or the folder has no info.
+            ValueError: A line or the info is not valid JSON, the folder has no info, or the log lacks entries the
+                info was written after.
         """
         check_id(state_id, "FileStore.read()")
         folder = self._root / state_id
         with self._lock(state_id):
             if not folder.is_dir():
                 return None
-            data = _read_bytes(folder / _LOG, state_id)
-            entries = _parse_log(b"" if data is None else data, state_id, folder / _LOG)
-            info = self._read_info(state_id, folder)
-        if info is None:
-            raise ValueError(f"saved State {state_id!r} is damaged: {folder} has no info.json")
-        _check_log_reaches_info(state_id, folder, entries, info)
+            entries, info = files.read_folder(folder, state_id)
         return Record(entries, info)
 
-    @staticmethod
-    def _read_info(state_id: str, folder: Path, *, old: bool = True) -> Any:
-        path = folder / _INFO
-        data = _read_bytes(path, state_id)
-        if data is None:
-            if not old:
-                return None
-            path = folder / "snapshot.json"
-            data = _read_bytes(path, state_id)
-            if data is None:
-                return None
-        try:
-            return json.loads(data)
-        except (ValueError, UnicodeDecodeError) as error:
-            raise ValueError(f"saved State {state_id!r} is damaged: {path} is not valid JSON ({error})") from error
+    _fresh_read = read
 
     def list(self) -> builtins.list[StateInfo]:
         """One `StateInfo` per State folder that holds an `info.json`, newest `updated_at` first, States with no
@@ -782,10 +507,10 @@ class FileStore(Store):
         for item in items:
             if item.name.startswith(".") or not item.is_dir():
                 continue
-            info = self._read_info(item.name, Path(item.path), old=False)
+            info = files.read_info(item.name, Path(item.path), old=False)
             if info is not None:
                 infos.append(StateInfo.from_info(item.name, info))
-        return _sorted(infos)
+        return files.newest_first(infos)
 
     def delete(self, state_id: str) -> None:
         """Remove the State's folder (renamed aside first, so a half-deleted State is never visible). Nothing
@@ -803,32 +528,27 @@ class FileStore(Store):
                 drop_lock(key)
                 return
             try:
-                hold_lock(key, lambda: _flock_dir(str(folder), state_id, self))
+                hold_lock(key, lambda: files.lock_folder(folder, state_id, self))
             except LookupError:
                 return
-            temp = self._root / f".deleted-{state_id}-{os.urandom(6).hex()}"
             try:
-                os.rename(folder, temp)
+                files.remove_folder(self._root, state_id)
             finally:
                 drop_lock(key)
-            shutil.rmtree(temp, ignore_errors=True)
 
 
-FRESH_READS.add(FileStore.read)
+# ---------------------------------------------------------------------------------------------------------------
+# Hooks that tests use to build and damage logs by hand
 
-
-def _sorted(infos: builtins.list[StateInfo]) -> builtins.list[StateInfo]:
-    dated = [i for i in infos if i.updated_at is not None]
-    undated = [i for i in infos if i.updated_at is None]
-    dated.sort(key=lambda i: i.id)
-    dated.sort(key=lambda i: i.updated_at.timestamp(), reverse=True)  # pyright: ignore[reportOptionalMemberAccess]
-    undated.sort(key=lambda i: i.id)
-    return dated + undated
+_lines = log_bytes
+"""`_lines(entries) -> bytes`: the log bytes of those entry dicts."""
+_write_file = files.write_file
+"""`_write_file(path, data, *, append)`: write all of `data`, appending or replacing, mode 0o600, flushed."""
 
 
 def __getattr__(name: str) -> Any:
-    if name == "SQLiteStore":  # an extra store, outside __all__ (imported on first use: it loads sqlite3)
-        from alpineagents._sqlite import SQLiteStore
+    if name == "SQLiteStore":  # an extra store, outside __all__, made on first use
+        from alpineagents._stores.sqlite import SQLiteStore
 
         return SQLiteStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

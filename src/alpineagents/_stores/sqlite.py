@@ -10,8 +10,9 @@ alpine_entries (state_id TEXT, seq INTEGER, line TEXT, PRIMARY KEY (state_id, se
 `line` is the same compact JSON text a `FileStore` writes as a line of `log.jsonl`; `info` the same as
 `info.json`; `updated` the info's `updated_at` in UTC, for `list()` to sort in the query. One save point is one
 transaction (`BEGIN IMMEDIATE` ... `COMMIT`, `synchronous=FULL`: one flush of the WAL per commit), so a crash
-leaves either all of a save point or nothing of it. Writers of one State are kept apart as described in
-`alpineagents.store` (a byte-range lock per State in the file `{path}-lock`).
+leaves either all of a save point or nothing of it. The writer lock of a State is a byte-range lock in the file
+`{path}-lock` (see `alpineagents._stores.locks`). `sqlite3` is imported by the first store that opens its file, so
+that importing the package does not load it.
 """
 
 from __future__ import annotations
@@ -21,31 +22,24 @@ import contextlib
 import errno
 import fcntl
 import hashlib
-import json
 import os
-import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpineagents._serial import time_from_str
-from alpineagents._state_parts import check_id
-from alpineagents._storeshared import (
-    DICT_ONLY,
-    FRESH_READS,
-    check_batch,
-    check_overlap,
-    check_write,
-    drop_lock,
-    dump_json,
-    hold_lock,
-    locked_error,
-    settle_lock,
-)
+from alpineagents._stores.batch import already_saved_error, check_write, entries_to_add, not_saved_error
+from alpineagents._stores.damage import check_count
+from alpineagents._stores.lines import json_line, parse_all, parse_each
+from alpineagents._stores.locks import Release, drop_lock, hold_lock, locked_error, settle_lock
 from alpineagents.errors import fix_message
-from alpineagents.store import Record, StateInfo, Store
+from alpineagents.state import check_id
+from alpineagents.store import Entries, Info, Record, StateInfo, Store
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["SQLiteStore"]
 
@@ -58,7 +52,6 @@ CREATE TABLE IF NOT EXISTS alpine_entries (
     state_id TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL, PRIMARY KEY (state_id, seq)
 ) WITHOUT ROWID;
 """
-
 _TABLES = {"alpine_states": ("id", "count", "info", "updated"), "alpine_entries": ("state_id", "seq", "line")}
 
 _STORES: weakref.WeakValueDictionary[int, SQLiteStore] = weakref.WeakValueDictionary()
@@ -86,10 +79,7 @@ def _reset_in_child() -> None:
     global _LOCK_FILES_GUARD
     _LOCK_FILES_GUARD = threading.Lock()
     for store in builtins.list(_STORES.values()):
-        store._mutex = threading.RLock()  # pyright: ignore[reportPrivateUsage]
-        if store._conn is not None and not store._memory:  # pyright: ignore[reportPrivateUsage]
-            _INHERITED.append(store._conn)  # pyright: ignore[reportPrivateUsage]
-            store._conn = None  # pyright: ignore[reportPrivateUsage]
+        store._forget_connection()  # pyright: ignore[reportPrivateUsage]
 
 
 os.register_at_fork(after_in_child=_reset_in_child)
@@ -166,6 +156,13 @@ class SQLiteStore(Store):
 
     # -- connection and errors ----------------------------------------------------------------------------------
 
+    def _forget_connection(self) -> None:
+        """In a forked child: the connection (of a file) and the mutex are the parent's."""
+        self._mutex = threading.RLock()  # another thread of the parent may have held it at the fork
+        if self._conn is not None and not self._memory:
+            _INHERITED.append(self._conn)
+            self._conn = None
+
     def _connect(self, *, create: bool) -> sqlite3.Connection | None:
         if self._conn is not None:
             return self._conn
@@ -176,6 +173,8 @@ class SQLiteStore(Store):
                     return None
                 os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        import sqlite3  # here, not at the top: importing alpineagents does not load sqlite3
+
         conn = sqlite3.connect(self._given, timeout=30.0, isolation_level=None, check_same_thread=False)
         try:
             if not self._memory:
@@ -209,6 +208,10 @@ class SQLiteStore(Store):
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
+        """SQLite's errors as this library's: a database that cannot be reached is an `OSError` (a full disk
+        `ENOSPC`, no permission `EACCES`, else `EIO`); a damaged one the damaged `ValueError`."""
+        import sqlite3  # loaded already: only a store that opened its file runs this
+
         try:
             yield
         except sqlite3.OperationalError as error:
@@ -224,9 +227,11 @@ class SQLiteStore(Store):
             raise self._damaged(str(error)) from error
 
     def _key(self, state_id: str) -> str:
+        """The State's name among the writer locks of this process."""
         return f"sqlite:{self._real() if not self._memory else id(self)}:{state_id}"
 
-    def _acquire(self, state_id: str) -> Callable[[], None]:
+    def _acquire(self, state_id: str) -> Release:
+        """Take the State's byte-range lock in `{path}-lock`; what it returns releases it."""
         if self._memory:
             return lambda: None
         fd = _lock_fd(self._real() + "-lock")
@@ -239,16 +244,20 @@ class SQLiteStore(Store):
             raise
         return lambda: fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
 
+    @contextlib.contextmanager
+    def _transaction(self, conn: sqlite3.Connection, begin: str) -> Iterator[None]:
+        conn.execute(begin)
+        try:
+            yield
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
     # -- the role -----------------------------------------------------------------------------------------------
 
-    def write(
-        self,
-        state_id: str,
-        entries: Sequence[dict[str, Any]],
-        info: Mapping[str, Any],
-        *,
-        create: bool = False,
-    ) -> None:
+    def write(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
         """Add the entries the database lacks and replace the info, in one transaction.
 
         Raises:
@@ -259,87 +268,64 @@ class SQLiteStore(Store):
         """
         check_id(state_id, "SQLiteStore.write()")
         info = check_write("SQLiteStore.write()", entries, info)
-        info_text = dump_json(info).decode()
+        info_text = json_line(info).decode()
         key = self._key(state_id)
         with self._mutex, self._errors():
             conn = self._connect(create=True)
             assert conn is not None
             hold_lock(key, lambda: self._acquire(state_id))
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._write(conn, state_id, entries, info, info_text, create)
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
+                with self._transaction(conn, "BEGIN IMMEDIATE"):
+                    self._write(conn, state_id, entries, (info_text, _sort_key(info)), create)
             finally:
                 settle_lock(key)
 
     def _write(
-        self,
-        conn: sqlite3.Connection,
-        state_id: str,
-        entries: Sequence[dict[str, Any]],
-        info: dict[str, Any],
-        info_text: str,
-        create: bool,
+        self, conn: sqlite3.Connection, state_id: str, entries: Entries, info: tuple[str, str | None], create: bool
     ) -> None:
+        """Inside the write's transaction: the rows of the new entries, and the State's row (`info` is its text and
+        its sort key)."""
         row = conn.execute("SELECT count FROM alpine_states WHERE id = ?", (state_id,)).fetchone()
-        if create:
-            if row is not None:
-                raise ValueError(
-                    fix_message(
-                        f"a State with id {state_id!r} is already saved in {self!r}",
-                        "continue it with store.load(id), or give the new State another id (or none, for a random one)",
-                        f'state = store.load("{state_id}")\nagent.run(state)',
-                    )
-                )
-            have = 0
-        else:
-            if row is None:
-                raise LookupError(f"no saved State with id {state_id!r} in {self!r} (was it deleted?)")
-            have = row[0]
-        if entries and entries[0]["seq"] < have:
-            saved = dict(
+        if create and row is not None:
+            raise already_saved_error(state_id, self)
+        if not create and row is None:
+            raise not_saved_error(state_id, self)
+        have = 0 if row is None else row[0]
+
+        def saved_lines(start: int, end: int) -> dict[int, bytes]:
+            return dict(
                 conn.execute(
                     "SELECT seq, CAST(line AS BLOB) FROM alpine_entries WHERE state_id = ? AND seq >= ? AND seq < ?",
-                    (state_id, entries[0]["seq"], have),
+                    (state_id, start, end),
                 ).fetchall()
             )
-            check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, b"null")))
-        new = check_batch(state_id, self, entries, have)
+
+        new = entries_to_add(state_id, self, entries, have, saved_lines)
         if new:
             conn.executemany(
                 "INSERT INTO alpine_entries (state_id, seq, line) VALUES (?, ?, ?)",
-                [(state_id, entry["seq"], dump_json(entry).decode()) for entry in new],
+                [(state_id, entry["seq"], json_line(entry).decode()) for entry in new],
             )
-        count = have + len(new)
-        if create:
-            conn.execute(
-                "INSERT INTO alpine_states (id, count, info, updated) VALUES (?, ?, ?, ?)",
-                (state_id, count, info_text, _sort_key(info)),
-            )
-        else:
-            conn.execute(
-                "UPDATE alpine_states SET count = ?, info = ?, updated = ? WHERE id = ?",
-                (count, info_text, _sort_key(info), state_id),
-            )
+        conn.execute(
+            "INSERT INTO alpine_states (id, count, info, updated) VALUES (?, ?, ?, ?)"
+            if create
+            else "UPDATE alpine_states SET count = ?, info = ?, updated = ? WHERE id = ?",
+            (state_id, have + len(new), *info) if create else (have + len(new), *info, state_id),
+        )
 
     def read(self, state_id: str) -> Record | None:
         """The saved entries and info of `state_id` (one consistent read), or `None`.
 
         Raises:
-            ValueError: A stored entry or the info is not valid JSON, or the database is damaged.
+            ValueError: A stored entry or the info is not valid JSON, rows of the State are missing, or the
+                database is damaged.
         """
         check_id(state_id, "SQLiteStore.read()")
         with self._mutex, self._errors():
             conn = self._connect(create=False)
             if conn is None:
                 return None
-            conn.execute("BEGIN")
-            try:
+            with self._transaction(conn, "BEGIN"):
                 # Texts are read as bytes (CAST ... AS BLOB): one that is not UTF-8 is then damaged JSON, not an
                 # error of the database.
                 row = conn.execute(
@@ -353,47 +339,35 @@ class SQLiteStore(Store):
                         (state_id,),
                     ).fetchall()
                 )
-            finally:
-                conn.execute("COMMIT")
         if row is None:
             return None
-        if len(lines) != row[0]:  # rows lost (deleted, or the table dropped and made again)
-            raise ValueError(
-                fix_message(
-                    f"saved State {state_id!r} is damaged: {self!r} has {len(lines)} of its {row[0]} entries",
-                    "restore the store's data from a backup, or start a new State",
-                )
-            )
+        check_count(state_id, self, len(lines), row[0])  # rows lost (deleted, or the table dropped and made again)
         return Record(self._parse_entries(state_id, lines), self._parse_info(state_id, row[1]))
 
-    def _parse_info(self, state_id: str, text: Any) -> Any:
-        try:
-            return json.loads(text)
-        except (ValueError, TypeError) as error:
-            raise ValueError(
+    _fresh_read = read
+
+    def _parse_info(self, state_id: str, text: bytes) -> Any:
+        return parse_each(
+            [(0, text)],
+            lambda _, error: ValueError(
                 f"saved State {state_id!r} is damaged: its info in {self!r} is not valid JSON ({error})"
-            ) from error
+            ),
+        )[0]
 
     def _parse_entries(self, state_id: str, rows: builtins.list[tuple[int, bytes]]) -> builtins.list[Any]:
-        try:
-            lines = [line for _, line in rows]
-            if lines:  # brackets on the first and last line: one join, no copy of the whole text
-                lines[0] = b"[" + lines[0]
-                lines[-1] = lines[-1] + b"]"
-            values = json.loads(b",".join(lines) if lines else b"[]")
-            if len(values) == len(rows) and (not values or set(map(type, values)) == DICT_ONLY):
-                return values
-        except (ValueError, TypeError):
-            pass
-        values = []
-        for seq, line in rows:
-            try:
-                values.append(json.loads(line))
-            except (ValueError, TypeError) as error:
-                raise ValueError(
-                    f"saved State {state_id!r} is damaged: entry {seq} in {self!r} is not valid JSON ({error})"
-                ) from error
-        return values
+        lines = [line for _, line in rows]
+        if lines:  # brackets on the first and last line: one join, no copy of the whole text
+            lines[0] = b"[" + lines[0]
+            lines[-1] = lines[-1] + b"]"
+        values = parse_all(b",".join(lines) if lines else b"[]", len(rows))
+        if values is not None:
+            return values
+        return parse_each(
+            rows,
+            lambda seq, error: ValueError(
+                f"saved State {state_id!r} is damaged: entry {seq} in {self!r} is not valid JSON ({error})"
+            ),
+        )
 
     def list(self) -> builtins.list[StateInfo]:
         """One `StateInfo` per saved State (one query): newest `updated_at` first, States with no history last,
@@ -425,16 +399,8 @@ class SQLiteStore(Store):
                 return
             hold_lock(key, lambda: self._acquire(state_id))
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with self._transaction(conn, "BEGIN IMMEDIATE"):
                     conn.execute("DELETE FROM alpine_entries WHERE state_id = ?", (state_id,))
                     conn.execute("DELETE FROM alpine_states WHERE id = ?", (state_id,))
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
             finally:
                 drop_lock(key)
-
-
-FRESH_READS.add(SQLiteStore.read)

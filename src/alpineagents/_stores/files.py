@@ -1,0 +1,330 @@
+"""The disk work of `FileStore`: one folder per State, holding `log.jsonl` and `info.json`.
+
+Durability: an append is flushed (one `fdatasync` of the log) before the write returns; the info is replaced whole
+(written aside, then swapped in) and not flushed on its own, so it may be one save behind after a crash but never
+describes entries the log lacks. A State folder appears complete (built under a temporary name starting with `.`,
+then renamed) and disappears in one step (renamed aside, then removed). A last line torn by a crash is ignored by
+reads and cut off (flushed) by the next write. The writer lock of a State is `flock` on its folder.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from alpineagents._stores.batch import already_saved_error, not_saved_error
+from alpineagents._stores.damage import check_reaches_info, damaged_error
+from alpineagents._stores.lines import parse_all, parse_each
+from alpineagents._stores.locks import Release, locked_error
+
+if TYPE_CHECKING:
+    from alpineagents.store import StateInfo
+
+__all__ = [
+    "LOG",
+    "INFO",
+    "write_file",
+    "replace_file",
+    "fsync_dir",
+    "lock_folder",
+    "create_folder",
+    "log_size",
+    "recount",
+    "log_lines",
+    "read_folder",
+    "read_info",
+    "remove_folder",
+    "newest_first",
+]
+
+LOG = "log.jsonl"
+INFO = "info.json"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing files
+
+
+def _sync(fd: int) -> None:
+    sync = getattr(os, "fdatasync", None) or os.fsync
+    sync(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_file(path: str | os.PathLike[str], data: bytes, *, append: bool) -> None:
+    """Write all of `data` to `path`, appending or replacing, creating the file with mode 0o600, and flush it to
+    disk (one `fdatasync`) before returning."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if append else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    try:
+        _write_all(fd, data)
+        _sync(fd)
+    finally:
+        os.close(fd)
+
+
+_EXCHANGE: list[Any] = []  # [renameat2] once looked up; [None] where it is missing
+
+
+def _exchange(temp: str, target: str) -> bool:
+    """Swap `temp` and `target` in one atomic step (Linux `renameat2(RENAME_EXCHANGE)`); False where unsupported.
+
+    Replacing a file by renaming over it makes ext4 start writing the new file out at once (its `auto_da_alloc`
+    heuristic), which costs more than the flush of the log; an exchange does not.
+    """
+    if not _EXCHANGE:
+        try:
+            import ctypes  # only here: most programs never replace a file
+
+            function = ctypes.CDLL(None, use_errno=True).renameat2
+            function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            function.restype = ctypes.c_int
+            _EXCHANGE.append(function)
+        except (AttributeError, OSError):
+            _EXCHANGE.append(None)
+    function = _EXCHANGE[0]
+    if function is None:
+        return False
+    at_cwd, rename_exchange = -100, 2
+    return function(at_cwd, os.fsencode(temp), at_cwd, os.fsencode(target), rename_exchange) == 0
+
+
+def replace_file(folder: str | os.PathLike[str], name: str, data: bytes) -> None:
+    """Write `data` to a temporary file in `folder`, then put it in place of `name` in one atomic step (a reader
+    sees the old or the new file, never a mix); not flushed."""
+    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}")
+    target = os.path.join(folder, name)
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        if not _exchange(temp, target):  # no old file, or no exchange here
+            os.replace(temp, target)
+            return
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    try:
+        os.unlink(temp)  # now the old content
+    except OSError:
+        pass
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Locking, creating, appending
+
+
+def _flock(fd: int) -> None:
+    import fcntl  # POSIX only: imported here so that the package imports everywhere
+
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def lock_folder(folder: Path, state_id: str, store: object) -> Release:
+    """Take the writer lock of an existing State folder; what it returns releases it.
+
+    Raises:
+        LookupError: The folder does not exist (the State was deleted).
+        StateLockedError: Another process holds the lock.
+    """
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        raise not_saved_error(state_id, store) from None
+    try:
+        _flock(fd)
+    except OSError as error:
+        os.close(fd)
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise locked_error(state_id, store) from None
+        raise
+    return lambda: os.close(fd)
+
+
+def create_folder(root: Path, state_id: str, log: bytes, info: bytes, store: object) -> Release:
+    """Make the complete folder of a new State (both files) under a temporary name, locked, then rename it into
+    place: all or nothing, never replacing another State. What it returns releases the lock.
+
+    Raises:
+        ValueError: The State's folder exists (also when it appears meanwhile).
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / state_id
+    if os.path.lexists(final):
+        raise already_saved_error(state_id, store)
+    temp = root / f".new-{state_id}-{os.urandom(6).hex()}"
+    os.mkdir(temp, 0o700)
+    fd = -1
+    try:
+        fd = os.open(temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        _flock(fd)
+        write_file(temp / LOG, log, append=False)
+        replace_file(temp, INFO, info)
+        try:
+            os.rename(temp, final)
+        except OSError as error:
+            if os.path.lexists(final):
+                raise already_saved_error(state_id, store) from error
+            raise
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return lambda: os.close(fd)
+
+
+def log_size(folder: Path, state_id: str, store: object) -> int:
+    """The size of the State's log (0 when it has none).
+
+    Raises:
+        LookupError: The State's folder does not exist.
+        ValueError: The log is a folder.
+    """
+    log = folder / LOG
+    try:
+        found = os.stat(log)
+    except FileNotFoundError:
+        if not folder.is_dir():
+            raise not_saved_error(state_id, store) from None
+        return 0
+    if stat.S_ISDIR(found.st_mode):
+        raise _a_folder(state_id, log)
+    return found.st_size
+
+
+def recount(log: Path, size: int) -> tuple[int, int, list[bytes] | None]:
+    """`(count, size, lines)` of the complete lines of the log, cutting off (and flushing) a torn last line."""
+    if size == 0:
+        return 0, 0, None
+    data = log.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        fd = os.open(log, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.ftruncate(fd, end)
+            _sync(fd)
+        finally:
+            os.close(fd)
+    lines = data[:end].split(b"\n")[:-1]
+    return len(lines), end, lines
+
+
+def log_lines(log: Path) -> list[bytes]:
+    """The complete lines of the log, without their `"\\n"`."""
+    data = log.read_bytes()
+    return data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading, listing, deleting
+
+
+def _a_folder(state_id: str, path: Path) -> ValueError:
+    return damaged_error(state_id, f"{path} is a folder, not a file")
+
+
+def _read_bytes(path: Path, state_id: str) -> bytes | None:
+    """The bytes of a file of a State's folder, `None` when it is missing."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise _a_folder(state_id, path) from None
+
+
+def _parse_log(data: bytes, state_id: str, log: Path) -> list[Any]:
+    """The JSON values of the complete lines of `data` (a torn last segment is ignored), in one parse."""
+    end = data.rfind(b"\n") + 1
+    if end == 0:
+        return []
+    count = data.count(b"\n", 0, end)
+    values = parse_all(b"".join((b"[", data[: end - 1].replace(b"\n", b","), b"]")), count)
+    if values is not None:
+        return values
+    return parse_each(
+        enumerate(data[: end - 1].split(b"\n"), 1),
+        lambda number, error: ValueError(
+            f"saved State {state_id!r} is damaged: line {number} of {log} is not valid JSON ({error})"
+        ),
+    )
+
+
+def read_info(state_id: str, folder: Path, *, old: bool = True) -> Any:
+    """The parsed `info.json` of a State folder; with `old`, a 0.4 folder's `snapshot.json` in its place; `None`
+    when there is neither.
+
+    Raises:
+        ValueError: The file is not valid JSON, or is a folder.
+    """
+    path = folder / INFO
+    data = _read_bytes(path, state_id)
+    if data is None:
+        if not old:
+            return None
+        path = folder / "snapshot.json"
+        data = _read_bytes(path, state_id)
+        if data is None:
+            return None
+    return parse_each(
+        [(0, data)],
+        lambda _, error: ValueError(f"saved State {state_id!r} is damaged: {path} is not valid JSON ({error})"),
+    )[0]
+
+
+def read_folder(folder: Path, state_id: str) -> tuple[list[Any], Any]:
+    """The entries (every complete line of the log) and the info of an existing State folder, checked to be whole.
+
+    Raises:
+        ValueError: A line or the info is not valid JSON, the folder has no info, a file is a folder, or the log
+            lacks entries the info was written after.
+    """
+    log = folder / LOG
+    data = _read_bytes(log, state_id)
+    entries = [] if data is None else _parse_log(data, state_id, log)
+    info = read_info(state_id, folder)
+    if info is None:
+        raise ValueError(f"saved State {state_id!r} is damaged: {folder} has no info.json")
+    check_reaches_info(state_id, entries, info, log, folder / INFO)
+    return entries, info
+
+
+def remove_folder(root: Path, state_id: str) -> None:
+    """Rename the State's folder aside (one atomic step: it is then neither listed nor loadable), then remove it;
+    errors while removing are ignored."""
+    temp = root / f".deleted-{state_id}-{os.urandom(6).hex()}"
+    os.rename(root / state_id, temp)
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+def newest_first(infos: list[StateInfo]) -> list[StateInfo]:
+    """The listing order: newest `updated_at` first, States with no history last, ties in ascending id order."""
+    dated = [i for i in infos if i.updated_at is not None]
+    undated = [i for i in infos if i.updated_at is None]
+    dated.sort(key=lambda i: i.id)
+    dated.sort(key=lambda i: i.updated_at.timestamp(), reverse=True)  # pyright: ignore[reportOptionalMemberAccess]
+    undated.sort(key=lambda i: i.id)
+    return dated + undated

@@ -1,0 +1,134 @@
+"""One writer per State: the bookkeeping of the writer locks this process holds, shared by every store.
+
+A process that writes a State holds a lock on it from its first write until the State objects it saved are gone
+(garbage collected), the State is deleted, or the process ends. Each store takes and releases its own kind of lock
+(`FileStore`: `flock` on the State's folder; `SQLiteStore`: a byte-range lock in the file `{path}-lock`); this module
+decides when: `hold_lock` before a write, `settle_lock` after it (the lock is then tied to the State being saved),
+`drop_lock` when the State is deleted. Threads and store objects of one process share one lock per State.
+
+A child made by `os.fork()` is another process: it starts with no locks of its own, so it cannot write a State its
+parent holds.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import weakref
+from collections.abc import Callable
+
+from alpineagents.errors import AlpineAgentsError, fix_message
+from alpineagents.state import State
+
+__all__ = ["SAVING", "StateLockedError", "locked_error", "hold_lock", "settle_lock", "drop_lock"]
+
+Release = Callable[[], None]
+
+
+class StateLockedError(AlpineAgentsError):
+    """Another process is writing this State (it holds the State's lock), so this process may not write it."""
+
+    __module__ = "alpineagents.store"  # where users import it from
+
+
+SAVING: contextvars.ContextVar[State | None] = contextvars.ContextVar("alpineagents_saving", default=None)
+"""The State whose `save`/`asave` is calling `write` now (stores tie their writer lock to it)."""
+
+
+class _Hold:
+    __slots__ = ("release", "claims")
+
+    def __init__(self, release: Release) -> None:
+        self.release = release
+        self.claims = 0
+
+
+_HOLDS: dict[str, _Hold] = {}
+_HOLDS_LOCK = threading.RLock()  # reentrant: a finalizer (_unclaim) may run inside a locked block
+_CLAIMED: weakref.WeakKeyDictionary[State, dict[str, _Hold]] = weakref.WeakKeyDictionary()
+_MAX_HOLDS = 512
+"""At most this many locks held at once (each FileStore lock is an open descriptor): past it, the least recently
+written State's lock goes (its later writes take it again; the overlap check still guards its entries)."""
+
+
+def locked_error(state_id: str, store: object) -> StateLockedError:
+    return StateLockedError(
+        fix_message(
+            f"State {state_id!r} in {store!r} is being written by another process, and one process at a time "
+            "writes a State",
+            "let that process finish with it (its lock goes when it exits or drops the State), then load it "
+            "again with store.load(id) and continue; or give this run a new State",
+            f'state = store.load("{state_id}")\nagent.run(state)',
+        )
+    )
+
+
+def hold_lock(key: str, acquire: Callable[[], Release]) -> None:
+    """Take the process's writer lock for `key` (a no-op when this process holds it already). `acquire` takes the
+    store's own lock (raising `StateLockedError` when another process has it) and returns what releases it."""
+    with _HOLDS_LOCK:
+        hold = _HOLDS.pop(key, None)
+        if hold is None:
+            hold = _Hold(acquire())
+        _HOLDS[key] = hold  # the most recently written last
+        while len(_HOLDS) > _MAX_HOLDS:
+            oldest = next(iter(_HOLDS))
+            _HOLDS.pop(oldest).release()
+
+
+def settle_lock(key: str) -> None:
+    """After a write: tie the lock to the State being saved, or let it go when no State is being saved."""
+    state = SAVING.get()
+    with _HOLDS_LOCK:
+        hold = _HOLDS.get(key)
+        if hold is None:
+            return
+        if state is not None:
+            try:
+                claimed = _CLAIMED.setdefault(state, {})
+            except TypeError:  # a State that cannot be weakly referenced: hold only during the write
+                claimed = None
+            if claimed is not None:
+                if claimed.get(key) is not hold:
+                    claimed[key] = hold
+                    hold.claims += 1
+                    weakref.finalize(state, _unclaim, key, hold)
+                return
+        if hold.claims == 0:
+            del _HOLDS[key]
+            hold.release()
+
+
+def _unclaim(key: str, hold: _Hold) -> None:
+    with _HOLDS_LOCK:
+        if _HOLDS.get(key) is not hold:
+            return
+        hold.claims -= 1
+        if hold.claims <= 0:
+            del _HOLDS[key]
+            hold.release()
+
+
+def drop_lock(key: str) -> None:
+    """Forget the lock of a deleted State (whatever claims it)."""
+    with _HOLDS_LOCK:
+        hold = _HOLDS.pop(key, None)
+    if hold is not None:
+        hold.release()
+
+
+def _forget_in_child() -> None:
+    """In a child made by `os.fork()`: the locks its parent holds are not its own.
+
+    The bookkeeping is emptied without releasing anything (releasing would touch the parent's locks; a `flock`
+    descriptor inherited this way still holds the parent's lock and is only left open), so the child's first write
+    of a State takes its lock anew, and gets `StateLockedError` while the parent holds it.
+    """
+    global _HOLDS_LOCK
+    _HOLDS_LOCK = threading.RLock()  # another thread of the parent may have held it at the fork
+    _HOLDS.clear()
+    _CLAIMED.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
