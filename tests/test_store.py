@@ -1637,3 +1637,18 @@ def test_a_forked_child_writes_a_state_nobody_holds(store: Store) -> None:
 
     assert _in_forked_child(continue_it) == 1
     assert texts(reopen(store).load("free")) == ["hi", "from the child"]
+
+
+def test_importing_the_package_does_not_load_sqlite3() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, alpineagents, alpineagents.store\n"
+        "assert alpineagents.SQLiteStore is alpineagents.store.SQLiteStore\n"
+        "alpineagents.SQLiteStore(':memory:')\n"
+        "print('sqlite3' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "False\n"
