@@ -1,4 +1,5 @@
-"""A real HTTP server on 127.0.0.1 that speaks the Anthropic Messages API and OpenAI Chat Completions.
+"""A real HTTP server on 127.0.0.1 that speaks the Anthropic Messages API, OpenAI Chat Completions and (with
+`servers.responses`) the OpenAI Responses API.
 
 The real SDK clients are pointed at it with `base_url`. Each POST takes the next scripted action (or the default
 success reply of its API); the server can be told to misbehave: an error status with `retry-after`, a stream cut
@@ -411,6 +412,9 @@ def openai_stream(
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Send each small write at once (TCP_NODELAY). With Nagle's algorithm on, the second request of a kept-alive
+    # connection waits ~40 ms for the client's delayed ACK before the server's small writes leave.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence the access log
@@ -545,6 +549,10 @@ class ProviderServer:
                 return self._script.popleft()
         if request.path.endswith("/chat/completions"):
             return openai_stream()
+        if request.path.endswith("/responses"):
+            from servers.responses import responses_default  # the Responses API module builds on this one
+
+            return responses_default(request)
         return anthropic_stream()
 
 
