@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import task
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import alpineagents
-import alpineagents._blocks as _blocks
+import alpineagents._values.content as content_module
 import alpineagents.types as types_module
 from alpineagents._frozen import FrozenDict, FrozenList
 from alpineagents.types import (
@@ -67,6 +66,7 @@ from alpineagents.types import (
     format_call,
     result_text,
 )
+from conftest import task
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(100)
 GIF = b"GIF89a" + bytes(100)
@@ -780,7 +780,7 @@ def test_check_41_result_text() -> None:
 
 
 def test_size_display() -> None:
-    size = _blocks._format_size
+    size = content_module._format_size
     assert [size(0), size(1023), size(1024), size(1536), size(1048575), size(1048576)] == [
         "0B",
         "1023B",
@@ -789,8 +789,6 @@ def test_size_display() -> None:
         "1024.0KB",
         "1.0MB",
     ]
-    assert _blocks._result_size((TextBlock("Loaded x.dev"), Image(PNG))) == 120
-    assert _blocks._result_size("é") == 2
 
 
 # --- common rules ----------------------------------------------------------------------------------------------
@@ -994,9 +992,9 @@ def sample_values() -> list[Any]:
 
 def fast_built(value: Any) -> Any:
     """The same value made by the trusted construction the fold, the State and the stores use."""
-    from alpineagents._fastinit import trusted
+    from alpineagents._values.construct import maker
 
-    return trusted(type(value))(*[getattr(value, f.name) for f in dataclasses.fields(value)])
+    return maker(type(value))(*[getattr(value, f.name) for f in dataclasses.fields(value)])
 
 
 def attribute_names(value: Any) -> list[str]:

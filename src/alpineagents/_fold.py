@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._frozen import FrozenDict
-from alpineagents._makers import make_message, make_result_block
+from alpineagents._values.construct import maker
 from alpineagents.types import (
     ContextChangeEntry,
     ErrorEntry,
@@ -39,6 +39,9 @@ from alpineagents.types import (
     format_call,
     result_text,
 )
+
+make_message = maker(Message)
+make_result_block = maker(ToolResultBlock)
 
 __all__ = [
     "CLEARED",

@@ -1,14 +1,11 @@
-"""Trusted makers of the values recorded on every turn (private to the package).
+"""The makers state.py and _think.py still import by these names, until they make their own with ``maker``.
 
-Each maker takes every field of its class, in field order, and skips the keyword parsing and ``__post_init__`` of
-the constructor (``_fastinit.trusted``). Call one only with values already in the normal form the constructor
-would leave: a tuple for ``content``, a ``ToolOutcomeKind`` for ``outcome``, ``at`` from the clock hook
-``types._now()``. One maker per class, shared by the fold, the State, ``think`` and ``FakeModel``.
+Each is ``alpineagents._values.construct.maker`` of its class: it gives exactly the value the class gives.
 """
 
 from __future__ import annotations
 
-from alpineagents._fastinit import trusted
+from alpineagents._values.construct import maker
 from alpineagents.types import (
     Message,
     ModelReplyEntry,
@@ -31,26 +28,11 @@ __all__ = [
     "make_request",
 ]
 
-make_message = trusted(Message)
-"""``(role, content, tokens, stop_reason)``; ``content`` a tuple of blocks."""
-
-make_result_block = trusted(ToolResultBlock)
-"""``(call_id, content, name, is_error)``; ``content`` a str or a tuple."""
-
-make_request_entry = trusted(ModelRequestEntry)
-"""``(kind, content, turn, at)``."""
-
-make_reply_entry = trusted(ModelReplyEntry)
-"""``(kind, content, turn, at)``."""
-
-make_result_entry = trusted(ToolResultEntry)
-"""``(kind, content, call, outcome, late, error, child_ids, usage, turn, at)``."""
-
-make_usage = trusted(Usage)
-"""``(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, requests, cost)``."""
-
-make_reply = trusted(Reply)
-"""``(message, usage, context_tokens, stop_reason, model)``."""
-
-make_request = trusted(Request)
-"""``(system, messages, tools, tool_choice)``; ``messages`` and ``tools`` tuples."""
+make_message = maker(Message)
+make_result_block = maker(ToolResultBlock)
+make_request_entry = maker(ModelRequestEntry)
+make_reply_entry = maker(ModelReplyEntry)
+make_result_entry = maker(ToolResultEntry)
+make_usage = maker(Usage)
+make_reply = maker(Reply)
+make_request = maker(Request)

@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from alpineagents._fastinit import shadow
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents._serial import OUTCOMES, block_from_dict, entry_from_dict
+from alpineagents._values.construct import maker
 from alpineagents.types import (
     HistoryEntry,
     Message,
@@ -37,28 +37,19 @@ from alpineagents.types import (
 __all__ = ["entries_from_dicts"]
 
 _fromiso = datetime.fromisoformat
-_new = object.__new__
 _dict_new = dict.__new__
 _dict_update = dict.update
 
 
-def _shadow(cls: type) -> Any:
-    made = shadow(cls)
-    if made is None:  # pragma: no cover - every class used here has one
-        raise TypeError(f"{cls.__name__} has no shadow class")
-    return made
-
-
-# Each value is made as its shadow (plain slot assignment), then becomes the real class (see _fastinit.shadow).
-_RequestS = _shadow(ModelRequestEntry)
-_ReplyEntryS = _shadow(ModelReplyEntry)
-_ResultS = _shadow(ToolResultEntry)
-_MessageEntryS = _shadow(MessageEntry)
-_ReplyS = _shadow(Reply)
-_MessageS = _shadow(Message)
-_UsageS = _shadow(Usage)
-_TextS = _shadow(TextBlock)
-_CallS = _shadow(ToolCall)
+make_request_entry = maker(ModelRequestEntry)
+make_reply_entry = maker(ModelReplyEntry)
+make_result_entry = maker(ToolResultEntry)
+make_message_entry = maker(MessageEntry)
+make_reply = maker(Reply)
+make_message = maker(Message)
+make_usage = maker(Usage)
+make_text = maker(TextBlock)
+make_call = maker(ToolCall)
 
 _ATOMIC = frozenset({str, int, float, bool, type(None)})  # values a frozen dict keeps as they are
 _EXACT = frozenset({str, int, bool, type(None)})  # values that are equal only when they are the same JSON value
@@ -81,15 +72,7 @@ def _usage(u: Any) -> Usage | None:
         return None
     if cost is not None and type(cost) is not float and type(cost) is not int:
         return None
-    usage = _new(_UsageS)
-    usage.input_tokens = i
-    usage.output_tokens = o
-    usage.cache_read_tokens = r
-    usage.cache_write_tokens = w
-    usage.requests = n
-    usage.cost = cost
-    usage.__class__ = Usage
-    return usage
+    return make_usage(i, o, r, w, n, cost)
 
 
 def _frozen_args(args: dict[str, Any]) -> Any:
@@ -145,18 +128,12 @@ def _reply(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[Too
             text = b["text"]
             if type(text) is not str:
                 return None
-            block = _new(_TextS)
-            block.text = text
-            block.__class__ = TextBlock
+            block = make_text(text)
         elif kind == "tool_call":
             name, args, call_id = b["name"], b["args"], b["id"]
             if type(name) is not str or type(call_id) is not str or type(args) is not dict:
                 return None
-            block = _new(_CallS)
-            block.name = name
-            block.args = _frozen_args(args)
-            block.id = call_id
-            block.__class__ = ToolCall
+            block = make_call(name, _frozen_args(args), call_id)
             seen[call_id] = (block, args)
         else:
             block = block_from_dict(b)
@@ -164,26 +141,9 @@ def _reply(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[Too
     usage = _usage(c["usage"])
     if usage is None:
         return None
-    message = _new(_MessageS)
-    message.role = role
-    message.content = tuple(blocks)
-    message.tokens = tokens
-    message.stop_reason = message_stop
-    message.__class__ = Message
-    reply = _new(_ReplyS)
-    reply.message = message
-    reply.usage = usage
-    reply.context_tokens = context_tokens
-    reply.stop_reason = stop_reason
-    reply.model = model
-    reply.__class__ = Reply
-    entry = _new(_ReplyEntryS)
-    entry.kind = "model_reply"
-    entry.content = reply
-    entry.turn = turn
-    entry.at = at
-    entry.__class__ = ModelReplyEntry
-    return entry
+    message = make_message(role, tuple(blocks), tokens, message_stop)
+    reply = make_reply(message, usage, context_tokens, stop_reason, model)
+    return make_reply_entry("model_reply", reply, turn, at)
 
 
 def _result(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[ToolCall, dict[str, Any]]]) -> Any:
@@ -205,24 +165,8 @@ def _result(d: dict[str, Any], turn: int, at: datetime, seen: dict[str, tuple[To
     if known is not None and known[0].name == name and _same_args(args, known[1]):
         call = known[0]
     else:
-        call = _new(_CallS)
-        call.name = name
-        call.args = _frozen_args(args)
-        call.id = call_id
-        call.__class__ = ToolCall
-    entry = _new(_ResultS)
-    entry.kind = "tool_result"
-    entry.content = content
-    entry.call = call
-    entry.outcome = outcome
-    entry.late = late
-    entry.error = None
-    entry.child_ids = ()
-    entry.usage = usage
-    entry.turn = turn
-    entry.at = at
-    entry.__class__ = ToolResultEntry
-    return entry
+        call = make_call(name, _frozen_args(args), call_id)
+    return make_result_entry("tool_result", content, call, outcome, late, None, (), usage, turn, at)
 
 
 def entries_from_dicts(
@@ -257,12 +201,7 @@ def entries_from_dicts(
                     if kind == "model_request":
                         content = d["content"]
                         if type(content) is str:
-                            entry = _new(_RequestS)
-                            entry.kind = "model_request"
-                            entry.content = content
-                            entry.turn = turn
-                            entry.at = fromiso(at)
-                            entry.__class__ = ModelRequestEntry
+                            entry = make_request_entry("model_request", content, turn, fromiso(at))
                     elif kind == "tool_result":
                         entry = _result(d, turn, fromiso(at), seen)
                     elif kind == "model_reply":
@@ -270,12 +209,7 @@ def entries_from_dicts(
                     elif kind == "user" or kind == "notice":
                         content = d["content"]
                         if type(content) is str:
-                            entry = _new(_MessageEntryS)
-                            entry.kind = kind
-                            entry.content = content
-                            entry.turn = turn
-                            entry.at = fromiso(at)
-                            entry.__class__ = MessageEntry
+                            entry = make_message_entry(kind, content, turn, fromiso(at))
             except Exception:  # noqa: BLE001 - entry_from_dict raises this entry's error
                 entry = None
         elif bad_seq is not None:

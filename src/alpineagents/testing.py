@@ -15,12 +15,16 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from alpineagents._makers import make_message, make_reply, make_usage
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens, estimate_text_tokens
+from alpineagents._values.construct import maker
 from alpineagents.errors import ContextTooLongError
 from alpineagents.human import Human, parse_answer
 from alpineagents.models.base import Model
-from alpineagents.types import Price, RawBlock, Reply, Request, TextBlock, ToolCall
+from alpineagents.types import Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, Usage
+
+make_message = maker(Message)
+make_reply = maker(Reply)
+make_usage = maker(Usage)
 
 __all__ = ["FakeModel", "FakeHuman", "tool_call"]
 

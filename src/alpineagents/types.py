@@ -8,12 +8,14 @@ store. Nothing here does I/O except ``Image.from_path``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
-from alpineagents._blocks import (
+from alpineagents._frozen import FrozenDict, freeze
+from alpineagents._values.construct import maker, value
+from alpineagents._values.content import (
     CUT_OFF_STOP_REASONS,
     IMAGE_TYPES,
     INVALID_ARGS_KEY,
@@ -30,8 +32,6 @@ from alpineagents._blocks import (
     format_call,
     result_text,
 )
-from alpineagents._fastinit import fast_init, trusted
-from alpineagents._frozen import FrozenDict, freeze
 from alpineagents.errors import fix_message
 
 __all__ = [
@@ -120,8 +120,7 @@ def _stamp() -> datetime:
 # Requests, replies, usage
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class ToolSpec:
     """One tool as shown to the model. ``input_schema`` is a JSON Schema kept as the dict given."""
 
@@ -130,8 +129,7 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class Request:
     """A request the Agent sends to the Model. Model settings (``max_tokens`` etc.) belong to the Model."""
 
@@ -145,8 +143,7 @@ class Request:
     """``"auto"`` lets the model call tools. ``"none"`` still sends the tool definitions but forbids calls."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class Usage:
     """Token usage, with the same meanings for every provider.
 
@@ -197,11 +194,10 @@ class Usage:
         return self.cache_read_tokens / total
 
 
-_make_usage = trusted(Usage)  # Usage(...) from all six fields in order, for __add__ (one per recorded reply)
+_make_usage = maker(Usage)  # Usage(...) from all six fields in order, for __add__ (one per recorded reply)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class Price:
     """Dollars per million tokens. Cache prices left as ``None`` use the input price.
 
@@ -230,8 +226,7 @@ class Price:
         ) / 1_000_000
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class Reply:
     """One reply from the Model."""
 
@@ -266,8 +261,7 @@ class Reply:
 # Other records
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class Exchange:
     """The question and answer of ``ask``/``ask_human``: the content of an ``ExchangeEntry``.
 
@@ -288,8 +282,7 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return value if type(value) is tuple else tuple(value)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class ContextChange:
     """A record that the context changed (compact, clear_tool_results, import or restore).
 
@@ -338,8 +331,7 @@ class ContextChange:
             _set(self, "messages", tuple(self.messages))
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class AgentInfo:
     """What an Agent was when it started a run, kept in history and compared on resume (``ResumeWarning``)."""
 
@@ -373,8 +365,7 @@ class AgentInfo:
             _set(self, "mcp_servers", tuple(self.mcp_servers))
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class ModelEvent:
     """Something the Model went through while handling a request (a fallback, a retry); not part of the reply.
 
@@ -423,8 +414,7 @@ def _outcome_kind(value: Any) -> ToolOutcomeKind:
         return ToolOutcomeKind(value)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class ToolOutcome:
     """How a tool call ended, passed to ``Reporter.on_tool_end`` next to the result. Branch on ``kind``.
 
@@ -454,8 +444,7 @@ class ToolOutcome:
 # Why a loop stopped
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class StoppedByUntil:
     """``state.stopped`` when an ``until`` function of ``@loop`` returned true."""
 
@@ -466,8 +455,7 @@ class StoppedByUntil:
         return f"stopped by {self.name}"
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class StoppedByLimit:
     """``state.stopped`` when the loop ran ``limit`` turns in this call."""
 
@@ -478,8 +466,7 @@ class StoppedByLimit:
         return f"stopped at limit {self.turns}"
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class StoppedByFinish:
     """``state.stopped`` when ``state.finish()`` was called."""
 
@@ -495,8 +482,7 @@ class StoppedByFinish:
         return "stopped by finish"
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class StoppedByPermission:
     """``state.stopped`` when a permission denied a tool call with ``stop=True``. The State is not finished."""
 
@@ -521,8 +507,7 @@ def _at() -> Any:
     return field(default_factory=_stamp, compare=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class MessageEntry:
     """A user message (``"user"``) or a notice (``"notice"``) added to the State.
 
@@ -590,8 +575,7 @@ class MessageEntry:
         return Message("user", content)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class ModelRequestEntry:
     """``think`` is sending a request. With an ``ErrorEntry`` after it instead of a reply, the turn was taken back."""
 
@@ -605,8 +589,7 @@ class ModelRequestEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class ModelReplyEntry:
     """A model reply from ``think``."""
 
@@ -620,8 +603,7 @@ class ModelReplyEntry:
     """When the reply finished, as a timezone-aware UTC datetime."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class ModelEventEntry:
     """Something the Model went through, such as a fallback or a retry."""
 
@@ -635,8 +617,7 @@ class ModelEventEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class ToolResultEntry:
     """The result of a tool call as the model got it, however the call ended (``outcome``).
 
@@ -704,8 +685,7 @@ class ToolResultEntry:
         return self.outcome is not ToolOutcomeKind.DONE
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class ExchangeEntry:
     """A question and its answer (``"ask"``: ``agent.ask``; ``"human"``: the Human). The context does not change."""
 
@@ -721,8 +701,7 @@ class ExchangeEntry:
     """When the answer came, as a timezone-aware UTC datetime."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class ContextChangeEntry:
     """The context was imported, compacted, had tool results cleared, or was restored (``content.kind``)."""
 
@@ -736,8 +715,7 @@ class ContextChangeEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class RunStartEntry:
     """A run started. ``content`` is the Agent that runs it, compared with a later resume of this State."""
 
@@ -755,8 +733,7 @@ class RunStartEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class StopEntry:
     """The current run is set to stop, and why; ``content`` is ``None`` for a record that clears an earlier stop."""
 
@@ -770,8 +747,7 @@ class StopEntry:
     """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class ExtraDataEntry:
     """``state.extra_data`` changed (``State(extra_data=...)`` or ``edit_extra_data()``)."""
 
@@ -805,8 +781,7 @@ class ExtraDataEntry:
             _set(self, "removed", tuple(self.removed))
 
 
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value(kw_only=True)
 class ErrorEntry:
     """An exception raised in ``think``, ``use_tools`` or ``run``, recorded once.
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from alpineagents._fastinit import fast_init
 from alpineagents._frozen import FrozenDict, freeze
+from alpineagents._values.construct import value
 from alpineagents.errors import fix_message
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -54,8 +54,7 @@ def _format_size(n: int) -> str:
 # Content blocks
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class TextBlock:
     """A piece of text."""
 
@@ -164,8 +163,7 @@ def _args_error(args: Any) -> TypeError:
     )
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCall:
     """One tool call the model requested. Also a block of an assistant message.
 
@@ -192,8 +190,7 @@ class ToolCall:
         return hash(self.id)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class ToolResultBlock:
     """The result of one tool call. Goes in user messages only.
 
@@ -211,8 +208,7 @@ class ToolResultBlock:
             _set(self, "content", tuple(content))
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class RawBlock:
     """A provider-specific block (thinking, server tools, ...), sent back as is to the same provider only.
 
@@ -245,8 +241,7 @@ def _type_error(method: str, what: str, value: Any, fix: str, example: str) -> T
 _USER_EXAMPLE = 'Message.user("What is in this picture?", Image.from_path("photo.png"))'
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value
 class Message:
     """One message in the context (``state.messages``). The system prompt is not a message.
 
@@ -384,11 +379,11 @@ def format_call(call: ToolCall) -> str:
         ``format_call(ToolCall("read_file", {"path": "main.py"}, "call_1"))`` gives ``'read_file(path="main.py")'``
     """
     parts: list[str] = []
-    for key, value in call.args.items():
+    for key, argument in call.args.items():
         try:
-            shown = json.dumps(value, ensure_ascii=False)
+            shown = json.dumps(argument, ensure_ascii=False)
         except (TypeError, ValueError):
-            shown = repr(value)
+            shown = repr(argument)
         parts.append(f"{key}={shown}")
     return f"{call.name}({', '.join(parts)})"
 
@@ -407,16 +402,3 @@ def result_text(content: ToolResultContent) -> str:
         else:
             lines.append(str(block))
     return "\n".join(lines)
-
-
-def _result_size(content: ToolResultContent) -> int:
-    """The byte size of a result: UTF-8 text bytes plus image bytes."""
-    if isinstance(content, str):
-        return len(content.encode("utf-8"))
-    total = 0
-    for block in content:
-        if isinstance(block, TextBlock):
-            total += len(block.text.encode("utf-8"))
-        elif isinstance(block, Image):
-            total += len(block.data)
-    return total
