@@ -8,6 +8,7 @@ to start).
 import asyncio
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -25,8 +26,10 @@ def add(a: int, b: int) -> int:
 
 
 @server.tool()
-async def slow(seconds: float) -> str:
-    """Sleep, then answer."""
+async def slow(seconds: float, mark: str = "") -> str:
+    """Sleep, then answer. With `mark`, first create that file: the test then knows the call is under way here."""
+    if mark:
+        Path(mark).touch()
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
 

@@ -39,4 +39,6 @@ if __name__ == "__main__":
         import time
 
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if os.environ.get("SLOW_EXIT_MARK"):  # tells the test that the shutdown is under way
+            open(os.environ["SLOW_EXIT_MARK"], "w").close()
         time.sleep(float(os.environ["SLOW_EXIT"]))

@@ -1,4 +1,4 @@
-"""Human role and answer-format helpers (07 §2; checks 34-37)."""
+"""Human role and answer-format helpers, and asking a Human through an Agent."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from alpineagents.errors import NoHumanError
 from alpineagents.human import Human, aask_human_with, ask_human_with, check_returns, describe_choices, parse_answer
 from alpineagents.state import State
 from alpineagents.testing import FakeHuman, FakeModel
-from alpineagents.types import Exchange, ExchangeEntry, Message
+from alpineagents.types import Exchange, ExchangeEntry
+from conftest import task
 
 
 def test_exports():
@@ -37,7 +38,7 @@ class AsyncHuman(Human):
         return parse_answer("yes", returns)
 
 
-def test_34_instantiation_rule():
+def test_a_human_must_implement_ask_or_aask():
     with pytest.raises(TypeError, match="Human implements neither ask nor aask") as info:
         Human()
     assert "Fix:" in str(info.value)
@@ -70,7 +71,7 @@ def test_aask_default_runs_ask_on_worker_thread():
     assert h.threads and h.threads[0] != loop_thread
 
 
-def test_35_parse_answer():
+def test_parse_answer_converts_or_explains():
     assert parse_answer(" Yes ", bool) is True
     assert parse_answer("0", bool) is False
     for word in ("y", "YES", "true", "1"):
@@ -99,7 +100,7 @@ def test_35_parse_answer():
         parse_answer("1", int)
 
 
-def test_36_check_returns_and_describe_choices():
+def test_check_returns_and_describe_choices():
     @dataclasses.dataclass
     class Point:
         x: int
@@ -117,15 +118,15 @@ def test_36_check_returns_and_describe_choices():
     assert describe_choices(int) is None
 
 
-# --- asking through an Agent (07 §2.3) -------------------------------------------------------------------------
+# --- asking through an Agent -------------------------------------------------------------------------
 
 
 def human_entries(state: State) -> list[ExchangeEntry]:
     return [entry for entry in state.history if isinstance(entry, ExchangeEntry) and entry.kind == "human"]
 
 
-def test_37_agent_ask_human():
-    state = State(messages=[Message.user("Task")])
+def test_agent_ask_human_records_the_exchange_and_needs_a_human():
+    state = task()
     before = state.messages
     agent = Agent(FakeModel([]), reporter=None, human=FakeHuman(["y"]))
     assert agent.ask_human(state, "Continue?", returns=bool) is True
@@ -144,7 +145,7 @@ def test_37_agent_ask_human():
 
 
 def test_ask_human_with_rules():
-    state = State(messages=[Message.user("Task")])
+    state = task()
     with pytest.raises(TypeError, match=r"The first argument of agent.ask_human\(\) must be a State \(got: 'x'\)"):
         ask_human_with("x", SyncHuman(), "Q?")  # type: ignore[arg-type]
     # NoHumanError takes precedence over a bad returns=

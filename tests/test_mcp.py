@@ -1,4 +1,4 @@
-"""MCP servers (08 §4; checks 31–45 of 08 §6)."""
+"""MCP servers as tools: creating, picking, connecting, calling, converting results, losing and releasing."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from alpineagents.reporter import Reporter
 from alpineagents.state import State
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
-from alpineagents.types import ErrorEntry, Image, Message, TextBlock, ToolResultEntry
+from alpineagents.types import ErrorEntry, Image, TextBlock, ToolResultEntry
+from conftest import results, task
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 
@@ -66,14 +67,6 @@ def _agent(items: list[Any], tools: list[Any]) -> Agent:
     return Agent(FakeModel(items), tools=tools, reporter=None, human=None)
 
 
-def _state() -> State:
-    return State(messages=[Message.user("go")])
-
-
-def _results(state: State) -> list[ToolResultEntry]:
-    return [e for e in state.history if isinstance(e, ToolResultEntry)]
-
-
 def test_names_and_separator() -> None:
     assert SEPARATOR == "__"
     gh = MCP("npx -y s", name="gh")
@@ -83,7 +76,7 @@ def test_names_and_separator() -> None:
     assert gh["search-code"].name == "gh__search-code"
 
 
-def test_check_31_exactly_one_server_and_a_name() -> None:
+def test_mcp_takes_exactly_one_server_and_a_name() -> None:
     with pytest.raises(TypeError, match="exactly one server"):
         MCP(name="x")
     with pytest.raises(TypeError) as info:
@@ -93,7 +86,7 @@ def test_check_31_exactly_one_server_and_a_name() -> None:
         MCP("npx s")
 
 
-def test_check_32_names() -> None:
+def test_mcp_names_allow_letters_digits_dash_and_single_underscore() -> None:
     for bad in ("a__b", "_x", "x_", "has space", "", "dot.name", "-x"):
         with pytest.raises(ValueError, match="not allowed"):
             MCP("cmd", name=bad)
@@ -101,7 +94,7 @@ def test_check_32_names() -> None:
         assert MCP("cmd", name=good).name == good
 
 
-def test_check_33_env_headers_empty_command() -> None:
+def test_env_needs_a_command_headers_need_a_url_and_commands_are_not_empty() -> None:
     with pytest.raises(TypeError, match="env="):
         MCP(url="https://e/mcp", name="x", env={"A": "1"})
     with pytest.raises(TypeError, match="headers="):
@@ -110,7 +103,7 @@ def test_check_33_env_headers_empty_command() -> None:
         MCP("   ", name="x")
 
 
-def test_check_34_repr_and_refs() -> None:
+def test_repr_and_picked_tool_refs() -> None:
     gh = MCP("npx -y s", name="gh")
     assert repr(gh) == "MCP('npx -y s', name='gh')"
     assert repr(gh.search_code) == "gh.search_code"
@@ -121,7 +114,7 @@ def test_check_34_repr_and_refs() -> None:
     assert repr(MCP(url="https://x/mcp", name="lin")) == "MCP('https://x/mcp', name='lin')"
 
 
-def test_check_35_two_servers_one_name_and_no_connect_at_creation() -> None:
+def test_two_servers_with_one_name_are_refused_and_creation_connects_nothing() -> None:
     with pytest.raises(ValueError, match="Two MCP servers are named 'github'"):
         _agent([], [MCP("a", name="github"), MCP("b", name="github")])
     server = MCP("a", name="github")
@@ -133,13 +126,13 @@ def test_check_35_two_servers_one_name_and_no_connect_at_creation() -> None:
     assert "MCP('a', name='github')" in repr(agent)
 
 
-def test_check_36_demo_server_in_a_run() -> None:
+def test_a_run_connects_calls_and_releases_an_in_process_server() -> None:
     demo = _demo()
     model = FakeModel([[tool_call("demo__add", a=1, b=2), tool_call("demo__fail", message="nope")], "ok"])
     agent = Agent(model, tools=[demo], reporter=None, human=None)
-    state = _state()
+    state = task("go")
     assert agent.run(state) == "ok"
-    by_name = {entry.call.name: entry for entry in _results(state)}
+    by_name = {entry.call.name: entry for entry in results(state)}
     add, fail = by_name["demo__add"], by_name["demo__fail"]
     assert (add.content, add.outcome) == ("3", "done")
     assert (fail.content, fail.outcome, fail.is_error) == ("Error executing tool fail: nope", "error", True)
@@ -149,20 +142,20 @@ def test_check_36_demo_server_in_a_run() -> None:
     assert agent._mcp_users == 0 and agent._mcp_ready is None
 
 
-def test_check_37_picked_tools() -> None:
+def test_picked_tools_are_the_only_ones_shown() -> None:
     demo = _demo()
     model = FakeModel(["ok"])
     assert Agent(model, tools=[demo.add, demo["search-code"]], reporter=None, human=None).run("go") == "ok"
     assert [spec.name for spec in model.requests[0].tools] == ["demo__add", "demo__search-code"]
     agent = _agent(["ok"], [demo.serch])
-    state = _state()
+    state = task("go")
     with pytest.raises(ValueError, match="has no tool 'serch'"):
         agent.run(state)
     assert isinstance(state.history[-1], ErrorEntry)
     assert demo._conn is None
 
 
-def test_check_38_duplicate_with_own_tool() -> None:
+def test_a_server_tool_named_like_an_own_tool_is_refused_at_connect() -> None:
     @tool(name="demo__add")
     def mine() -> str:
         """Mine."""
@@ -175,16 +168,16 @@ def test_check_38_duplicate_with_own_tool() -> None:
     assert demo._conn is None
 
 
-def test_check_39_missing_required_arguments() -> None:
+def test_missing_required_arguments_are_an_input_error() -> None:
     agent = _agent([tool_call("demo__add", a=1), "ok"], [_demo()])
-    state = _state()
+    state = task("go")
     agent.run(state)
-    (entry,) = _results(state)
+    (entry,) = results(state)
     assert entry.content == "(input error: missing required arguments: b)"
     assert entry.outcome == "input_error"
 
 
-def test_check_40_result_conversion() -> None:
+def test_server_results_are_converted_to_text() -> None:
     png = _png()
     data = base64.b64encode(png).decode()
     text = TextContent(type="text", text="Loaded")
@@ -219,7 +212,7 @@ def test_check_40_result_conversion() -> None:
     assert str(info.value) == "(MCP server 'demo' reported an error without a message)"
 
 
-def test_check_40_image_result_becomes_blocks() -> None:
+def test_an_image_result_becomes_text_and_image_blocks() -> None:
     png = _png()
     server = MCPServer("pics")
 
@@ -233,13 +226,13 @@ def test_check_40_image_result_becomes_blocks() -> None:
         ]
 
     agent = _agent([tool_call("pics__shot"), "ok"], [MCP(server=server, name="pics")])
-    state = _state()
+    state = task("go")
     agent.run(state)
-    (entry,) = _results(state)
+    (entry,) = results(state)
     assert entry.content == (TextBlock("Loaded\nin 1.2s"), Image(png))
 
 
-def test_check_41_with_agent_keeps_one_connection() -> None:
+def test_with_agent_keeps_one_connection_across_runs() -> None:
     demo = _demo()
     seen: list[Any] = []
 
@@ -277,14 +270,14 @@ def test_async_with_and_arun() -> None:
     agent = _agent([tool_call("demo__add", a=2, b=3), "ok"], [demo])
 
     async def main() -> State:
-        state = _state()
+        state = task("go")
         async with agent:
             assert demo._conn is not None
             assert await agent.arun(state) == "ok"
         return state
 
     state = asyncio.run(main())
-    assert _results(state)[0].content == "5"
+    assert results(state)[0].content == "5"
     assert demo._conn is None
 
 
@@ -292,7 +285,7 @@ def test_sticky_use_and_think_tools() -> None:
     demo = _demo()
     model = FakeModel(["a", "b"])
     agent = Agent(model, tools=[demo], reporter=None, human=None)
-    state = _state()
+    state = task("go")
     agent.think(state, tools=[demo.add])
     assert [spec.name for spec in model.requests[0].tools] == ["demo__add"]
     assert agent._mcp_users == 1 and demo._conn is not None
@@ -302,16 +295,16 @@ def test_sticky_use_and_think_tools() -> None:
     assert demo._conn is None and agent._mcp_users == 0
 
 
-def test_check_42_stdio_server_env_and_missing_command() -> None:
+def test_a_stdio_server_gets_env_and_a_missing_command_cannot_connect() -> None:
     local = MCP(f"{sys.executable} {SERVER}", name="local", env={"GREETING": "hi"})
     agent = _agent([tool_call("local__greeting"), "ok"], [local])
-    state = _state()
+    state = task("go")
     agent.run(state)
-    assert _results(state)[0].content == "hi"
+    assert results(state)[0].content == "hi"
     assert local._conn is None
     bad = MCP("definitely-not-a-command", name="bad")
     agent = _agent(["ok"], [bad])
-    state = _state()
+    state = task("go")
     with pytest.raises(MCPConnectionError, match="Could not connect to MCP server 'bad'") as info:
         agent.run(state)
     assert str(info.value).startswith(
@@ -322,14 +315,14 @@ def test_check_42_stdio_server_env_and_missing_command() -> None:
     assert bad._conn is None and agent._mcp_users == 0
 
 
-def test_check_43_lost_connection() -> None:
+def test_a_server_that_dies_mid_call_stops_the_run() -> None:
     local = MCP(f"{sys.executable} {SERVER}", name="local")
     agent = _agent([tool_call("local__die"), "never"], [local])
-    state = _state()
+    state = task("go")
     with pytest.raises(MCPConnectionError, match="Lost the connection"):
         agent.run(state)
     assert state.pending_calls == ()
-    (entry,) = _results(state)
+    (entry,) = results(state)
     assert entry.content == "(aborted: MCPConnectionError)"
     assert entry.outcome == "aborted"
     assert local._conn is None
@@ -344,13 +337,13 @@ def test_not_connected_call() -> None:
         asyncio.run(add.run({"a": 1, "b": 2}, None))
 
 
-def test_check_44_import_does_not_import_the_sdk() -> None:
+def test_importing_the_package_does_not_import_the_sdk() -> None:
     code = "import sys, alpineagents, alpineagents.mcp_tools; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
-def test_check_45_tool_map_before_connecting() -> None:
+def test_tool_map_lookups_before_connecting_name_the_servers() -> None:
     agent = _agent([], [MCP("npx s", name="gh")])
     with pytest.raises(KeyError) as info:
         agent.tool_map["gh__x"]  # noqa: B018
@@ -384,7 +377,7 @@ def test_mcptool_members() -> None:
         _agent([], [peek_tool])
 
 
-# --- releasing a server slow to shut down (08 §4.5) ----------------------------------------------------------------
+# --- releasing a server slow to shut down ----------------------------------------------------------------
 
 
 class RunEnds(Reporter):
@@ -397,14 +390,20 @@ class RunEnds(Reporter):
         self.ended.append(error)
 
 
-def test_ctrl_c_while_a_server_shuts_down_gets_through() -> None:
-    local = MCP(f"{sys.executable} {SERVER}", name="local", env={"SLOW_EXIT": "8"})
+def test_ctrl_c_while_a_server_shuts_down_gets_through(tmp_path: Path) -> None:
+    shutting_down = tmp_path / "shutting-down"
+    local = MCP(
+        f"{sys.executable} {SERVER}", name="local", env={"SLOW_EXIT": "8", "SLOW_EXIT_MARK": str(shutting_down)}
+    )
     ends = RunEnds()
     interrupted: list[float] = []
 
     def last_reply(request: Any) -> str:
         def press_ctrl_c() -> None:
-            time.sleep(0.5)  # the run has left its loop and waits for the server to shut down
+            deadline = time.monotonic() + 10
+            while not shutting_down.exists():  # the run has left its loop and waits for the server to shut down
+                assert time.monotonic() < deadline, "the server never started to shut down"
+                time.sleep(0.01)
             interrupted.append(time.monotonic())
             _thread.interrupt_main()
 
@@ -412,7 +411,7 @@ def test_ctrl_c_while_a_server_shuts_down_gets_through() -> None:
         return "done"
 
     agent = Agent(FakeModel([tool_call("local__add", a=1, b=2), last_reply]), tools=[local], reporter=ends, human=None)
-    state = State(messages=[Message.user("go")])
+    state = task("go")
     returned: list[Any] = []
     with pytest.raises(KeyboardInterrupt):
         returned.append(agent.run(state))

@@ -1,4 +1,4 @@
-"""MCP servers reached by url= (Streamable HTTP), headers= and timeout= (08 §4.1, §4.5, §4.6, §4.8, §4.9).
+"""MCP servers reached by url= (Streamable HTTP), headers= and timeout=.
 
 A real server (tests/mcp_http_server.py) runs as a subprocess on 127.0.0.1 for the whole module.
 """
@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ import pytest
 from alpineagents import MCP, Agent, MCPConnectionError, State, ToolError
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
-from alpineagents.types import ErrorEntry, Message, ToolResultEntry
+from alpineagents.types import ErrorEntry, ToolResultEntry
+from conftest import results, task
 
 SERVER = str(Path(__file__).with_name("mcp_http_server.py"))
 TIMED_OUT = "(error from MCP server 'web': MCPError: Request 'tools/call' timed out)"
@@ -83,6 +84,7 @@ class Silent:
         self.listener.settimeout(10)
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
         self.accepted = threading.Event()
+        self.requested = threading.Event()  # the client sent its first bytes and now waits for an answer
         self.closed = threading.Event()  # the client closed the connection
         self.received = b""
         self._conn: socket.socket | None = None
@@ -96,6 +98,7 @@ class Silent:
             self._conn.settimeout(10)
             while chunk := self._conn.recv(65536):
                 self.received += chunk
+                self.requested.set()
             self.closed.set()
         except OSError:
             pass
@@ -123,16 +126,28 @@ def _free_port() -> int:
     return port
 
 
+def _wait_until(ready: Callable[[], object], seconds: float = 10) -> None:
+    """Wait in short steps until `ready()` is true; fail after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert time.monotonic() < deadline, "gave up waiting"
+        time.sleep(0.01)
+
+
+async def _await_until(ready: Callable[[], object], seconds: float = 10) -> None:
+    """The async twin of `_wait_until`: the event loop goes on between the steps."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert time.monotonic() < deadline, "gave up waiting"
+        await asyncio.sleep(0.01)
+
+
 def _agent(items: list[Any], tools: list[Any]) -> Agent:
     return Agent(FakeModel(items), tools=tools, reporter=None, human=None)
 
 
-def _state() -> State:
-    return State(messages=[Message.user("go")])
-
-
-def _results(state: State) -> dict[str, ToolResultEntry]:
-    return {e.call.id: e for e in state.history if isinstance(e, ToolResultEntry)}
+def _results_by_id(state: State) -> dict[str, ToolResultEntry]:
+    return {e.call.id: e for e in results(state)}
 
 
 def _go(agent: Agent, state: State, how: str) -> Any:
@@ -150,10 +165,10 @@ def test_url_tools_are_listed_and_called(base: str, how: str) -> None:
     add, missing = tool_call("web__add", a=1, b=2), tool_call("web__header", name="X-Token")
     model = FakeModel([[add, missing], "ok"])
     agent = Agent(model, tools=[web], reporter=None, human=None)
-    state = _state()
+    state = task("go")
     assert _go(agent, state, how) == "ok"
     assert [spec.name for spec in model.requests[0].tools] == ["web__add", "web__slow", "web__header"]
-    results = _results(state)
+    results = _results_by_id(state)
     assert (results[add.id].content, results[add.id].outcome) == ("3", "done")
     assert results[missing.id].content == "(no such header)"
     assert web._conn is None
@@ -163,7 +178,7 @@ def test_url_tools_are_listed_and_called(base: str, how: str) -> None:
 def test_url_with_agent_keeps_one_connection(base: str) -> None:
     web = MCP(url=f"{base}/mcp", name="web")
     agent = _agent([tool_call("web__add", a=2, b=2), "a", tool_call("web__add", a=3, b=3), "b"], [web])
-    first, second = _state(), _state()
+    first, second = task("go"), task("go")
     with agent:
         conn = web._conn
         assert conn is not None and conn.client is not None
@@ -171,8 +186,8 @@ def test_url_with_agent_keeps_one_connection(base: str) -> None:
         assert agent.run(second) == "b"
         assert web._conn is conn
     assert web._conn is None
-    assert [e.content for e in _results(first).values()] == ["4"]
-    assert [e.content for e in _results(second).values()] == ["6"]
+    assert [e.content for e in _results_by_id(first).values()] == ["4"]
+    assert [e.content for e in _results_by_id(second).values()] == ["6"]
     loops = [t for t in threading.enumerate() if t.name == "alpineagents-mcp"]
     assert len(loops) == 1 and loops[0].daemon
 
@@ -213,9 +228,9 @@ def test_headers_reach_the_server(base: str, how: str) -> None:
     headers["X-Token"] = "changed after MCP()"
     token, auth = tool_call("web__header", name="X-Token"), tool_call("web__header", name="Authorization")
     agent = _agent([[token, auth], "ok"], [web])
-    state = _state()
+    state = task("go")
     assert _go(agent, state, how) == "ok"
-    results = _results(state)
+    results = _results_by_id(state)
     assert results[token.id].content == "abc"
     assert results[auth.id].content == "Bearer t0k"
     assert web.headers == {"X-Token": "abc", "Authorization": "Bearer t0k"}
@@ -227,9 +242,9 @@ def test_headers_do_not_shorten_a_call_without_timeout(base: str) -> None:
     web = MCP(url=f"{base}/mcp", name="web", headers={"X-Token": "abc"})
     call = tool_call("web__slow", seconds=5.2)
     agent = _agent([call, "ok"], [web])
-    state = _state()
+    state = task("go")
     assert agent.run(state) == "ok"
-    assert (_results(state)[call.id].content, _results(state)[call.id].outcome) == ("slept 5.2", "done")
+    assert (_results_by_id(state)[call.id].content, _results_by_id(state)[call.id].outcome) == ("slept 5.2", "done")
 
 
 def test_url_argument_checks() -> None:
@@ -267,11 +282,11 @@ def test_timeout_of_a_call(base: str, how: str) -> None:
     slow, add = tool_call("web__slow", seconds=3), tool_call("web__add", a=20, b=22)
     quick = tool_call("web__slow", seconds=0.1)
     agent = _agent([slow, [add, quick], "ok"], [web])
-    state = _state()
+    state = task("go")
     started = time.monotonic()
     assert _go(agent, state, how) == "ok"
     assert time.monotonic() - started < 2.5
-    results = _results(state)
+    results = _results_by_id(state)
     entry = results[slow.id]
     assert entry.content == TIMED_OUT
     assert (entry.outcome, entry.is_error) == ("error", True)
@@ -299,7 +314,7 @@ def test_timeout_bounds_the_whole_connect(base: str) -> None:
 def test_timeout_of_connecting_to_a_server_that_never_answers(silent: Silent, how: str) -> None:
     web = MCP(url=silent.url, name="web", timeout=0.5)
     agent = _agent(["never"], [web])
-    state = _state()
+    state = task("go")
     started = time.monotonic()
     with pytest.raises(MCPConnectionError) as info:
         _go(agent, state, how)
@@ -317,7 +332,7 @@ def test_timeout_of_connecting_to_a_server_that_never_answers(silent: Silent, ho
 def test_connecting_to_a_port_where_nothing_listens(how: str) -> None:
     web = MCP(url=f"http://127.0.0.1:{_free_port()}/mcp", name="web", timeout=0.5)
     agent = _agent(["never"], [web])
-    state = _state()
+    state = task("go")
     started = time.monotonic()
     with pytest.raises(MCPConnectionError) as info:
         _go(agent, state, how)
@@ -330,7 +345,7 @@ def test_connecting_to_a_port_where_nothing_listens(how: str) -> None:
     assert web._conn is None and agent._mcp_users == 0
 
 
-# --- stopping a connect in progress (08 §4.5) -----------------------------------------------------------------------
+# --- stopping a connect in progress -----------------------------------------------------------------------
 
 
 def test_ctrl_c_while_connecting_stops_the_connect(silent: Silent) -> None:
@@ -339,8 +354,7 @@ def test_ctrl_c_while_connecting_stops_the_connect(silent: Silent) -> None:
     interrupted: list[float] = []
 
     def press_ctrl_c() -> None:
-        silent.accepted.wait(10)  # the connect is under way
-        time.sleep(0.1)
+        silent.requested.wait(10)  # the connect is under way: the client waits for the server's answer
         interrupted.append(time.monotonic())
         _thread.interrupt_main()
 
@@ -383,12 +397,12 @@ def test_cancelling_one_agents_connect_leaves_the_other_waiting(base: str) -> No
     first = _agent(["never"], [web])
     call = tool_call("web__add", a=1, b=2)
     second = _agent([call, "second"], [web])
-    state = _state()
+    state = task("go")
 
     async def main() -> str:
         cancelled = asyncio.create_task(first.arun("go"))
         kept = asyncio.create_task(second.arun(state))
-        await asyncio.sleep(0.2)
+        await _await_until(lambda: first._mcp_users == 1 and second._mcp_users == 1)  # both wait for the connect
         conn = web._conn
         assert conn is not None and conn.client is None  # still starting
         cancelled.cancel()
@@ -400,27 +414,25 @@ def test_cancelling_one_agents_connect_leaves_the_other_waiting(base: str) -> No
         return answer
 
     assert asyncio.run(main()) == "second"
-    assert _results(state)[call.id].content == "3"
+    assert _results_by_id(state)[call.id].content == "3"
     assert first._mcp_users == 0 and second._mcp_users == 0
     assert web._conn is None
 
 
-# --- a lost connection (08 §4.9) ----------------------------------------------------------------------------------
+# --- a lost connection ----------------------------------------------------------------------------------
 
 
 def test_lost_connection_over_http(tmp_path: Path) -> None:
     process, url = _start_server(tmp_path / "server.log")
+    under_way = tmp_path / "under-way"
     try:
         web = MCP(url=f"{url}/mcp", name="web")
-        call = tool_call("web__slow", seconds=30)
+        call = tool_call("web__slow", seconds=30, mark=str(under_way))
         agent = _agent([call, "never"], [web])
-        state = _state()
+        state = task("go")
 
         def kill_during_the_call() -> None:
-            deadline = time.monotonic() + 10
-            while (web._conn is None or web._conn.client is None) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            time.sleep(0.3)
+            _wait_until(under_way.exists)  # the call is under way on the server
             process.kill()
 
         threading.Thread(target=kill_during_the_call, daemon=True).start()
@@ -433,28 +445,26 @@ def test_lost_connection_over_http(tmp_path: Path) -> None:
     assert str(info.value).startswith("Lost the connection to MCP server 'web': ")
     assert info.value.__cause__ is not None
     assert state.pending_calls == ()
-    entry = _results(state)[call.id]
+    entry = _results_by_id(state)[call.id]
     assert (entry.content, entry.outcome) == ("(aborted: MCPConnectionError)", "aborted")
     errors = [e for e in state.history if isinstance(e, ErrorEntry)]
     assert len(errors) == 1 and errors[0].error is info.value
     assert web._conn is None
 
 
-# --- stopping a call in progress (08 §4.5, 04 §11.5) ---------------------------------------------------------------
+# --- stopping a call in progress (Ctrl+C, cancellation) ---------------------------------------------------------------
 
 
-def test_ctrl_c_during_a_call_stops_the_run_promptly(base: str) -> None:
+def test_ctrl_c_during_a_call_stops_the_run_promptly(base: str, tmp_path: Path) -> None:
     web = MCP(url=f"{base}/mcp", name="web")
-    slow = tool_call("web__slow", seconds=5)
+    under_way = tmp_path / "under-way"
+    slow = tool_call("web__slow", seconds=5, mark=str(under_way))
     agent = _agent([slow, "never"], [web])
-    state = _state()
+    state = task("go")
     interrupted: list[float] = []
 
     def press_ctrl_c() -> None:
-        deadline = time.monotonic() + 10
-        while not state.pending_calls and time.monotonic() < deadline:  # the model asked for the call
-            time.sleep(0.01)
-        time.sleep(0.5)  # the call is under way on the server
+        _wait_until(under_way.exists)  # the call is under way on the server
         interrupted.append(time.monotonic())
         _thread.interrupt_main()
 
@@ -465,23 +475,22 @@ def test_ctrl_c_during_a_call_stops_the_run_promptly(base: str) -> None:
         time.sleep(15)  # only reached when run() returned: the interrupt must not escape this test
     assert returned == []
     assert time.monotonic() - interrupted[0] < 1.5
-    entry = _results(state)[slow.id]
+    entry = _results_by_id(state)[slow.id]
     assert (entry.content, entry.outcome) == ("(interrupted by user)", "interrupted")
     assert state.pending_calls == ()
     assert web._conn is None and agent._mcp_users == 0
 
 
-def test_cancelling_arun_during_a_call_cancels_it_promptly(base: str) -> None:
+def test_cancelling_arun_during_a_call_cancels_it_promptly(base: str, tmp_path: Path) -> None:
     web = MCP(url=f"{base}/mcp", name="web")
-    slow = tool_call("web__slow", seconds=5)
+    under_way = tmp_path / "under-way"
+    slow = tool_call("web__slow", seconds=5, mark=str(under_way))
     agent = _agent([slow, "never"], [web])
-    state = _state()
+    state = task("go")
 
     async def main() -> float:
         task = asyncio.create_task(agent.arun(state))
-        while not state.pending_calls:  # the model asked for the call
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.5)  # the call is under way on the server
+        await _await_until(under_way.exists)  # the call is under way on the server
         cancelled_at = time.monotonic()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -489,7 +498,7 @@ def test_cancelling_arun_during_a_call_cancels_it_promptly(base: str) -> None:
         return time.monotonic() - cancelled_at
 
     assert asyncio.run(main()) < 1.5
-    entry = _results(state)[slow.id]
+    entry = _results_by_id(state)[slow.id]
     assert (entry.content, entry.outcome) == ("(interrupted by user)", "interrupted")
     assert state.pending_calls == ()
     assert web._conn is None and agent._mcp_users == 0

@@ -1,5 +1,4 @@
-"""Permissions: verdicts, kinds, built-ins, the effective list, run-start checks and the run-level phase
-(07 §1; checks 1-33)."""
+"""Permissions: verdicts, kinds, built-ins, the effective list, run-start checks and the check phase of a run."""
 
 from __future__ import annotations
 
@@ -54,6 +53,7 @@ from alpineagents.types import (
     ToolResultBlock,
     ToolResultEntry,
 )
+from conftest import results, task
 
 
 def call(name: str, **args: Any) -> ToolCall:
@@ -90,7 +90,7 @@ class AsyncHuman(Human):
 # --- 1. exports ------------------------------------------------------------------------------------------------
 
 
-def test_01_exports():
+def test_the_permissions_module_exports_its_names_in_order():
     assert permissions_module.__all__ == [
         "Permission",
         "DenyPermission",
@@ -113,7 +113,7 @@ def test_01_exports():
     assert imported is DecideByHuman
 
 
-def test_01_root_exports_of_io_roles():
+def test_the_root_exports_reporter_human_and_terminal_but_no_permission():
     import alpineagents
     from alpineagents.human import Human as H
     from alpineagents.reporter import Reporter as R
@@ -130,7 +130,7 @@ def test_importing_permissions_does_not_load_mcp():
 
     code = (
         "import sys, alpineagents.permissions, alpineagents.terminal;"
-        "assert 'mcp' not in sys.modules"  # the MCP SDK (08 §1); alpineagents.mcp_tools itself is re-exported
+        "assert 'mcp' not in sys.modules"  # the MCP SDK; alpineagents.mcp_tools itself is re-exported
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -138,7 +138,7 @@ def test_importing_permissions_does_not_load_mcp():
 # --- 2. verdicts -----------------------------------------------------------------------------------------------
 
 
-def test_02_verdicts():
+def test_denied_validates_its_reason_and_stop_and_verdicts_compare_by_value():
     with pytest.raises(ValueError) as info:
         Denied("  ")
     assert "Denied got an empty reason" in str(info.value)
@@ -166,7 +166,7 @@ def test_02_verdicts():
 # --- 3-6. kinds ------------------------------------------------------------------------------------------------
 
 
-def test_03_direct_subclass():
+def test_a_direct_subclass_of_permission_is_refused_when_created():
     class P(Permission):
         def check(self, state: Any, call: Any, tool: Any) -> Any:
             return None
@@ -178,7 +178,7 @@ def test_03_direct_subclass():
         assert kind in fix
 
 
-def test_04_two_kinds():
+def test_a_permission_of_two_kinds_is_refused():
     class B(DenyPermission, AllowPermission):
         def check(self, state: Any, call: Any, tool: Any) -> Any:
             return None
@@ -194,7 +194,7 @@ def test_04_two_kinds():
         C()
 
 
-def test_05_neither_check_nor_acheck():
+def test_a_permission_without_check_or_acheck_is_refused():
     class N(DecidePermission):
         pass
 
@@ -225,7 +225,7 @@ def test_05_neither_check_nor_acheck():
     assert Ok(1, b="y").a == 1
 
 
-def test_06_default_repr():
+def test_the_default_repr_is_the_class_name():
     class Mine(AllowPermission):
         def check(self, state: Any, call: Any, tool: Any) -> Any:
             return None
@@ -263,7 +263,7 @@ def test_default_acheck_runs_check_on_worker_thread():
 # --- 7-9. by name ----------------------------------------------------------------------------------------------
 
 
-def test_07_deny_by_name():
+def test_deny_by_name_refuses_matching_names_with_its_reason():
     p = DenyByName(["github__*", "rm"])
     assert p.check(None, call("github__delete_repo"), None) == Denied("github__delete_repo is not allowed.")  # type: ignore[arg-type]
     assert p.check(None, call("rm"), None) == Denied("rm is not allowed.")  # type: ignore[arg-type]
@@ -289,7 +289,7 @@ def test_allow_by_name_and_default():
         AllowByDefault(1)  # type: ignore[call-arg]
 
 
-def test_08_reprs():
+def test_built_in_reprs_show_their_settings_and_subclass_names():
     assert repr(DenyByName(("rm",))) == "DenyByName(['rm'])"
     assert repr(DenyByName(["rm"], reason="No")) == "DenyByName(['rm'], reason='No')"
     assert repr(AllowByName(["read_*"])) == "AllowByName(['read_*'])"
@@ -301,7 +301,7 @@ def test_08_reprs():
     assert repr(DenyShell(["bash"])) == "DenyShell(['bash'])"
 
 
-def test_09_pattern_and_reason_errors():
+def test_name_patterns_and_reasons_are_validated():
     with pytest.raises(TypeError) as info:
         DenyByName("rm")  # type: ignore[arg-type]
     assert "DenyByName takes a list of name patterns (got: 'rm')" in str(info.value)
@@ -330,7 +330,7 @@ def test_09_pattern_and_reason_errors():
 # --- 10-11. read-only ------------------------------------------------------------------------------------------
 
 
-def test_10_allow_by_read_only():
+def test_allow_by_read_only_follows_the_per_call_hints():
     from alpineagents.tool import Hints, tool
 
     @tool(read_only=True)
@@ -359,7 +359,7 @@ def test_10_allow_by_read_only():
     assert p.check(None, call("shell", command=42), shell) is None  # type: ignore[arg-type]  # unvalidated args
 
 
-def test_10_hint_function_errors_behave_like_permission_errors():
+def test_hint_function_errors_behave_like_permission_errors():
     from alpineagents.tool import tool
 
     def raising_hints(args: dict) -> Any:
@@ -381,7 +381,7 @@ def test_10_hint_function_errors_behave_like_permission_errors():
     assert info.value.__notes__ == ['exception raised in permission AllowByReadOnly() checking shell(command="rm")']
 
 
-def test_11_read_only_settings():
+def test_allow_by_read_only_validates_trust_mcp_and_shows_it():
     with pytest.raises(TypeError, match="trust_mcp= takes True or False") as info:
         AllowByReadOnly(trust_mcp="yes")  # type: ignore[arg-type]
     assert "AllowByReadOnly: trust_mcp= takes True or False (got: 'yes')" in str(info.value)
@@ -406,7 +406,7 @@ def _mcp_tool(read_only: bool) -> Any:
     return mcp_tools.MCPTool(server, remote)
 
 
-def test_11_mcp_hints_are_not_believed_by_default():
+def test_mcp_hints_are_not_believed_by_default():
     pytest.importorskip("alpineagents.mcp_tools")
     mcp_tool = _mcp_tool(True)
     assert mcp_tool.read_only is True
@@ -671,7 +671,7 @@ def test_check_run_start_rules():
 # --- 28. DecideByHuman construction and repr -------------------------------------------------------------------
 
 
-def test_28_decide_by_human_rejects_non_humans():
+def test_decide_by_human_rejects_non_humans():
     from alpineagents.testing import FakeHuman
 
     for bad in (FakeHuman, object(), SyncHuman):
@@ -686,7 +686,7 @@ def test_28_decide_by_human_rejects_non_humans():
     assert isinstance(DecideByHuman(human=Duck()).human, Duck)  # type: ignore[arg-type]
 
 
-def test_27_decide_by_human_repr():
+def test_decide_by_human_repr_never_shows_a_memory_address():
     from alpineagents.testing import FakeHuman
 
     class Named(Human):
@@ -714,20 +714,13 @@ def test_27_decide_by_human_repr():
     assert q == 'Run write_file(path="a", content="x")?'
 
 
-def test_29_no_agent_yet():
-    state = _state()
+def test_decide_by_human_on_a_state_without_an_agent_is_refused():
+    state = task()
     with pytest.raises(ValueError, match="no Agent yet") as info:
         DecideByHuman().check(state, call("x"), None)  # type: ignore[arg-type]
     assert "DecideByHuman() asks through the Agent running the State, and this State has no Agent yet" in str(
         info.value
     )
-
-
-def _state() -> Any:
-    from alpineagents.state import State
-    from alpineagents.types import Message
-
-    return State(messages=[Message.user("Task")])
 
 
 def test_warnings_filter_silences_permission_warning():
@@ -786,10 +779,6 @@ def agent_with(replies: list[Any], permissions: Any, **settings: Any) -> tuple[A
     return Agent(model, tools=TOOLS, permissions=permissions, **settings), model
 
 
-def results(state: State) -> list[ToolResultEntry]:
-    return [entry for entry in state.history if isinstance(entry, ToolResultEntry)]
-
-
 def by_name(state: State) -> dict[str, ToolResultEntry]:
     return {entry.call.name: entry for entry in results(state)}
 
@@ -805,7 +794,7 @@ class Spy(Reporter):
         self.events.append(("end", call.name, result, outcome, state.stopped, state.pending_calls))
 
 
-def test_12_asking_order_in_a_run():
+def test_denials_are_asked_first_then_the_others_in_list_order():
     log: list[str] = []
 
     class AllowRec(AllowPermission):
@@ -829,12 +818,12 @@ def test_12_asking_order_in_a_run():
     assert RAN == ["look"]
 
 
-def test_13_deny_is_asked_first():
+def test_a_denial_listed_after_allow_by_default_still_refuses():
     agent, _ = agent_with(
         [[tool_call("bash", command="ls"), tool_call("read_file", path="a")], "Done"],
         [AllowByDefault(), DenyByName(["bash"])],
     )
-    state = State(messages=[Message.user("Task")])
+    state = task()
     agent.run(state)
     entries = by_name(state)
     assert entries["bash"].content == "bash is not allowed."
@@ -844,10 +833,10 @@ def test_13_deny_is_asked_first():
     assert RAN == ["read_file"]
 
 
-def test_14_nobody_decided_warns_and_refuses():
+def test_a_call_nobody_decided_is_refused_with_a_warning():
     spy = Spy()
     agent, _ = agent_with([tool_call("read_file", path="a"), "Done"], [DenyByName(["bash"])], reporter=spy)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     with pytest.warns(PermissionWarning) as record:
         agent.run(state)
     message = str(record[0].message)
@@ -862,16 +851,16 @@ def test_14_nobody_decided_warns_and_refuses():
     assert RAN == []
 
 
-def test_15_empty_list_versus_none():
+def test_an_empty_list_refuses_every_call_and_none_checks_nothing():
     agent, _ = agent_with([tool_call("look"), "Done"], [])
-    state = State(messages=[Message.user("Task")])
+    state = task()
     with pytest.warns(PermissionWarning):
         agent.run(state)
     assert by_name(state)["look"].outcome == ToolOutcomeKind.DENIED
     assert agent.permissions == ()
     assert RAN == []
     agent2, _ = agent_with([tool_call("look"), "Done"], None)
-    state2 = State(messages=[Message.user("Task")])
+    state2 = task()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         agent2.run(state2)
@@ -882,12 +871,12 @@ def test_15_empty_list_versus_none():
 
 def _use_tools_after_think(perms: list[Any], calls: list[ToolCall]) -> tuple[Agent, State]:
     agent, _ = agent_with([calls], perms)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     agent.think(state)
     return agent, state
 
 
-def test_16_deny_permission_returning_allowed():
+def test_a_deny_permission_returning_allowed_raises_and_leaves_the_call_pending():
     class Wrong(DenyPermission):
         def check(self, state: Any, call: Any, tool: Any) -> Any:
             return Allowed()
@@ -906,7 +895,7 @@ def test_16_deny_permission_returning_allowed():
     assert RAN == []
 
 
-def test_17_allow_permission_returning_denied():
+def test_an_allow_permission_returning_denied_raises():
     class WrongAllow(AllowPermission):
         def check(self, state: Any, call: Any, tool: Any) -> Any:
             return Denied("no")
@@ -934,13 +923,13 @@ class Raising(DecidePermission):
         return "Raising()"
 
 
-def test_18_tool_error_from_a_permission_refuses_the_call():
+def test_a_tool_error_from_a_permission_refuses_the_call():
     spy = Spy()
     error = ToolError("Could not check")
     agent, _ = agent_with(
         [[tool_call("bash"), tool_call("read_file")], "Done"], [Raising(error), AllowByDefault()], reporter=spy
     )
-    state = State(messages=[Message.user("Task")])
+    state = task()
     assert agent.run(state) == "Done"
     entry = by_name(state)["bash"]
     assert entry.content == "Could not check"
@@ -952,11 +941,11 @@ def test_18_tool_error_from_a_permission_refuses_the_call():
     assert state.stopped == StoppedByUntil("waiting_for_user")
 
 
-def test_19_other_exception_from_a_permission_stops_the_run():
+def test_another_exception_from_a_permission_stops_the_run_with_a_note():
     boom = RuntimeError("checker broke")
     calls = [tool_call("write_file"), tool_call("bash", command="ls"), tool_call("look")]
     agent, _ = agent_with([calls], [DenyByName(["write_file"]), Raising(boom), AllowByDefault()])
-    state = State(messages=[Message.user("Task")])
+    state = task()
     with pytest.raises(RuntimeError) as info:
         agent.run(state)
     assert info.value is boom
@@ -987,11 +976,11 @@ def _four_calls() -> list[ToolCall]:
     return [tool_call("look"), tool_call("bash"), tool_call("read_file"), tool_call("write_file")]
 
 
-def test_20_stop_closes_the_turn():
+def test_a_stopping_refusal_closes_the_whole_turn():
     stopper = Stopper()
     calls = _four_calls()
     agent, model = agent_with([calls], [stopper])
-    state = State(messages=[Message.user("Task")])
+    state = task()
     assert agent.run(state) is None
     assert RAN == []
     assert stopper.asked == [calls[0].id, calls[1].id]
@@ -1010,11 +999,11 @@ def test_20_stop_closes_the_turn():
     assert len(model.requests) == 1
 
 
-def test_21_stop_reporter_events():
+def test_a_stopping_refusal_reports_the_denied_call_then_the_cancelled_ones():
     spy = Spy()
     calls = _four_calls()
     agent, _ = agent_with([calls], [Stopper()], reporter=spy)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     agent.run(state)
     assert not any(event[0] == "start" for event in spy.events)
     ends = [event for event in spy.events if event[0] == "end"]
@@ -1029,11 +1018,11 @@ def test_21_stop_reporter_events():
         assert event[5] == ()
 
 
-def test_22_continue_after_a_permission_stop():
+def test_a_run_continues_after_a_permission_stop():
     calls = _four_calls()
     model = FakeModel([calls, "Done"])
     agent = Agent(model, tools=TOOLS, permissions=[Stopper()], reporter=None, human=None)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     agent.run(state)
     state.add_message(Message.user("Only read"))
     assert agent.run(state) == "Done"
@@ -1045,24 +1034,24 @@ def test_22_continue_after_a_permission_stop():
     assert state.stopped == StoppedByUntil("waiting_for_user")
 
 
-def test_23_finish_during_the_phase_wins():
+def test_a_finish_during_the_check_phase_wins_over_a_permission_stop():
     class FinishThenStop(DecidePermission):
         def check(self, state: Any, call: Any, tool: Any) -> Any:
             state.finish("early")
             return Denied("Stop", stop=True)
 
     agent, _ = agent_with([[tool_call("look"), tool_call("bash")]], [FinishThenStop()])
-    state = State(messages=[Message.user("Task")])
+    state = task()
     agent.run(state)
     assert state.stopped == StoppedByFinish("early")
     assert len([entry for entry in state.history if isinstance(entry, StopEntry)]) == 1
 
 
-def test_24_decide_by_human_yes():
+def test_decide_by_human_yes_runs_the_tool_and_records_the_exchange():
     human = FakeHuman(["yes"])
     c = tool_call("write_file", path="a", content="x")
     agent, _ = agent_with([c, "Done"], [DecideByHuman()], human=human)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     assert agent.run(state) == "Done"
     assert human.questions == ['Run write_file(path="a", content="x")?']
     assert RAN == ["write_file"]
@@ -1072,11 +1061,11 @@ def test_24_decide_by_human_yes():
     assert exchanges[0].content == Exchange('Run write_file(path="a", content="x")?', "yes")
 
 
-def test_25_decide_by_human_no():
+def test_decide_by_human_no_refuses_and_stops():
     human = FakeHuman(["no"])
     c = tool_call("write_file", path="a", content="x")
     agent, model = agent_with([c, "Done"], [DecideByHuman()], human=human)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     assert agent.run(state) is None
     entry = by_name(state)["write_file"]
     assert entry.content == "The user declined this call. Wait for their next message."
@@ -1085,9 +1074,9 @@ def test_25_decide_by_human_no():
     assert RAN == []
 
 
-def test_26_decide_by_human_with_nobody_to_ask():
+def test_decide_by_human_with_nobody_to_ask_fails_before_the_run():
     agent, model = agent_with([tool_call("look"), "Done"], [DecideByHuman()], human=None)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     with pytest.raises(NoHumanError) as info:
         agent.run(state)
     assert "DecideByHuman() in permissions= asks the Agent's human" in str(info.value)
@@ -1098,10 +1087,10 @@ def test_26_decide_by_human_with_nobody_to_ask():
     assert model.requests == []
 
 
-def test_27_own_human_is_asked():
+def test_decide_by_human_asks_its_own_human():
     own = FakeHuman(["yes"])
     agent, _ = agent_with([tool_call("look"), "Done"], [DecideByHuman(human=own)], human=None)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     assert agent.run(state) == "Done"
     assert own.questions == ["Run look()?"]
     exchanges = [entry for entry in state.history if isinstance(entry, ExchangeEntry)]
@@ -1115,11 +1104,11 @@ def test_27_own_human_is_asked():
     assert repr(DecideByHuman(human=Plain())) == "DecideByHuman(human=Plain())"
 
 
-def test_29_after_think_the_linked_agents_human_is_asked():
+def test_after_think_the_linked_agents_human_is_asked():
     human = FakeHuman(["yes"])
     model = FakeModel(["Hi"])
     agent = Agent(model, tools=TOOLS, reporter=None, human=human)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     c = tool_call("look")
     with pytest.raises(ValueError, match="no Agent yet"):
         DecideByHuman().check(state, c, look)
@@ -1129,7 +1118,7 @@ def test_29_after_think_the_linked_agents_human_is_asked():
     assert [entry for entry in state.history if isinstance(entry, ExchangeEntry)][0].content.answer == "yes"
 
 
-def test_30_async_only_permission():
+def test_an_async_only_permission_refuses_run_and_works_in_arun():
     class AsyncOnly(DecidePermission):
         async def acheck(self, state: Any, call: Any, tool: Any) -> Any:
             return Allowed()
@@ -1145,7 +1134,7 @@ def test_30_async_only_permission():
     assert RAN == ["look"]
 
 
-def test_31_async_only_human():
+def test_decide_by_human_with_an_async_only_human_refuses_run_and_awaits_in_arun():
     loop_threads: list[int] = []
     ask_threads: list[int] = []
 
@@ -1171,7 +1160,7 @@ def test_31_async_only_human():
     assert ask_threads == loop_threads
 
 
-def test_32_sync_check_runs_off_the_event_loop_in_arun():
+def test_a_sync_check_runs_off_the_event_loop_in_arun():
     check_threads: list[int] = []
     loop_threads: list[int] = []
 
@@ -1190,7 +1179,7 @@ def test_32_sync_check_runs_off_the_event_loop_in_arun():
     assert check_threads and check_threads[0] != loop_threads[0]
 
 
-def test_33_refusals_and_approvals_are_saved_before_tools_run(tmp_path: Any):
+def test_refusals_and_approvals_are_saved_before_tools_run(tmp_path: Any):
     from alpineagents.store import FileStore
 
     store = FileStore(tmp_path)
@@ -1214,7 +1203,7 @@ def test_33_refusals_and_approvals_are_saved_before_tools_run(tmp_path: Any):
         reporter=None,
         human=None,
     )
-    state = State(messages=[Message.user("Task")])
+    state = task()
     current.append(state)
     assert agent.run(state) == "Done"
     assert "bash" in seen[1]
@@ -1229,7 +1218,7 @@ def test_33_refusals_and_approvals_are_saved_before_tools_run(tmp_path: Any):
         reporter=None,
         human=human,
     )
-    state2 = State(messages=[Message.user("Task")])
+    state2 = task()
     current[0] = state2
     assert agent2.run(state2) == "Done"
     assert "human" in seen[0]
@@ -1242,7 +1231,7 @@ def test_acheck_phase_matches_check_phase():
         agent, _ = agent_with(
             [calls, "Done"], [DenyByName(["bash"]), AllowByReadOnly(), AllowByName(["lo*"])], reporter=spy
         )
-        state = State(messages=[Message.user("Task")])
+        state = task()
         if use_async:
             asyncio.run(agent.arun(state))
         else:
@@ -1263,7 +1252,7 @@ def test_use_tools_outside_a_run_fails_during_the_phase():
     assert state.pending_calls == (c,)
 
 
-# --- 07 §1.6: the effective list across subagents -------------------------------------------------------------
+# --- the effective list across subagents -------------------------------------------------------------
 
 
 def _child(state: State) -> State:
@@ -1286,7 +1275,7 @@ def test_subagent_cannot_widen_a_denial_above():
         reporter=None,
         human=None,
     )
-    state = State(messages=[Message.user("Task")])
+    state = task()
     assert lead.run(state) == "lead done"
     child = _child(state)
     entries = by_name(child)
@@ -1310,7 +1299,7 @@ def test_subagent_without_a_list_inherits_the_whole_list():
         reporter=None,
         human=None,
     )
-    state = State(messages=[Message.user("Task")])
+    state = task()
     with pytest.warns(PermissionWarning, match="look"):
         lead.run(state)
     entries = by_name(_child(state))
@@ -1334,7 +1323,7 @@ def test_subagent_with_an_empty_list_refuses_what_denials_did_not():
         reporter=None,
         human=None,
     )
-    state = State(messages=[Message.user("Task")])
+    state = task()
     with pytest.warns(PermissionWarning) as record:
         lead.run(state)
     assert len(record) == 1 and "look" in str(record[0].message)
@@ -1361,7 +1350,7 @@ def test_lead_decide_by_human_asks_the_lead_human_about_a_subagent_call():
         reporter=None,
         human=lead_human,
     )
-    state = State(messages=[Message.user("Task")])
+    state = task()
     assert lead.run(state) == "lead done"
     assert lead_human.questions == ['Run scout(prompt="Go")?', "Run look()?"]
     assert scout_human.questions == []
@@ -1391,7 +1380,7 @@ def test_subagent_decide_by_human_asks_the_subagent_human_and_names_itself():
         reporter=None,
         human=lead_human,
     )
-    state = State(messages=[Message.user("Task")])
+    state = task()
     assert lead.run(state) == "lead done"
     assert scout_human.questions == ["Run look()?"]
     child = _child(state)
@@ -1455,7 +1444,7 @@ def test_another_agent_inside_a_subagent_run_respects_the_denials_above():
         reporter=None,
         human=None,
     )
-    state = State(messages=[Message.user("Task")])
+    state = task()
     with warnings.catch_warnings():
         warnings.simplefilter("error", PermissionWarning)
         assert lead.run(state) == "lead done"

@@ -1,4 +1,4 @@
-"""Reporter role (07 §3): the nine hooks, defaults, and the events a run produces."""
+"""Reporter role: the nine hooks, defaults, and the events a run produces."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_subclass_overrides_only_what_it_needs():
         Reporter(1)  # type: ignore[call-arg]
 
 
-# --- events of real runs (07 §3.1-§3.2, 03 §14) ----------------------------------------------------------------
+# --- events of real runs ----------------------------------------------------------------
 
 
 class Log(Reporter):

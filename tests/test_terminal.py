@@ -1,4 +1,4 @@
-"""Terminal: exact printed lines, line discipline, thread safety, asking (07 §4; checks 38-50)."""
+"""Terminal: exact printed lines, line discipline, thread safety, asking."""
 
 from __future__ import annotations
 
@@ -98,14 +98,14 @@ def test_roles_and_attributes():
         Terminal(io.StringIO())  # type: ignore[misc]
 
 
-def test_38_headers_indent_by_depth():
+def test_headers_indent_by_depth():
     t, out = make()
     t.on_think_start(Stub(turn=1))
     t.on_think_start(Stub(turn=2, depth=1))
     assert out.getvalue() == "[turn 1] thinking\n    [turn 2] thinking\n"
 
 
-def test_39_subagent_lines():
+def test_subagent_lines_are_indented_and_labelled():
     t, out = make()
     s = Stub(turn=2, depth=1, name="researcher", stopped=StoppedByFinish())
     t.on_run_start(s)
@@ -120,7 +120,7 @@ def test_39_subagent_lines():
     )
 
 
-def test_40_top_level_never_labelled():
+def test_the_top_level_run_is_never_labelled():
     t, out = make()
     s = Stub(turn=1, depth=0, name="main")
     t.on_run_start(s)
@@ -158,7 +158,7 @@ def test_depth_zero_reads_only_turn_and_depth():
     )
 
 
-def test_41_text_only_at_depth_zero_and_show_text():
+def test_text_shows_only_at_depth_zero_and_with_show_text():
     t, out = make()
     t.on_text(Stub(depth=1), "hidden\n")
     t.on_text(Stub(depth=0), "shown\n")
@@ -172,7 +172,7 @@ def test_41_text_only_at_depth_zero_and_show_text():
     assert out2.getvalue() == ""
 
 
-def test_42_text_chunks_and_line_closing():
+def test_text_chunks_join_and_lines_are_closed():
     t, out = make()
     s = Stub()
     t.on_text(s, "Let me look at ")
@@ -187,7 +187,7 @@ def test_42_text_chunks_and_line_closing():
     assert out2.getvalue() == "stopped mid-line\ndone: (1 turn)\n"
 
 
-def test_43_done_sizes():
+def test_done_lines_show_sizes_and_images():
     s = Stub()
     cases = [
         ("x" * 1200, "  done 1.2KB\n"),
@@ -203,7 +203,7 @@ def test_43_done_sizes():
         assert out.getvalue() == expected
 
 
-def test_44_tool_end_lines_by_kind():
+def test_tool_end_lines_follow_the_outcome_kind():
     s = Stub()
 
     def line(result: Any, kind: str, name: str = "bash") -> str:
@@ -227,7 +227,7 @@ def test_44_tool_end_lines_by_kind():
     assert line("(aborted: nothing to do)", "done").startswith("  done ")
 
 
-def test_45_context_lines_are_queued():
+def test_context_lines_are_queued_until_the_next_header_or_run_end():
     t, out = make()
     s = Stub(turn=3)
     t.on_context_change(s, ContextChange("compact", 121000, 18000))
@@ -254,7 +254,7 @@ def test_45_context_lines_are_queued():
     assert out3.getvalue().count("context restored") == 1
 
 
-def test_46_queues_are_per_state():
+def test_context_queues_are_per_state():
     t, out = make()
     alpha = Stub(turn=1, depth=1, name="alpha")
     beta = Stub(turn=1, depth=1, name="beta")
@@ -269,7 +269,7 @@ def test_46_queues_are_per_state():
     )
 
 
-def test_47_final_lines():
+def test_final_lines_by_error_stop_cost_and_cache():
     def final(state: Stub, error: BaseException | None = None) -> str:
         t, out = make()
         t.on_run_end(state, error)
@@ -304,7 +304,7 @@ def test_model_event_line():
     assert out.getvalue() == "      model: switched to backup\n"
 
 
-def test_48_ask_with_custom_input():
+def test_ask_with_a_custom_input_reasks_until_the_answer_fits():
     prompts: list[str] = []
     answers = iter(["yes"])
 
@@ -363,7 +363,7 @@ def test_ask_errors_propagate():
         t2.ask(Stub(), "How many?", int)
 
 
-def test_49_text_then_tool_line():
+def test_text_ending_in_a_newline_leaves_an_empty_line_before_the_tool_line():
     t, out = make()
     s = Stub(turn=1)
     t.on_think_start(s)
@@ -383,7 +383,9 @@ class BrokenTty(io.StringIO):
         raise ValueError("closed")
 
 
-def test_50_builtin_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+def test_ask_with_the_builtin_input_writes_the_prompt_to_output(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
     log = io.StringIO()
     monkeypatch.setattr(sys, "stdin", io.StringIO("not sure\nyes\n"))
     t = Terminal(output=log)
@@ -450,7 +452,8 @@ def test_lines_from_threads_never_interleave():
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(10)
+        assert not thread.is_alive()
     lines = out.getvalue().split("\n")
     assert lines[-1] == ""
     assert len(lines) == 8 * 200 + 1
@@ -501,7 +504,8 @@ def test_questions_are_serialized():
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(10)
+        assert not thread.is_alive()
     assert not overlap
 
 
@@ -524,7 +528,7 @@ def test_aask_default_runs_ask_on_a_thread():
     assert idents and idents[0] != loop_thread
 
 
-# --- transcripts of real runs (07 §4.7) ------------------------------------------------------------------------
+# --- transcripts of real runs ------------------------------------------------------------------------
 
 
 def test_transcript_c_permission_stop_with_terminal_as_human():

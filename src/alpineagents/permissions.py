@@ -437,6 +437,11 @@ class Owner(NamedTuple):
     inherited: bool = False
 
 
+Owners = Iterable[Owner | HumanLike | None] | None
+"""The owners given to the checks, one per permission (an ``Owner``, or a plain Human), or ``None`` to take them
+from a ``PermissionList``."""
+
+
 class PermissionList(tuple[Permission, ...]):
     """The effective permission list of a run: a tuple of permissions plus ``owners``, one ``Owner`` per
     permission, in the same order."""
@@ -505,7 +510,7 @@ def effective_permissions(
 
 
 def _pairs(
-    permissions: Iterable[Permission], owners: Iterable[Owner | HumanLike | None] | None, default: Owner | None
+    permissions: Iterable[Permission], owners: Owners, default: Owner | None
 ) -> list[tuple[Permission, Owner | None]]:
     """Pair each permission with its owner: from a ``PermissionList``, else from ``owners`` (``Owner`` items or
     plain Humans), else ``default``."""
@@ -524,7 +529,7 @@ def check_run_start(
     permissions: Iterable[Permission] | None,
     *,
     method: Literal["run", "arun"] = "run",
-    owners: Iterable[Owner | HumanLike | None] | None = None,
+    owners: Owners = None,
     human: HumanLike | None = None,
     inherited: bool = False,
 ) -> None:
@@ -602,9 +607,7 @@ def _owner_scope(owner: Owner | None) -> Iterator[None]:
         _OWNER.reset(token)
 
 
-def _passes(
-    permissions: Iterable[Permission], owners: Iterable[Owner | HumanLike | None] | None
-) -> list[tuple[Permission, Owner | None]]:
+def _passes(permissions: Iterable[Permission], owners: Owners) -> list[tuple[Permission, Owner | None]]:
     pairs = _pairs(permissions, owners, None)
     first = [pair for pair in pairs if isinstance(pair[0], DenyPermission)]
     second = [pair for pair in pairs if not isinstance(pair[0], DenyPermission)]
@@ -630,7 +633,7 @@ Answer = tuple[object, Exception | None]
 
 
 def _asking(
-    permissions: Iterable[Permission], call: ToolCall, owners: Iterable[Owner | HumanLike | None] | None
+    permissions: Iterable[Permission], call: ToolCall, owners: Owners
 ) -> Generator[tuple[Permission, Owner | None] | Decision, Answer, None]:
     """How a list decides about one call, written once for ``decide`` and ``adecide``.
 
@@ -685,11 +688,7 @@ class Decision:
 
 
 def decide(
-    permissions: Iterable[Permission],
-    state: State,
-    call: ToolCall,
-    tool: Tool,
-    owners: Iterable[Owner | HumanLike | None] | None = None,
+    permissions: Iterable[Permission], state: State, call: ToolCall, tool: Tool, owners: Owners = None
 ) -> Decision:
     """Ask the list about one call with ``check``.
 
@@ -712,11 +711,7 @@ def decide(
 
 
 async def adecide(
-    permissions: Iterable[Permission],
-    state: State,
-    call: ToolCall,
-    tool: Tool,
-    owners: Iterable[Owner | HumanLike | None] | None = None,
+    permissions: Iterable[Permission], state: State, call: ToolCall, tool: Tool, owners: Owners = None
 ) -> Decision:
     """Async twin of ``decide``: asks each permission's ``acheck``. Same passes, results and errors."""
     steps = _asking(permissions, call, owners)
