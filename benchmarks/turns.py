@@ -57,7 +57,7 @@ async def astep(n: int) -> str:
 
 class InlineModel(FakeModel):
     """FakeModel whose `arespond` answers inline. The default `Model.arespond` hands each request to a worker
-    thread (05 §2.5), which is the test double's cost, not the framework's."""
+    thread, which is the test double's cost, not the framework's."""
 
     async def arespond(self, request: Any, on_text: Any = None, on_event: Any = None) -> Any:
         return self.respond(request, on_text, on_event)

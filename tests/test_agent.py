@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from alpineagents._context import DEFAULT as CONTEXT_DEFAULT
+from alpineagents._turn.seams import DEFAULT as CONTEXT_DEFAULT
 from alpineagents.agent import DEFAULT, SETTINGS, Agent
 from alpineagents.errors import CutOffError, ResumeWarning
 from alpineagents.loop import Loop, default_loop, loop
@@ -20,6 +20,7 @@ from alpineagents.store import FileStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import AgentInfo, Message, Reply, StoppedByUntil, TextBlock, Usage
+from conftest import kinds, task
 
 
 @tool
@@ -71,18 +72,10 @@ class Recorder(Reporter):
         self.run_end_error = error
 
 
-def task(text: str = "Task") -> State:
-    return State(messages=[Message.user(text)])
-
-
-def kinds(state: State) -> list[str]:
-    return [entry.kind for entry in state.history]
-
-
 # --- construction ------------------------------------------------------------------------------------------
 
 
-def test_check_01_run_returns_final_answer_and_first_request() -> None:
+def test_run_returns_the_final_answer_and_sends_only_the_prompt() -> None:
     fake = FakeModel(["Final answer"])
     assert Agent(model=fake, reporter=None).run("Find the bug") == "Final answer"
     assert len(fake.requests[0].messages) == 1
@@ -90,7 +83,7 @@ def test_check_01_run_returns_final_answer_and_first_request() -> None:
     assert (first.role, first.text) == ("user", "Find the bug")
 
 
-def test_check_02_empty_or_wrong_prompt() -> None:
+def test_an_empty_or_wrong_prompt_is_refused() -> None:
     fake = FakeModel(["x"])
     agent = Agent(model=fake, reporter=None)
     with pytest.raises(ValueError, match="empty prompt"):
@@ -102,7 +95,7 @@ def test_check_02_empty_or_wrong_prompt() -> None:
         agent.run(prompt_or_state="x")  # type: ignore[call-arg]
 
 
-def test_check_03_tools_and_system_type_errors() -> None:
+def test_tools_and_system_of_the_wrong_type_are_refused() -> None:
     with pytest.raises(TypeError) as info:
         Agent(model=FakeModel([]), tools="read_file")
     assert str(info.value).splitlines()[0] == "tools= takes a list (got: 'read_file')"
@@ -112,7 +105,7 @@ def test_check_03_tools_and_system_type_errors() -> None:
     assert "Fix:" in str(info.value)
 
 
-def test_check_04_reporter_missing_one_method() -> None:
+def test_a_reporter_missing_one_method_is_refused() -> None:
     class Partial:
         def on_run_start(self, state: Any) -> None: ...
         def on_think_start(self, state: Any) -> None: ...
@@ -130,7 +123,7 @@ def test_check_04_reporter_missing_one_method() -> None:
     Agent(model=FakeModel([]), reporter=Recorder())
 
 
-def test_check_05_skills_and_not_implemented() -> None:
+def test_skills_and_run_tool_are_not_implemented() -> None:
     with pytest.raises(NotImplementedError) as info:
         Agent(model=FakeModel([]), skills="x")
     assert str(info.value) == "skills= is not supported yet"
@@ -142,7 +135,7 @@ def test_check_05_skills_and_not_implemented() -> None:
     assert agent.skills == ()
 
 
-def test_check_06_copy() -> None:
+def test_copy_lays_changes_over_the_settings_and_refuses_unknown_ones() -> None:
     agent = Agent(model=FakeModel([]), system="Old", reporter=None)
     with pytest.raises(TypeError) as info:
         agent.copy(unknown_option=True)
@@ -175,13 +168,13 @@ def test_copy_keeps_defaults_permissions_and_resolves_strings_again() -> None:
     assert copied._permissions == () and copied.copy(permissions=None)._permissions is None
 
 
-def test_check_07_repr() -> None:
+def test_repr_shows_name_model_and_tools() -> None:
     agent = Agent(model=FakeModel(["x"], name="m1"), name="coder", tools=[helper], reporter=None)
     assert repr(agent) == "Agent(name='coder', model=FakeModel('m1'), tools=[helper])"
     assert repr(Agent(model=FakeModel([]))) == "Agent(model=FakeModel('fake'))"
 
 
-def test_check_08_history_of_a_run_and_agent_info() -> None:
+def test_a_run_records_its_history_and_agent_info() -> None:
     agent = Agent(model=FakeModel(["Done"], name="m1"), system="Be brief", tools=[helper], name="coder", reporter=None)
     state = State(messages=[Message.user("Fix it")], extra_data={"repo": "api"})
     agent.run(state)
@@ -196,7 +189,7 @@ def test_check_08_history_of_a_run_and_agent_info() -> None:
     assert start.turn == 0
 
 
-def test_check_09_two_runs_and_stop_cleared_at_run_start() -> None:
+def test_each_run_start_clears_the_stop() -> None:
     recorder = Recorder()
     agent = Agent(model=FakeModel(["one", "two"]), reporter=recorder)
     state = task()
@@ -208,7 +201,7 @@ def test_check_09_two_runs_and_stop_cleared_at_run_start() -> None:
     assert recorder.stops_at_start == [None, None]
 
 
-def test_check_10_already_being_run() -> None:
+def test_a_state_already_being_run_is_refused() -> None:
     started = threading.Event()
     release = threading.Event()
 
@@ -234,7 +227,7 @@ def test_check_10_already_being_run() -> None:
     assert state.answer == "done"
 
 
-def test_check_11_failed_request_is_taken_back() -> None:
+def test_a_failed_request_is_taken_back() -> None:
     agent = Agent(model=FakeModel([RuntimeError("model error"), "Worked"]), reporter=None)
     state = task()
     before = state.snapshot()
@@ -246,7 +239,7 @@ def test_check_11_failed_request_is_taken_back() -> None:
     assert state.turn == 1 and state.answer == "Worked"
 
 
-def test_check_12_on_think_end_raising_keeps_the_reply() -> None:
+def test_on_think_end_raising_keeps_the_reply() -> None:
     class Boom(Recorder):
         def on_think_end(self, state: State, reply: Reply) -> None:
             raise RuntimeError("reporter bug")
@@ -260,7 +253,7 @@ def test_check_12_on_think_end_raising_keeps_the_reply() -> None:
     assert kinds(state)[-3:] == ["model_request", "model_reply", "error"]
 
 
-def test_check_13_message_added_while_thinking_lands_after_the_reply() -> None:
+def test_a_message_added_while_thinking_lands_after_the_reply() -> None:
     state = task()
 
     def item(request: Any) -> str:
@@ -292,7 +285,7 @@ def result_contents(state: State) -> list[Any]:
     return [block.content for m in state.messages for block in m.content if hasattr(block, "call_id")]
 
 
-def test_check_14_tool_exception_leaves_run_and_closes_the_call() -> None:
+def test_a_tool_exception_leaves_the_run_and_closes_the_call() -> None:
     agent = Agent(
         model=FakeModel([[tool_call("ok_tool"), tool_call("boom_tool")], "never"]),
         tools=[ok_tool, boom_tool],
@@ -309,7 +302,7 @@ def test_check_14_tool_exception_leaves_run_and_closes_the_call() -> None:
     assert state.stopped is None
 
 
-def test_check_15_custom_loop_raising_after_think() -> None:
+def test_a_custom_loop_raising_after_think_closes_the_call() -> None:
     def my_loop(agent: Agent, state: State) -> None:
         agent.think(state)
         raise ValueError("loop bug")
@@ -322,7 +315,7 @@ def test_check_15_custom_loop_raising_after_think() -> None:
     assert result_contents(state) == ["(aborted: ValueError)"]
 
 
-def test_check_16_keyboard_interrupt_from_the_model() -> None:
+def test_a_keyboard_interrupt_from_the_model_takes_the_request_back() -> None:
     agent = Agent(model=FakeModel([KeyboardInterrupt()]), reporter=None)
     state = task()
     with pytest.raises(KeyboardInterrupt):
@@ -332,7 +325,7 @@ def test_check_16_keyboard_interrupt_from_the_model() -> None:
     assert state.history[-1].content == "KeyboardInterrupt"
 
 
-def test_check_17_tool_interrupt_with_a_serial_tool() -> None:
+def test_a_tool_interrupt_closes_the_serial_call_too() -> None:
     @tool
     def stop_tool() -> str:
         """Raises Ctrl+C."""
@@ -352,7 +345,7 @@ def test_check_17_tool_interrupt_with_a_serial_tool() -> None:
     assert result_contents(state) == ["(interrupted by user)", "(interrupted by user)"]
 
 
-def test_check_18_exception_after_finish() -> None:
+def test_an_exception_after_finish_clears_the_stop_but_stays_finished() -> None:
     @loop(until=[], limit=3)
     def body(agent: Agent, state: State) -> None:
         state.finish("ans")
@@ -372,7 +365,7 @@ def test_check_18_exception_after_finish() -> None:
 # --- finished States, think(tools=...), context size, cut-off, resume, reporter ---------------------------------
 
 
-def test_check_43_finished_state() -> None:
+def test_ask_use_tools_and_think_refuse_a_finished_state() -> None:
     agent = Agent(model=FakeModel(["summary"]), reporter=None, human=None)
     state = task()
     state.finish("x")
@@ -386,7 +379,7 @@ def test_check_43_finished_state() -> None:
     assert state.messages[-1].text.startswith("[notice] Summary so far:")
 
 
-def test_check_43_ask_human_on_finished_state() -> None:
+def test_ask_human_and_compact_work_on_a_finished_state() -> None:
     from alpineagents.testing import FakeHuman
 
     state = task()
@@ -395,7 +388,7 @@ def test_check_43_ask_human_on_finished_state() -> None:
     assert agent.ask_human(state, "ok?") == "yes"
 
 
-def test_check_45_think_tools_selection() -> None:
+def test_think_tools_chooses_the_specs_shown() -> None:
     fake = FakeModel(["a", "b", "c"])
     agent = Agent(model=fake, tools=[helper, search], reporter=None)
     state = task()
@@ -422,7 +415,7 @@ def test_check_45_think_tools_selection() -> None:
     assert [spec.name for spec in fake.requests[-1].tools] == ["helper"]
 
 
-def test_check_46_context_used_and_tokens() -> None:
+def test_context_used_is_the_tokens_over_the_window() -> None:
     state = task("Some task text")
     plain = Agent(model=FakeModel([], context_window=1000), reporter=None)
     rich = Agent(model=FakeModel([], context_window=1000), system="A long system prompt", tools=[helper])
@@ -452,7 +445,7 @@ def cut_reply(text: str = "") -> Reply:
     )
 
 
-def test_check_47_cut_off_reply() -> None:
+def test_a_reply_cut_off_before_any_text_is_a_cut_off_error() -> None:
     reply = cut_reply()
     agent = Agent(model=FakeModel([reply]), reporter=None)
     state = task()
@@ -483,7 +476,7 @@ def search_docs(q: str = "") -> str:
     return ""
 
 
-def test_check_48_resume_warning(tmp_path: Any) -> None:
+def test_a_resumed_state_warns_when_the_agent_changed(tmp_path: Any) -> None:
     store = FileStore(tmp_path)
     first = Agent(model=FakeModel(["one"]), tools=[search_web], store=store, reporter=None)
     state_id = _stored_state(tmp_path, first)
@@ -508,7 +501,7 @@ def test_check_48_resume_warning(tmp_path: Any) -> None:
     assert not [w for w in caught if issubclass(w.category, ResumeWarning)]
 
 
-def test_check_49_resume_warning_as_error(tmp_path: Any) -> None:
+def test_a_resume_warning_turned_error_records_nothing(tmp_path: Any) -> None:
     store = FileStore(tmp_path)
     state_id = _stored_state(tmp_path, Agent(model=FakeModel(["one"]), tools=[search_web], store=store, reporter=None))
     loaded = store.load(state_id)
@@ -525,7 +518,7 @@ def test_check_49_resume_warning_as_error(tmp_path: Any) -> None:
 
 
 def test_resume_message_parts() -> None:
-    from alpineagents._runrun import resume_warning
+    from alpineagents._turn.run import resume_warning
 
     saved = AgentInfo(name="a", model="x/1", system_sha256="s1", tools=("t1", "t2"), mcp_servers=("gh",))
     now = AgentInfo(name=None, model="x/2", system_sha256="s2", tools=("t2", "t1"), mcp_servers=())
@@ -539,7 +532,7 @@ def test_resume_message_parts() -> None:
     assert resume_warning(saved, saved) is None
 
 
-def test_check_50_reporter_events_of_a_default_run() -> None:
+def test_a_default_run_gives_the_reporter_events_in_order() -> None:
     recorder = Recorder()
     agent = Agent(model=FakeModel([tool_call("helper", x=2), "Answer"]), tools=[helper], reporter=recorder)
     agent.run("Task")

@@ -1,4 +1,4 @@
-"""Checks of 03 §8 (sync and async): `arun`, `athink`, `ause_tools`, the sync-call check, cancellation."""
+"""Sync and async twins: `arun`, `athink`, `ause_tools`, the refusal of sync calls in an async run, cancellation."""
 
 from __future__ import annotations
 
@@ -16,18 +16,15 @@ from alpineagents.reporter import Reporter
 from alpineagents.state import State
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
-from alpineagents.types import Message, StoppedByUntil
-
-
-def task(text: str = "Task") -> State:
-    return State(messages=[Message.user(text)])
+from alpineagents.types import StoppedByUntil
+from conftest import task
 
 
 def never(state: State) -> bool:
     return False
 
 
-def test_check_19_loop_kind_must_match_the_method() -> None:
+def test_the_loop_kind_must_match_run_or_arun() -> None:
     with pytest.raises(TypeError, match=r"arun\(\)") as info:
         Agent(model=FakeModel(["x"]), loop=adefault_loop, reporter=None).run("T")
     assert str(info.value).startswith("This Agent's loop 'adefault_loop' is async, so it cannot run with run()")
@@ -43,7 +40,7 @@ def test_check_19_loop_kind_must_match_the_method() -> None:
     assert [e.kind for e in state.history] == ["context_change"]
 
 
-def test_check_20_arun_with_default_loop() -> None:
+def test_arun_with_the_default_loop_uses_the_async_default() -> None:
     agent = Agent(model=FakeModel(["done"]), loop=default_loop, reporter=None)
     assert asyncio.run(agent.arun("Task")) == "done"
     state = task()
@@ -51,7 +48,7 @@ def test_check_20_arun_with_default_loop() -> None:
     assert state.stopped == StoppedByUntil("waiting_for_user")
 
 
-def test_check_21_sync_methods_refused_inside_async_loop() -> None:
+def test_sync_methods_are_refused_inside_an_async_loop() -> None:
     @loop(until=never, limit=1)
     async def body(agent: Agent, state: State) -> None:
         for method in ("think", "use_tools", "compact"):
@@ -74,7 +71,7 @@ def test_check_21_sync_methods_refused_inside_async_loop() -> None:
     assert state.answer == "ok"
 
 
-def test_check_22_sync_tool_runs_a_sync_subagent_during_arun() -> None:
+def test_a_sync_tool_runs_a_sync_subagent_during_arun() -> None:
     helper = Agent(FakeModel(["inner done"]), reporter=None)
 
     @tool
@@ -135,7 +132,7 @@ def test_cancelling_arun_closes_pending_calls() -> None:
 
     async def main() -> None:
         run = asyncio.create_task(agent.arun(state))
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 10)
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run

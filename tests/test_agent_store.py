@@ -1,4 +1,4 @@
-"""Save points of 03 §2.9 and the run-start checks of 03 §3.1 that involve stores and permissions."""
+"""An Agent with a store: the save points of a run, and the run-start checks that involve stores and permissions."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from alpineagents.state import State
 from alpineagents.store import Record, Store
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
-from alpineagents.types import Message
+from conftest import task
 
 
 class Memory(Store):
@@ -62,10 +62,6 @@ class Events(Reporter):
 
     def on_run_end(self, state: State, error: Any) -> None:
         self.events.append("end")
-
-
-def task() -> State:
-    return State(messages=[Message.user("Task")])
 
 
 def saved_kinds(store: Memory, state: State) -> list[str]:

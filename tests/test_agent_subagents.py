@@ -1,4 +1,4 @@
-"""Checks of 08 §6 "Subagents" (7-30): the subagent tool, links, usage, inheritance, saving, interruption."""
+"""Subagents: the subagent tool, links, usage, inheritance, permissions, saving, interruption."""
 
 from __future__ import annotations
 
@@ -18,10 +18,7 @@ from alpineagents.store import FileStore
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message, Price, StoppedByLimit, StoppedByPermission, ToolCall
-
-
-def task(text: str = "Task") -> State:
-    return State(messages=[Message.user(text)])
+from conftest import task
 
 
 def never(state: State) -> bool:
@@ -44,7 +41,7 @@ def first_result(state: State) -> Any:
     return next(entry for entry in state.history if entry.kind == "tool_result")
 
 
-def test_check_07_agent_without_name_and_description() -> None:
+def test_an_agent_without_name_and_description_is_refused_as_a_tool() -> None:
     with pytest.raises(ValueError, match="has no name, description") as info:
         Agent(model=FakeModel([]), tools=[Agent(model=FakeModel([]))])
     assert "Give an Agent used as a subagent both name and description" in str(info.value)
@@ -52,7 +49,7 @@ def test_check_07_agent_without_name_and_description() -> None:
         Agent(model=FakeModel([]), tools=[Agent(model=FakeModel([]), name="x", description="")])
 
 
-def test_check_08_bad_and_duplicate_subagent_names() -> None:
+def test_bad_and_duplicate_subagent_names_are_refused() -> None:
     bad = Agent(FakeModel([]), name="my researcher", description="d")
     with pytest.raises(TypeError, match="cannot be used as a tool name"):
         Agent(FakeModel([]), tools=[bad])
@@ -60,7 +57,7 @@ def test_check_08_bad_and_duplicate_subagent_names() -> None:
         Agent(FakeModel([]), tools=[researcher(), researcher()])
 
 
-def test_check_09_the_subagent_tool() -> None:
+def test_an_agent_in_tools_becomes_the_subagent_tool() -> None:
     helper = researcher()
     lead = lead_with(helper)
     found = lead.tool_map["researcher"]
@@ -75,7 +72,7 @@ def test_check_09_the_subagent_tool() -> None:
     assert lead._agent_info_now().tools == ("researcher",)
 
 
-def test_check_10_a_subagent_run() -> None:
+def test_a_subagent_run_is_linked_to_its_call() -> None:
     helper = researcher("Redis evicts keys")
     lead = lead_with(helper)
     state = task()
@@ -88,7 +85,7 @@ def test_check_10_a_subagent_run() -> None:
     assert state.usage.requests == 3
 
 
-def test_check_11_argument_errors_start_no_child() -> None:
+def test_argument_errors_start_no_child() -> None:
     helper = researcher("unused")
     for args, text in (
         ({"prompt": "ok", "extra": 1, "b": 2}, "(input error: unexpected argument: b, extra)"),
@@ -102,7 +99,7 @@ def test_check_11_argument_errors_start_no_child() -> None:
     assert helper.model.remaining == 1  # type: ignore[attr-defined]
 
 
-def test_check_12_limit_notes() -> None:
+def test_a_limit_stop_adds_a_note_to_the_result() -> None:
     @loop(until=never, limit=2)
     def two(agent: Agent, state: State) -> None:
         agent.think(state)
@@ -134,7 +131,7 @@ def test_check_12_limit_notes() -> None:
     assert first_result(state).content == "(researcher stopped after 1 turn before finishing)"
 
 
-def test_check_13_permission_stop_inside_the_child() -> None:
+def test_a_permission_stop_inside_the_child_gives_its_reason() -> None:
     class NoPeeking(DenyPermission):
         def check(self, state: Any, call: Any, tool: Any) -> Any:
             return Denied("No peeking", stop=True)
@@ -164,7 +161,7 @@ def test_check_13_permission_stop_inside_the_child() -> None:
     )
 
 
-def test_check_14_child_failure_becomes_an_error_result() -> None:
+def test_a_child_failure_becomes_an_error_result() -> None:
     state = task()
     assert lead_with(researcher(RuntimeError("boom"))).run(state) == "outer"
     entry = first_result(state)
@@ -175,7 +172,7 @@ def test_check_14_child_failure_becomes_an_error_result() -> None:
     assert first_result(state).content == "(researcher failed: KeyError)"
 
 
-def test_check_15_pre_start_failure_propagates() -> None:
+def test_a_failure_before_the_child_starts_propagates() -> None:
     helper = researcher("x", permissions=[DecideByHuman()], human=None)
     lead = lead_with(helper)
     state = task()
@@ -188,7 +185,7 @@ def test_check_15_pre_start_failure_propagates() -> None:
     assert lead.model.remaining == 1  # type: ignore[attr-defined]
 
 
-def test_check_16_interrupt_in_the_child() -> None:
+def test_an_interrupt_in_the_child_interrupts_the_call() -> None:
     state = task()
     with pytest.raises(KeyboardInterrupt):
         lead_with(researcher(KeyboardInterrupt())).run(state)
@@ -197,7 +194,7 @@ def test_check_16_interrupt_in_the_child() -> None:
     assert state.stopped is None
 
 
-def test_check_17_tool_running_a_failing_helper() -> None:
+def test_a_tool_running_a_failing_helper_stops_the_parent() -> None:
     helper = Agent(FakeModel([RuntimeError("boom")]), reporter=None)
 
     @tool
@@ -212,7 +209,7 @@ def test_check_17_tool_running_a_failing_helper() -> None:
     assert entry.outcome == "aborted" and len(entry.child_ids) == 1
 
 
-def test_check_18_three_children_in_one_call() -> None:
+def test_three_children_in_one_call_are_all_listed() -> None:
     children: list[State] = []
 
     @tool
@@ -231,7 +228,7 @@ def test_check_18_three_children_in_one_call() -> None:
     assert entry.usage.requests == 3
 
 
-def test_check_19_async_gather_of_three_children() -> None:
+def test_an_async_gather_of_three_children_lists_them_all() -> None:
     @tool
     async def gather() -> str:
         """Runs three helpers at once."""
@@ -246,7 +243,7 @@ def test_check_19_async_gather_of_three_children() -> None:
     assert all(state.child(cid).parent_id == state.id for cid in entry.child_ids)
 
 
-def test_check_20_own_thread_is_not_a_child() -> None:
+def test_a_run_in_the_tools_own_thread_is_not_a_child() -> None:
     child = task("sub")
 
     @tool
@@ -254,7 +251,8 @@ def test_check_20_own_thread_is_not_a_child() -> None:
         """Runs a helper in its own thread."""
         thread = threading.Thread(target=Agent(FakeModel(["r"]), reporter=None).run, args=(child,))
         thread.start()
-        thread.join()
+        thread.join(10)
+        assert not thread.is_alive()
         return "ok"
 
     state = task()
@@ -263,7 +261,7 @@ def test_check_20_own_thread_is_not_a_child() -> None:
     assert entry.child_ids == () and entry.usage is None and child.parent_id is None
 
 
-def test_check_21_custom_loop_helper_has_no_parent() -> None:
+def test_a_run_in_a_helpers_custom_loop_has_no_parent() -> None:
     child = task("sub")
 
     def custom(agent: Agent, state: State) -> None:
@@ -274,7 +272,7 @@ def test_check_21_custom_loop_helper_has_no_parent() -> None:
     assert child.parent_id is None
 
 
-def test_check_22_costs_through_the_tree() -> None:
+def test_costs_add_up_through_the_tree() -> None:
     @tool
     def delegate() -> str:
         """Delegates."""
@@ -296,7 +294,7 @@ def test_check_22_costs_through_the_tree() -> None:
     assert state.usage.cost is not None
 
 
-def test_check_23_rerun_child_counts_once_and_keeps_first_parent() -> None:
+def test_a_rerun_child_counts_once_and_keeps_its_first_parent() -> None:
     helper_state = task("sub")
     helper = Agent(FakeModel(["one", "two", "three"]), reporter=None)
     helper.run(helper_state)
@@ -317,7 +315,7 @@ def test_check_23_rerun_child_counts_once_and_keeps_first_parent() -> None:
     assert starts[-1].parent_id == second_lead.id
 
 
-def test_check_24_child_saved_in_the_parent_store(tmp_path: Any) -> None:
+def test_a_child_is_saved_in_the_parent_store(tmp_path: Any) -> None:
     store = FileStore(tmp_path)
     state = task()
     lead_with(researcher("r"), store=store).run(state)
@@ -330,7 +328,7 @@ def test_check_24_child_saved_in_the_parent_store(tmp_path: Any) -> None:
     assert one is not two and one.snapshot() == state.child(child_id).snapshot()
 
 
-def test_check_25_child_with_its_own_store(tmp_path: Any) -> None:
+def test_a_child_with_its_own_store_is_saved_there(tmp_path: Any) -> None:
     lead_store = FileStore(tmp_path / "lead")
     state = task()
     lead_with(researcher("r", store=FileStore(tmp_path / "child")), store=lead_store).run(state)
@@ -373,7 +371,7 @@ def _lead_running(helper: Agent, **settings: Any) -> Agent:
     return Agent(FakeModel([tool_call("delegate"), "outer"]), tools=[delegate], **settings)
 
 
-def test_check_26_reporter_and_human_are_inherited() -> None:
+def test_reporter_and_human_are_inherited() -> None:
     reporter = Names()
     human = FakeHuman(["go"])
     helper, children = _asking_helper()
@@ -385,7 +383,7 @@ def test_check_26_reporter_and_human_are_inherited() -> None:
     assert "human" in [e.kind for e in child.history] and "human" not in [e.kind for e in state.history]
 
 
-def test_check_27_explicit_none_is_kept() -> None:
+def test_an_explicit_none_reporter_and_human_are_kept() -> None:
     reporter = Names()
     helper, children = _asking_helper(reporter=None, human=FakeHuman(["go"]))
     _lead_running(helper, reporter=reporter, human=FakeHuman([])).run(task())
@@ -397,7 +395,7 @@ def test_check_27_explicit_none_is_kept() -> None:
     assert lead_human.questions == []
 
 
-def test_check_28_parent_denials_apply_in_the_child() -> None:
+def test_the_parents_denials_apply_in_the_child() -> None:
     @tool
     def peek() -> str:
         """Peeks."""
@@ -419,7 +417,7 @@ def test_check_28_parent_denials_apply_in_the_child() -> None:
     assert entry.content == "no peeking" and entry.outcome == "denied"
 
 
-def test_check_29_subagent_runs_via_arun_with_async_only_human() -> None:
+def test_a_subagent_with_an_async_only_human_runs_via_arun() -> None:
     from alpineagents.human import Human
 
     class AsyncOnly(Human):
@@ -447,7 +445,7 @@ def test_check_29_subagent_runs_via_arun_with_async_only_human() -> None:
     assert first_result(state).content == "looked"
 
 
-def test_check_30_cancelling_the_lead_cancels_the_child() -> None:
+def test_cancelling_the_lead_cancels_the_child() -> None:
     started = asyncio.Event()
 
     @tool
@@ -463,7 +461,7 @@ def test_check_30_cancelling_the_lead_cancels_the_child() -> None:
 
     async def main() -> None:
         run = asyncio.create_task(lead.arun(state))
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 10)
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
@@ -537,3 +535,39 @@ def test_an_agent_inside_a_run_started_in_a_subagents_loop_is_under_the_top_runs
     assert ran == []
     assert (entry.outcome, entry.content) == ("denied", "no peeking")
     assert inner[0].parent_id is None
+
+
+def test_add_child_lists_a_child_once_per_call_and_sets_its_depth() -> None:
+    state = task()
+    a, b, c = State(id="a"), State(id="b"), State(id="c")
+    state._add_child("c1", a)
+    state._add_child("c1", b)
+    state._add_child("c1", a)
+    state._add_child("c2", c)
+    assert state._children_of("c1") == (a.id, b.id)
+    assert state._children_of("c2") == (c.id,)
+    assert state._children_of("nope") == ()
+    assert state.child(a.id) is a
+    assert a._depth == state._depth + 1
+
+
+def test_a_one_turn_limit_child_without_an_answer_is_done_with_the_note() -> None:
+    @tool
+    def noop() -> str:
+        """Nothing."""
+        return "x"
+
+    @loop(until=never, limit=1)
+    def one(agent: Agent, state: State) -> None:
+        agent.think(state)
+        agent.use_tools(state)
+
+    helper = researcher(tool_call("noop"), tools=[noop], loop=one)
+    state = task()
+    assert lead_with(helper, prompt="Look").run(state) == "outer"
+    entry = first_result(state)
+    assert entry.content == "(researcher stopped after 1 turn before finishing)"
+    assert entry.outcome == "done"
+    child = state.child(entry.child_ids[0])
+    assert child.stopped == StoppedByLimit(1)
+    assert child.answer is None

@@ -1,4 +1,4 @@
-"""Checks of 03 §12 (blocks) and §6 (compact): `CompactIfFull`, `compact_if_full`, `agent.compact`."""
+"""Blocks and compaction: `CompactIfFull`, `compact_if_full`, `agent.compact`."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def long_state() -> State:
     )
 
 
-def test_check_34_defaults_and_no_request_below_threshold() -> None:
+def test_compact_if_full_defaults_and_no_request_below_the_threshold() -> None:
     assert compact_if_full.at == 0.6 and compact_if_full.instructions is None
     assert repr(compact_if_full) == "CompactIfFull(at=0.6, instructions=None)"
     assert compact_if_full.acall == acompact_if_full
@@ -42,7 +42,7 @@ def test_check_34_defaults_and_no_request_below_threshold() -> None:
     assert fake.requests == []
 
 
-def test_check_35_compacts_when_full_with_instructions() -> None:
+def test_compact_if_full_compacts_when_full_with_the_instructions() -> None:
     state = long_state()
     size = Agent(FakeModel([]), reporter=None).context_tokens(state)
     fake = FakeModel(["The summary"], context_window=int(size / 0.7))
@@ -65,7 +65,7 @@ def test_acall_compacts() -> None:
     assert repr(CompactIfFull(at=0.5, instructions="x")) == "CompactIfFull(at=0.5, instructions='x')"
 
 
-def test_check_36_compact_failures_and_kept_messages() -> None:
+def test_compact_failures_and_messages_kept() -> None:
     state = long_state()
     before = state.messages
     with pytest.raises(OutputError, match=r"compact\(\) got an empty summary, so the messages were not changed"):
@@ -89,7 +89,7 @@ def test_check_36_compact_failures_and_kept_messages() -> None:
         agent.compact(state, instructions=3)  # type: ignore[arg-type]
 
 
-def test_check_37_compact_entry_usage_and_turn() -> None:
+def test_the_compact_entry_counts_usage_but_not_a_turn() -> None:
     class Changes(Reporter):
         def __init__(self) -> None:
             self.changes: list[Any] = []

@@ -1,4 +1,4 @@
-"""Checks of 03 §11 (loops): `@loop`, `Loop`, stop rules, nesting, `waiting_for_user`, the default loops."""
+"""Loops: `@loop`, `Loop`, stop rules, nesting, `waiting_for_user`, the default loops."""
 
 from __future__ import annotations
 
@@ -17,10 +17,7 @@ from alpineagents.loop import Loop, adefault_loop, default_loop, loop, waiting_f
 from alpineagents.state import State
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import Message, StoppedByFinish, StoppedByLimit, StoppedByUntil
-
-
-def task(text: str = "Task") -> State:
-    return State(messages=[Message.user(text)])
+from conftest import task
 
 
 def stops(state: State) -> list[Any]:
@@ -35,7 +32,7 @@ def think_body(agent: Agent, state: State) -> None:
     agent.think(state)
 
 
-def test_check_24_loop_argument_checks() -> None:
+def test_loop_arguments_are_checked() -> None:
     def body(agent: Any, state: Any) -> None:
         return None
 
@@ -59,7 +56,7 @@ def test_check_24_loop_argument_checks() -> None:
         Loop(body, until=lambda s: True, limit=3)
 
 
-def test_check_25_until_list_and_callable_object_names() -> None:
+def test_until_lists_and_callable_objects_give_their_names() -> None:
     def cond_a(state: State) -> bool:
         return False
 
@@ -84,7 +81,7 @@ def test_check_25_until_list_and_callable_object_names() -> None:
     assert partial_state.stopped == StoppedByUntil("partial")
 
 
-def test_check_26_condition_wins_over_limit() -> None:
+def test_a_condition_true_at_the_limit_wins_over_the_limit() -> None:
     def after_two(state: State) -> bool:
         return state.turn >= 2
 
@@ -94,7 +91,7 @@ def test_check_26_condition_wins_over_limit() -> None:
     assert state.stopped == StoppedByUntil("after_two")
 
 
-def test_check_27_limit_stop() -> None:
+def test_the_limit_stops_the_loop() -> None:
     @loop(until=never, limit=2)
     def body(agent: Agent, state: State) -> None:
         agent.think(state)
@@ -106,7 +103,7 @@ def test_check_27_limit_stop() -> None:
     assert len(stops(state)) == 1
 
 
-def test_check_28_each_call_counts_from_zero() -> None:
+def test_each_call_of_a_loop_counts_turns_from_zero() -> None:
     count = []
 
     @loop(until=never, limit=2)
@@ -121,7 +118,7 @@ def test_check_28_each_call_counts_from_zero() -> None:
     assert len(count) == 6
 
 
-def test_check_29_nested_loops_stop_entries() -> None:
+def test_nested_loops_record_their_stop_entries() -> None:
     inner = Loop(think_body, until=never, limit=1)
 
     def after_two_turns(state: State) -> bool:
@@ -151,7 +148,7 @@ def test_nested_loop_as_body() -> None:
     assert stops(state) == [StoppedByLimit(5), None, StoppedByLimit(5), StoppedByLimit(2)]
 
 
-def test_check_30_finish_in_inner_loop_ends_outer() -> None:
+def test_finish_in_an_inner_loop_ends_the_outer_loop() -> None:
     @loop(until=never, limit=5)
     def inner(agent: Any, state: State) -> None:
         state.finish("inner decided")
@@ -169,7 +166,7 @@ def test_check_30_finish_in_inner_loop_ends_outer() -> None:
     assert stops(state) == [StoppedByFinish("inner decided")]
 
 
-def test_check_31_state_already_waiting() -> None:
+def test_a_state_already_waiting_runs_no_turn() -> None:
     fake = FakeModel(["x"])
     state = State(messages=[Message.user("Task"), Message.assistant("Already answered")])
     assert Agent(fake, reporter=None).run(state) is None
@@ -177,7 +174,7 @@ def test_check_31_state_already_waiting() -> None:
     assert stops(state) == [StoppedByUntil("waiting_for_user")]
 
 
-def test_check_32_direct_calls_of_a_waiting_loop() -> None:
+def test_direct_calls_of_a_waiting_loop_run_no_turn() -> None:
     body = Loop(think_body, until=waiting_for_user, limit=5)
     agent = Agent(FakeModel(["one", "two"]), reporter=None)
     state = task()
@@ -189,7 +186,7 @@ def test_check_32_direct_calls_of_a_waiting_loop() -> None:
     assert body(agent, state) == "two" and state.turn == 2
 
 
-def test_check_33_default_loop_copy_and_repr() -> None:
+def test_default_loop_copy_and_repr() -> None:
     copied = default_loop.copy(limit=200)
     assert copied.limit == 200 and default_loop.limit == 50
     assert copied.until == default_loop.until and copied.body is default_loop.body
@@ -221,7 +218,7 @@ def test_loop_attributes_are_its_own() -> None:
     assert made.__module__ == __name__ and made.__qualname__.endswith("body")
 
 
-def test_check_23_sync_body_return_values() -> None:
+def test_a_sync_body_must_return_none() -> None:
     @loop(until=never, limit=1)
     def returns_awaitable(agent: Agent, state: State) -> Any:
         return agent.athink(state)
@@ -280,3 +277,34 @@ def test_subagent_tool_with_limit(tmp_path: Any) -> None:
     child = state.child(entry.child_ids[0])
     assert child.stopped == StoppedByLimit(2) and child.parent_id == state.id
     assert sys.getrefcount(child) > 0
+
+
+def test_a_think_only_body_stops_at_the_limit_with_one_stop_entry() -> None:
+    """No message is added between turns: the limit stops the loop, and the answer is the last reply."""
+
+    @loop(until=never, limit=2)
+    def body(agent: Agent, state: State) -> None:
+        agent.think(state)
+
+    state = task()
+    fake = FakeModel(["first", "second"])
+    assert Agent(fake, loop=body, reporter=None).run(state) == "second"
+    assert state.stopped == StoppedByLimit(2)
+    assert state.turn == 2
+    assert stops(state) == [StoppedByLimit(2)]
+    assert len(fake.requests) == 2
+
+
+def test_a_condition_true_after_limit_turns_is_the_only_stop() -> None:
+    """Exactly `limit` turns ran and the only stop entry is the condition's (no limit stop anywhere)."""
+
+    def after_two(state: State) -> bool:
+        return state.turn >= 2
+
+    def body(agent: Agent, state: State) -> None:
+        agent.think(state)
+
+    state = task()
+    Agent(FakeModel(["a", "b"]), loop=Loop(body, until=after_two, limit=2), reporter=None).run(state)
+    assert state.turn == 2
+    assert stops(state) == [StoppedByUntil("after_two")]

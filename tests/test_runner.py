@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from alpineagents import _runner
-from alpineagents._context import RunContext
+from alpineagents._turn.context import RunContext
 from alpineagents._scope import CALL_SCOPE
 from alpineagents.agent import Agent
 from alpineagents.errors import PermissionWarning, ToolError, ToolInputError

@@ -1,4 +1,4 @@
-"""Checks of 03 §7 and §9: `ask` / `aask` with `returns=`, `ask_human`, and `_structured.parse_reply`."""
+"""Side questions: `ask` / `aask` with `returns=`, `ask_human`, and `_structured.parse_reply`."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pydantic import BaseModel
 from alpineagents._structured import check_returns, parse_reply, question_text
 from alpineagents.agent import Agent
 from alpineagents.errors import NoHumanError, OutputError
-from alpineagents.state import State
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
 from alpineagents.tool import tool
-from alpineagents.types import Message, TextBlock, ToolResultBlock
+from alpineagents.types import TextBlock, ToolResultBlock
+from conftest import task
 
 
 @dataclass
@@ -34,11 +34,7 @@ def helper() -> str:
     return "ok"
 
 
-def task() -> State:
-    return State(messages=[Message.user("Task")])
-
-
-def test_check_38_ask_returns_text_and_changes_no_context() -> None:
+def test_ask_returns_text_and_changes_no_context() -> None:
     fake = FakeModel(["The summary"])
     agent = Agent(fake, tools=[helper], reporter=None)
     state = task()
@@ -53,7 +49,7 @@ def test_check_38_ask_returns_text_and_changes_no_context() -> None:
     assert request.messages[-1].text == "Summarize"
 
 
-def test_check_39_retry_then_success() -> None:
+def test_ask_retries_after_a_reply_that_does_not_fit() -> None:
     fake = FakeModel(["This is not JSON", '{"steps": ["First step"]}'])
     agent = Agent(fake, reporter=None)
     state = task()
@@ -67,7 +63,7 @@ def test_check_39_retry_then_success() -> None:
     assert fake.requests[0].messages[-1].text.startswith("Make a plan\n\nReply with a single JSON value")
 
 
-def test_check_40_all_attempts_fail_and_argument_checks() -> None:
+def test_ask_fails_after_all_attempts_and_checks_its_arguments() -> None:
     agent = Agent(FakeModel(["bad", "worse"]), reporter=None)
     state = task()
     with pytest.raises(OutputError, match=r"All 2 answers from ask\(\) failed to match returns=Plan: ") as info:
@@ -89,7 +85,7 @@ def test_check_40_all_attempts_fail_and_argument_checks() -> None:
         agent.ask(task(), 3)  # type: ignore[arg-type]
 
 
-def test_check_41_pending_calls_are_shown_as_not_run_yet() -> None:
+def test_ask_shows_pending_calls_as_not_run_yet() -> None:
     fake = FakeModel([[tool_call("helper"), tool_call("helper")], "answer"])
     agent = Agent(fake, tools=[helper], reporter=None)
     state = task()
@@ -102,7 +98,7 @@ def test_check_41_pending_calls_are_shown_as_not_run_yet() -> None:
     assert messages[-1].text == "What next?"
 
 
-def test_check_42_parse_cases_succeed_first_time() -> None:
+def test_ask_parses_fenced_and_embedded_json_first_time() -> None:
     cases = [
         '{"approved": true, "comments": "use ```code``` here"}',
         '```json\n{"approved": true, "comments": "ok"}\n```',
@@ -160,7 +156,7 @@ def test_aask_twin() -> None:
         asyncio.run(Agent(fake, reporter=None).aask(state, None))  # type: ignore[arg-type]
 
 
-def test_check_44_ask_human() -> None:
+def test_ask_human_converts_and_records_the_answer() -> None:
     human = FakeHuman(["yes"])
     agent = Agent(FakeModel([]), reporter=None, human=human)
     state = task()

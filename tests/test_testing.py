@@ -1,4 +1,4 @@
-"""Checks of 08 §6 "Test doubles" (46-50) and the rest of 08 §5."""
+"""The test doubles: `tool_call`, `FakeModel`, `FakeHuman`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def req(text: str = "x") -> Request:
     return Request(None, (Message.user(text),))
 
 
-def test_check_46_tool_call_ids_and_frozen_args() -> None:
+def test_tool_call_ids_and_frozen_args() -> None:
     first = tool_call("read_file", path="main.py")
     second = tool_call("read_file", path="main.py")
     assert first.id.startswith("call_") and len(first.id) == 17
@@ -33,7 +33,7 @@ def test_tool_call_name_is_positional_only() -> None:
     assert call.name == "search" and call.args == {"name": "x"}
 
 
-def test_check_47_text_and_call_reply_and_on_text_chunks() -> None:
+def test_fake_model_text_and_call_replies_stream_text_chunks() -> None:
     fake = FakeModel([["Let me look.", tool_call("s", q="x")], ["Hel", "lo"]])
     reply = fake.respond(req())
     assert reply.text == "Let me look."
@@ -45,7 +45,7 @@ def test_check_47_text_and_call_reply_and_on_text_chunks() -> None:
     assert reply.stop_reason == "end_turn"
 
 
-def test_check_48_context_too_long_out_of_items_and_bad_item() -> None:
+def test_fake_model_context_too_long_out_of_items_and_bad_item() -> None:
     fake = FakeModel(["hi"], context_window=1)
     with pytest.raises(ContextTooLongError, match="larger than context_window=1"):
         fake.respond(req("a long request " * 10))
@@ -57,7 +57,7 @@ def test_check_48_context_too_long_out_of_items_and_bad_item() -> None:
         FakeModel([5]).respond(req())
 
 
-def test_check_49_twenty_threads_get_distinct_items() -> None:
+def test_twenty_threads_get_distinct_items() -> None:
     fake = FakeModel([f"a{i}" for i in range(20)])
     texts: list[str] = []
     lock = threading.Lock()
@@ -71,12 +71,13 @@ def test_check_49_twenty_threads_get_distinct_items() -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(10)
+        assert not thread.is_alive()
     assert sorted(texts) == sorted(f"a{i}" for i in range(20))
     assert fake.remaining == 0
 
 
-def test_check_50_fake_human_skips_and_runs_out() -> None:
+def test_fake_human_skips_and_runs_out() -> None:
     human = FakeHuman(["maybe", "yes"])
     assert human.ask(None, "Continue?", returns=bool) is True
     assert human.remaining == 0

@@ -1,4 +1,4 @@
-"""Structured answers for `agent.ask(returns=...)` (03 §9): accepted types, texts sent, reply parsing."""
+"""Structured answers for `agent.ask(returns=...)`: the accepted types, the texts sent, the parsing of replies."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from alpineagents.errors import fix_message
 
-__all__ = ["check_returns", "question_text", "retry_text", "parse_reply", "type_name"]
+__all__ = ["check_returns", "question_text", "retry_text", "parse_reply", "type_name", "Answers"]
 
 _ADAPTERS: dict[Any, tuple[TypeAdapter[Any], str]] = {}
 _FENCE = re.compile(r"```[A-Za-z0-9_+.-]*[ \t]*\n?(.*?)```", re.DOTALL)
@@ -53,7 +53,8 @@ def _adapter(returns: Any) -> tuple[TypeAdapter[Any], str]:
 
 
 def check_returns(returns: Any) -> None:
-    """Raise the `TypeError` of 03 §9.1 when `returns` is not a supported answer type."""
+    """Raise a `TypeError` when `returns` is not a supported answer type (`str`, or a type Pydantic can validate
+    from JSON: a dataclass, a model, a `list[...]`, ...)."""
     if returns is str:
         return
     if returns is None or isinstance(returns, (str, bytes, int, float, bool)):
@@ -62,7 +63,8 @@ def check_returns(returns: Any) -> None:
 
 
 def question_text(prompt: str, returns: Any) -> str:
-    """The question sent to the model (03 §9.2)."""
+    """The question sent to the model: the prompt, plus for a type other than `str` the request for a single JSON
+    value and the JSON schema it must match."""
     if returns is str:
         return prompt
     schema = _adapter(returns)[1]
@@ -73,7 +75,7 @@ def question_text(prompt: str, returns: Any) -> str:
 
 
 def retry_text(error: BaseException) -> str:
-    """The user message sent after a reply that does not match the format (03 §9.2)."""
+    """The user message sent after a reply that does not match the format."""
     return f"The reply does not match the format: {error}\nReply again in the required format."
 
 
@@ -150,7 +152,11 @@ def _validation_message(error: ValidationError) -> str:
 
 
 def parse_reply(text: str, returns: Any) -> Any:
-    """Convert the reply `text` to `returns` (03 §9.3), or raise `ValueError` saying why it does not fit."""
+    """Convert the reply `text` to `returns`, or raise `ValueError` saying why it does not fit.
+
+    `str`: the stripped text. Otherwise the JSON value found first in: the whole text, the body of the first code
+    fence, the first balanced `{...}`/`[...]` in that body and then in the whole text; validated by Pydantic.
+    """
     stripped = text.strip()
     if returns is str:
         if not stripped:
@@ -166,3 +172,25 @@ def parse_reply(text: str, returns: Any) -> Any:
         return adapter.validate_json(candidate)
     except ValidationError as error:
         raise ValueError(_validation_message(error)) from None
+
+
+class Answers:
+    """The answer format of one `ask(returns=...)`: the question text, the parsing, the retry message."""
+
+    __slots__ = ("returns", "name")
+
+    def __init__(self, returns: Any) -> None:
+        self.returns = returns
+        self.name = type_name(returns)
+
+    def question(self, prompt: str) -> str:
+        """The text of the question sent to the model."""
+        return question_text(prompt, self.returns)
+
+    def parse(self, text: str) -> Any:
+        """The answer in the reply `text`, or `ValueError` saying why it does not fit."""
+        return parse_reply(text, self.returns)
+
+    def retry(self, error: ValueError) -> str:
+        """The message sent after a reply that did not fit."""
+        return retry_text(error)

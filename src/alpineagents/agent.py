@@ -1,7 +1,8 @@
-"""The `Agent`: settings fixed at creation, and the actions that need a model, tools or a person (03 §2-§10).
+"""The `Agent`: settings fixed at creation, and the actions that need a model, tools or a person.
 
 An Agent holds no conversation: every run, think, tool call and question is recorded in a `State`. Any Agent
-may drive any State; one Agent may run many States at once (in threads, or as tasks with `arun`).
+may drive any State; one Agent may run many States at once (in threads, or as tasks with `arun`). Each action is
+written once as a step sequence (`alpineagents._turn`) that the sync method drives and its async twin awaits.
 """
 
 from __future__ import annotations
@@ -12,27 +13,18 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from alpineagents import _structured
 from alpineagents._async import blocks_event_loop
-from alpineagents._context import DEFAULT, RUNS, RunContext, own_context
-from alpineagents._drive import adrive, drive
-from alpineagents._runner import arun_tool_calls, run_tool_calls
-from alpineagents._runrun import prepare_run, run_steps, start_run
-from alpineagents._subagent import SubagentTool
-from alpineagents._think import (
-    ask_steps,
-    athink_now,
-    compact_steps,
-    think_now,
-    think_start,
-    think_steps,
-    use_tools_start,
-    use_tools_steps,
-)
+from alpineagents._structured import Answers, check_returns
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens
+from alpineagents._turn.context import RunContext, active_context
+from alpineagents._turn.driver import Steps, adrive, drive
+from alpineagents._turn.run import prepare_run, run_steps, start_run
+from alpineagents._turn.seams import DEFAULT, Default
+from alpineagents._turn.steps import ask_steps, compact_steps, connect_steps, think_steps, use_tools_steps
+from alpineagents._turn.subagent import SubagentTool
 from alpineagents.errors import fix_message
 from alpineagents.human import aask_human_with, ask_human_with
-from alpineagents.loop import default_loop
+from alpineagents.loop import adefault_loop, default_loop, is_async_callable
 from alpineagents.models.base import Model
 from alpineagents.models.resolve import resolve_model
 from alpineagents.permissions import Permission
@@ -78,7 +70,7 @@ def _list_like(value: Any) -> bool:
 
 
 def _sync_refusal(method: str) -> TypeError:
-    """The `TypeError` of a sync method called on the event-loop thread of an async run (03 §8.2)."""
+    """The `TypeError` of a sync method called on the event-loop thread of an async run (it would block it)."""
     fix = f"Use the async version, await agent.a{method}(...)"
     if method == "compact":
         fix += " (in a loop: await acompact_if_full(agent, state))"
@@ -103,6 +95,171 @@ def _not_a_state(method: str, state: Any) -> TypeError:
 def _is_mcp(item: Any) -> bool:
     module = type(item).__module__
     return module == "alpineagents.mcp_tools"
+
+
+# --- the constructor's checks, in the order they are made ------------------------------------------------------
+
+
+def _as_tuple(value: Any, setting: str, fix: str, example: str) -> tuple[Any, ...]:
+    """`value` as a tuple, or the `TypeError` `{setting}= takes a list (got: ...)` for a string or a non-iterable."""
+    if not _list_like(value):
+        raise TypeError(fix_message(f"{setting}= takes a list (got: {value!r})", fix, example))
+    return tuple(value)
+
+
+def _check_lists(tools: Any, permissions: Any, skills: Any) -> tuple[tuple[Any, ...], Any, tuple[Any, ...]]:
+    """`tools`, `permissions` (None kept) and `skills` (a string is one item) as tuples."""
+    tools_given = _as_tuple(
+        tools, "tools", "put the tools in a list, even a single one", "Agent(model, tools=[read_file])"
+    )
+    permissions_given = None
+    if permissions is not None:
+        permissions_given = _as_tuple(
+            permissions,
+            "permissions",
+            "put the permissions in a list, even a single one",
+            "Agent(model, permissions=[DenyByName(['rm']), AllowByDefault()])",
+        )
+    if not _list_like((skills,) if isinstance(skills, str) else skills):
+        raise TypeError(fix_message(f"skills= takes a list (got: {skills!r})", "leave skills= out", "Agent(model)"))
+    skills_given = (skills,) if isinstance(skills, str) else tuple(skills)
+    return tools_given, permissions_given, skills_given
+
+
+def _check_labels(**labels: Any) -> None:
+    for setting, value in labels.items():
+        if value is not None and not isinstance(value, str):
+            raise TypeError(
+                fix_message(
+                    f"{setting}= takes a string (got: {value!r})",
+                    f"pass {setting}= as a str, or leave it out",
+                    f'Agent(model, {setting}="...")',
+                )
+            )
+
+
+def _split_tools(items: tuple[Any, ...]) -> tuple[dict[str, Tool], tuple[Any, ...], dict[int, Any]]:
+    """The own tools by name (subagents become their tools), the MCP servers, and the tools picked of each."""
+    own_items: list[Any] = []
+    mcp_items: list[Any] = []
+    for item in items:
+        if isinstance(item, Agent):
+            own_items.append(_subagent_tool(item))
+        elif _is_mcp(item):
+            mcp_items.append(item)
+        else:
+            own_items.append(item)
+    tool_dict = collect_tools(own_items)
+    if not mcp_items:
+        return tool_dict, (), {}
+    from alpineagents._mcp.servers import group_servers  # the MCP layer sits above: loaded only when used
+
+    servers, picks = group_servers(mcp_items)
+    return tool_dict, servers, picks
+
+
+def _check_loop(loop: Any) -> None:
+    if loop is not None and not callable(loop):
+        raise TypeError(
+            fix_message(
+                f"loop= takes a function that receives (agent, state) (got: {loop!r})",
+                "pass a function (or a @loop) that calls agent.think(state) and agent.use_tools(state)",
+                "@loop(until=waiting_for_user, limit=50)\ndef my_loop(agent, state):\n    agent.think(state)\n"
+                "    if state.pending_calls:\n        agent.use_tools(state)\n\nAgent(model, loop=my_loop)",
+            )
+        )
+
+
+def _check_reporter(reporter: Any) -> None:
+    if reporter is None or reporter is DEFAULT:
+        return
+    missing = [m for m in REPORTER_METHODS if not callable(getattr(reporter, m, None))]
+    if isinstance(reporter, type) or missing:
+        problem = f"reporter={reporter!r} is not a Reporter object"
+        if missing:
+            problem += f" (missing methods: {', '.join(missing)})"
+        raise TypeError(
+            fix_message(
+                problem,
+                "pass an object of a Reporter subclass (override the methods you need), or None for silence",
+                "class Log(Reporter):\n    def on_tool_start(self, state, call):\n        print(call.name)\n\n"
+                "Agent(model, reporter=Log())",
+            )
+        )
+
+
+def _check_human(human: Any) -> None:
+    if human is None or human is DEFAULT:
+        return
+    if isinstance(human, type) or not (callable(getattr(human, "ask", None)) or callable(getattr(human, "aask", None))):
+        raise TypeError(
+            fix_message(
+                f"human={human!r} is not a Human object",
+                "pass an object with an ask (or async aask) method, such as Terminal(), or None",
+                "Agent(model, human=Terminal())",
+            )
+        )
+
+
+def _check_store(store: Any) -> None:
+    if store is not None and not isinstance(store, Store):
+        raise TypeError(
+            fix_message(
+                f"store={store!r} is not a Store object",
+                "pass an object of a Store subclass, such as FileStore(path)",
+                'Agent(model, store=FileStore(".alpine/states"))',
+            )
+        )
+
+
+def _check_permission_items(permissions: tuple[Any, ...] | None) -> None:
+    for item in permissions or ():
+        if isinstance(item, Permission):
+            continue
+        if isinstance(item, type):
+            problem = f"{item.__name__} passed in permissions= is not a Permission object (it is the class)"
+        else:
+            problem = f"{item!r} passed in permissions= is not a Permission object"
+        raise TypeError(
+            fix_message(
+                problem,
+                "pass permission objects (create them with parentheses)",
+                "Agent(model, permissions=[DenyByName(['rm']), AllowByDefault()])",
+            )
+        )
+
+
+def _loop_name(loop: Any) -> str:
+    name = getattr(loop, "__name__", None)
+    return name if isinstance(name, str) else repr(loop)
+
+
+def _choose_loop(loop: Any, method: str) -> Any:
+    """The loop `run` (a sync loop) or `arun` (an async loop; `default_loop` becomes `adefault_loop`) calls."""
+    if method == "run":
+        if is_async_callable(loop):
+            raise TypeError(
+                fix_message(
+                    f"This Agent's loop {_loop_name(loop)!r} is async, so it cannot run with run()",
+                    "Start the run with arun() from async code (answer = await agent.arun(...)), or give the "
+                    "Agent a regular def loop",
+                    "answer = await agent.arun(state)",
+                )
+            )
+        return loop
+    if loop is default_loop:
+        return adefault_loop
+    if not is_async_callable(loop):
+        raise TypeError(
+            fix_message(
+                f"arun() needs an async loop, but this Agent's loop {_loop_name(loop)!r} is a regular def",
+                "Write the loop with async def (await agent.athink(state), ...), or use adefault_loop; "
+                "a regular def loop runs with run()",
+                "@loop(until=waiting_for_user, limit=50)\nasync def my_loop(agent, state):\n"
+                "    await agent.athink(state)\n    if state.pending_calls:\n        await agent.ause_tools(state)",
+            )
+        )
+    return loop
 
 
 class Agent:
@@ -136,122 +293,24 @@ class Agent:
         tools: Iterable[Any] = (),
         skills: Iterable[str] = (),
         loop: Any = None,
-        reporter: Reporter | None | Any = DEFAULT,
-        human: Human | None | Any = DEFAULT,
+        reporter: Reporter | Default | None = DEFAULT,
+        human: Human | Default | None = DEFAULT,
         store: Store | None = None,
         permissions: Iterable[Permission] | None = None,
         name: str | None = None,
         description: str | None = None,
     ) -> None:
-        if not _list_like(tools):
-            raise TypeError(
-                fix_message(
-                    f"tools= takes a list (got: {tools!r})",
-                    "put the tools in a list, even a single one",
-                    "Agent(model, tools=[read_file])",
-                )
-            )
-        tools_given = tuple(tools)
-        if permissions is not None and not _list_like(permissions):
-            raise TypeError(
-                fix_message(
-                    f"permissions= takes a list (got: {permissions!r})",
-                    "put the permissions in a list, even a single one",
-                    "Agent(model, permissions=[DenyByName(['rm']), AllowByDefault()])",
-                )
-            )
-        permissions_given = None if permissions is None else tuple(permissions)
-        skills_list: Any = (skills,) if isinstance(skills, str) else skills
-        if not _list_like(skills_list):
-            raise TypeError(fix_message(f"skills= takes a list (got: {skills!r})", "leave skills= out", "Agent(model)"))
-        skills_given = tuple(skills_list)
-        for setting, value in (("system", system), ("name", name), ("description", description)):
-            if value is not None and not isinstance(value, str):
-                raise TypeError(
-                    fix_message(
-                        f"{setting}= takes a string (got: {value!r})",
-                        f"pass {setting}= as a str, or leave it out",
-                        f'Agent(model, {setting}="...")',
-                    )
-                )
+        tools_given, permissions_given, skills_given = _check_lists(tools, permissions, skills)
+        _check_labels(system=system, name=name, description=description)
         resolved = resolve_model(model)
-        own_items: list[Any] = []
-        mcp_items: list[Any] = []
-        for item in tools_given:
-            if isinstance(item, Agent):
-                own_items.append(_subagent_tool(item))
-            elif _is_mcp(item):
-                mcp_items.append(item)
-            else:
-                own_items.append(item)
-        tool_dict = collect_tools(own_items)
-        mcp_servers: tuple[Any, ...] = ()
-        mcp_picks: dict[int, Any] = {}
-        if mcp_items:
-            from alpineagents._mcp.servers import group_servers
-
-            mcp_servers, mcp_picks = group_servers(mcp_items)
+        tool_dict, mcp_servers, mcp_picks = _split_tools(tools_given)
         if skills_given:
             raise NotImplementedError("skills= is not supported yet")
-        if loop is not None and not callable(loop):
-            raise TypeError(
-                fix_message(
-                    f"loop= takes a function that receives (agent, state) (got: {loop!r})",
-                    "pass a function (or a @loop) that calls agent.think(state) and agent.use_tools(state)",
-                    "@loop(until=waiting_for_user, limit=50)\ndef my_loop(agent, state):\n    agent.think(state)\n"
-                    "    if state.pending_calls:\n        agent.use_tools(state)\n\nAgent(model, loop=my_loop)",
-                )
-            )
-        if reporter is not None and reporter is not DEFAULT:
-            missing = [m for m in REPORTER_METHODS if not callable(getattr(reporter, m, None))]
-            if isinstance(reporter, type) or missing:
-                problem = f"reporter={reporter!r} is not a Reporter object"
-                if missing:
-                    problem += f" (missing methods: {', '.join(missing)})"
-                raise TypeError(
-                    fix_message(
-                        problem,
-                        "pass an object of a Reporter subclass (override the methods you need), or None for silence",
-                        "class Log(Reporter):\n    def on_tool_start(self, state, call):\n        print(call.name)\n\n"
-                        "Agent(model, reporter=Log())",
-                    )
-                )
-        if (
-            human is not None
-            and human is not DEFAULT
-            and (
-                isinstance(human, type)
-                or not (callable(getattr(human, "ask", None)) or callable(getattr(human, "aask", None)))
-            )
-        ):
-            raise TypeError(
-                fix_message(
-                    f"human={human!r} is not a Human object",
-                    "pass an object with an ask (or async aask) method, such as Terminal(), or None",
-                    "Agent(model, human=Terminal())",
-                )
-            )
-        if store is not None and not isinstance(store, Store):
-            raise TypeError(
-                fix_message(
-                    f"store={store!r} is not a Store object",
-                    "pass an object of a Store subclass, such as FileStore(path)",
-                    'Agent(model, store=FileStore(".alpine/states"))',
-                )
-            )
-        for item in permissions_given or ():
-            if not isinstance(item, Permission):
-                if isinstance(item, type):
-                    problem = f"{item.__name__} passed in permissions= is not a Permission object (it is the class)"
-                else:
-                    problem = f"{item!r} passed in permissions= is not a Permission object"
-                raise TypeError(
-                    fix_message(
-                        problem,
-                        "pass permission objects (create them with parentheses)",
-                        "Agent(model, permissions=[DenyByName(['rm']), AllowByDefault()])",
-                    )
-                )
+        _check_loop(loop)
+        _check_reporter(reporter)
+        _check_human(human)
+        _check_store(store)
+        _check_permission_items(permissions_given)
         self._args: dict[str, Any] = {
             "model": model,
             "system": system,
@@ -274,10 +333,10 @@ class Agent:
         self._specs: tuple[ToolSpec, ...] = tuple(t.spec for t in tool_dict.values())
         self._overhead = estimate_overhead_tokens(system, self._specs)
         self._loop = default_loop if loop is None else loop
-        self._reporter_given = reporter
-        self._human_given = human
+        self._reporter_given: Reporter | Default | None = reporter
+        self._human_given: Human | Default | None = human
         self._store = store
-        self._permissions = permissions_given
+        self._permissions: tuple[Permission, ...] | None = permissions_given
         self._name = name
         self._description = description
         self._info: AgentInfo | None = None
@@ -320,16 +379,16 @@ class Agent:
         return self._loop
 
     @property
-    def reporter(self) -> Any:
+    def reporter(self) -> Reporter | None:
         """The Agent's own reporter setting (`DEFAULT` resolves to the shared Terminal on every access)."""
         reporter = self._reporter_given
-        return default_terminal() if reporter is DEFAULT else reporter
+        return default_terminal() if isinstance(reporter, Default) else reporter
 
     @property
-    def human(self) -> Any:
+    def human(self) -> Human | None:
         """The Agent's own human setting (`DEFAULT` resolves to the shared Terminal on every access)."""
         human = self._human_given
-        return default_terminal() if human is DEFAULT else human
+        return default_terminal() if isinstance(human, Default) else human
 
     @property
     def store(self) -> Store | None:
@@ -426,16 +485,6 @@ class Agent:
 
             await arelease(self)
 
-    def _mcp_sticky(self) -> None:
-        """A public method called while the Agent has no user connects and stays connected (08 §4.5)."""
-        if self._mcp_servers and self._mcp_users == 0:
-            self._mcp_open()
-
-    async def _amcp_sticky(self) -> None:
-        """The async twin of `_mcp_sticky`."""
-        if self._mcp_servers and self._mcp_users == 0:
-            await self._amcp_open()
-
     # --- not implemented ------------------------------------------------------------------------------------
 
     def run_tool(self, state: State, tool: Any, /, **args: Any) -> Any:
@@ -449,7 +498,8 @@ class Agent:
     # --- context size ---------------------------------------------------------------------------------------
 
     def context_tokens(self, state: State) -> int:
-        """The estimated size of the next request this Agent would send for `state` (03 §2.7)."""
+        """The estimated size of the next request this Agent would send for `state`: the context estimate of its
+        messages plus the overhead of this Agent's system prompt and the specs of all its tools."""
         if not isinstance(state, State):
             raise _not_a_state("context_tokens", state)
         return context_tokens(state.messages, self._overhead)
@@ -463,30 +513,20 @@ class Agent:
             return 0.0
         return context_tokens(state.messages, self._overhead) / window
 
-    # --- internal hooks (03 §15) ----------------------------------------------------------------------------
+    # --- internal hooks with fixed names --------------------------------------------------------------------
 
-    def _active_context(self, state: Any) -> RunContext | None:
-        """The run context of this Agent's run that `state` belongs to, or None (03 §2.8, §15)."""
-        context = getattr(state, "_run_context", None)
-        if context is not None and context.agent is self:
-            return context
-        for context in reversed(RUNS.get()):
-            if context.agent is self:
-                return context
-        return None
+    def _active_context(self, state: State) -> RunContext | None:
+        """The run context of this Agent's run that `state` belongs to (kept on the State while this Agent runs
+        it, else the one of this Agent's run going on in this thread or task), or None."""
+        return active_context(self, state)
 
-    def _context_for(self, state: Any) -> RunContext:
-        """The run context that applies to this Agent's call on `state`: its run's, or its own settings."""
-        context = self._active_context(state)
-        return context if context is not None else own_context(self)
-
-    def _reporter_for(self, state: Any) -> Any:
-        """The Reporter that applies to this Agent's notifications about `state` (02 §2 seam)."""
-        context = self._active_context(state)
+    def _reporter_for(self, state: State) -> Reporter | None:
+        """The Reporter that applies to this Agent's notifications about `state` (the State calls it)."""
+        context = active_context(self, state)
         return context.reporter if context is not None else self.reporter
 
     def _agent_info_now(self) -> AgentInfo:
-        """The `AgentInfo` a run of this Agent records (03 §10.1), built on first use."""
+        """The `AgentInfo` a run of this Agent records, built on first use (settings never change)."""
         info = self._info
         if info is None:
             system = self._system
@@ -500,13 +540,14 @@ class Agent:
             self._info = info
         return info
 
-    def _start_run(self, prompt_or_state: Any, method: str, context: RunContext | None = None) -> State:
-        """03 §15: turn the argument into a State, refuse a finished one, compare on resume, record `run_start`
+    def _start_run(self, prompt_or_state: str | State, method: str, context: RunContext | None = None) -> State:
+        """Turn the argument into a State, refuse a finished one, compare Agents on resume, record `run_start`
         and take the "being run" mark. The caller releases it with `state._end_run()`."""
         return start_run(self, prompt_or_state, method, context)
 
     def _choose_specs(self, tools: Any) -> tuple[ToolSpec, ...]:
-        """The specs `think(tools=...)` shows (03 §4)."""
+        """The specs `think(tools=...)` shows: the non-MCP items in the order given, then the chosen MCP tools;
+        each must be one of this Agent's tools."""
         if not _list_like(tools):
             raise TypeError(
                 fix_message(
@@ -518,52 +559,62 @@ class Agent:
         chosen: dict[str, Tool] = {}
         for item in tools:
             if isinstance(item, Agent):
-                found = None
-                for tool in self._tools.values():
-                    if isinstance(tool, SubagentTool) and tool.agent is item:
-                        found = tool
-                        break
-                if found is None:
-                    raise ValueError(
-                        fix_message(
-                            f"{item!r} passed in think(tools=...) is not one of this Agent's tools",
-                            "pass tools this Agent has in tools=",
-                            "agent.think(state, tools=[researcher])",
-                        )
-                    )
+                found = self._subagent_of(item)
                 chosen[found.name] = found
-                continue
-            if _is_mcp(item):
-                from alpineagents._mcp.servers import choose
-
-                picked = choose(self, item)
-                if picked is not None:
-                    for tool in picked:
-                        chosen[tool.name] = tool
-                    continue
-                raise ValueError(
-                    fix_message(
-                        f"{item!r} is not a connected MCP tool of this Agent",
-                        "pass MCP tools of this Agent's servers, during a run or inside with agent:",
-                        "agent.think(state, tools=[github.search_code])",
-                    )
-                )
-            for name, tool in collect_tools([item]).items():
-                mine = self._tools.get(name)
-                if mine is None or not _same_tool(mine, tool):
-                    names = ", ".join(self._tools) or "(none)"
-                    raise ValueError(
-                        fix_message(
-                            f"Tool {name!r} passed in think(tools=...) is not one of this Agent's tools "
-                            f"(this Agent's tools: {names})",
-                            "pass tools this Agent has in tools=",
-                            "agent.think(state, tools=[read_file])",
-                        )
-                    )
-                chosen[name] = mine
+            elif _is_mcp(item):
+                for tool in self._mcp_chosen(item):
+                    chosen[tool.name] = tool
+            else:
+                for name, tool in collect_tools([item]).items():
+                    chosen[name] = self._own_tool(name, tool)
         return tuple(tool.spec for tool in chosen.values())
 
-    # --- run ------------------------------------------------------------------------------------------------
+    def _subagent_of(self, item: Agent) -> Tool:
+        for tool in self._tools.values():
+            if isinstance(tool, SubagentTool) and tool.agent is item:
+                return tool
+        raise ValueError(
+            fix_message(
+                f"{item!r} passed in think(tools=...) is not one of this Agent's tools",
+                "pass tools this Agent has in tools=",
+                "agent.think(state, tools=[researcher])",
+            )
+        )
+
+    def _mcp_chosen(self, item: Any) -> Iterable[Tool]:
+        from alpineagents._mcp.servers import choose  # the MCP layer sits above: loaded only when used
+
+        picked = choose(self, item)
+        if picked is None:
+            raise ValueError(
+                fix_message(
+                    f"{item!r} is not a connected MCP tool of this Agent",
+                    "pass MCP tools of this Agent's servers, during a run or inside with agent:",
+                    "agent.think(state, tools=[github.search_code])",
+                )
+            )
+        return picked
+
+    def _own_tool(self, name: str, tool: Tool) -> Tool:
+        mine = self._tools.get(name)
+        if mine is None or not _same_tool(mine, tool):
+            names = ", ".join(self._tools) or "(none)"
+            raise ValueError(
+                fix_message(
+                    f"Tool {name!r} passed in think(tools=...) is not one of this Agent's tools "
+                    f"(this Agent's tools: {names})",
+                    "pass tools this Agent has in tools=",
+                    "agent.think(state, tools=[read_file])",
+                )
+            )
+        return mine
+
+    # --- the actions: each one step sequence, driven by the sync method and awaited by its async twin --------
+
+    def _run_steps(self, prompt_or_state: str | State, method: str) -> Steps:
+        loop = _choose_loop(self._loop, method)
+        state, context = prepare_run(self, prompt_or_state, method)
+        return (yield from run_steps(self, state, context, loop))
 
     def run(self, prompt_or_state: str | State, /) -> Any:
         """Run the loop on a State (a prompt starts a new one) and return what the loop returns.
@@ -576,15 +627,18 @@ class Agent:
         """
         if blocks_event_loop():
             raise _sync_refusal("run")
-        state, context, loop = prepare_run(self, prompt_or_state, "run")
-        return drive(run_steps(self, state, context, loop))
+        return drive(self._run_steps(prompt_or_state, "run"))
 
     async def arun(self, prompt_or_state: str | State, /) -> Any:
         """The async twin of `run`: the loop must be async (`default_loop` becomes `adefault_loop`)."""
-        state, context, loop = prepare_run(self, prompt_or_state, "arun")
-        return await adrive(run_steps(self, state, context, loop))
+        return await adrive(self._run_steps(prompt_or_state, "arun"))
 
-    # --- think ----------------------------------------------------------------------------------------------
+    def _think_steps(self, state: State, tools: Iterable[Any] | None, method: str) -> Steps:
+        if not isinstance(state, State):
+            raise _not_a_state(method, state)
+        yield from connect_steps(self)
+        specs = self._specs if tools is None else self._choose_specs(tools)
+        yield from think_steps(self, state, specs)
 
     def think(self, state: State, tools: Iterable[Any] | None = None) -> None:
         """Send the State's messages to the model once and record the reply; its tool calls become pending.
@@ -593,61 +647,30 @@ class Agent:
         """
         if blocks_event_loop():
             raise _sync_refusal("think")
-        if not isinstance(state, State):
-            raise _not_a_state("think", state)
-        self._mcp_sticky()
-        specs = self._specs if tools is None else self._choose_specs(tools)
-        reporter, store = think_start(self, state)
-        if store is None:  # nothing to save: the same steps without the driver (the common case)
-            think_now(self, state, specs, reporter)
-        else:
-            drive(think_steps(self, state, specs, reporter, store))
+        drive(self._think_steps(state, tools, "think"))
 
     async def athink(self, state: State, tools: Iterable[Any] | None = None) -> None:
         """The async twin of `think`."""
-        if not isinstance(state, State):
-            raise _not_a_state("athink", state)
-        if self._mcp_servers and self._mcp_users == 0:  # `_amcp_sticky`, without a coroutine when nothing to do
-            await self._amcp_open()
-        specs = self._specs if tools is None else self._choose_specs(tools)
-        reporter, store = think_start(self, state)
-        if store is None:  # nothing to save: the same steps without the driver (the common case)
-            await athink_now(self, state, specs, reporter)
-        else:
-            await adrive(think_steps(self, state, specs, reporter, store))
+        await adrive(self._think_steps(state, tools, "athink"))
 
-    # --- use_tools ------------------------------------------------------------------------------------------
+    def _use_tools_steps(self, state: State, method: str) -> Steps:
+        if not isinstance(state, State):
+            raise _not_a_state(method, state)
+        yield from connect_steps(self)
+        yield from use_tools_steps(self, state, method)
 
     def use_tools(self, state: State) -> None:
-        """Run every pending call of `state` and record one result per call (03 §5, 04 §11)."""
+        """Run every pending call of `state` and record one result per call: input errors first, then the
+        permission checks, then the parallel calls on worker threads, then the serial ones."""
         if blocks_event_loop():
             raise _sync_refusal("use_tools")
-        if not isinstance(state, State):
-            raise _not_a_state("use_tools", state)
-        self._mcp_sticky()
-        context = use_tools_start(self, state, "use_tools")
-        if context.store is None:  # nothing to save: the steps are just the runner's (the common case)
-            if state.pending_calls:
-                run_tool_calls(state, self._tool_map, context)
-        else:
-            drive(use_tools_steps(state, self._tool_map, context))
+        drive(self._use_tools_steps(state, "use_tools"))
 
     async def ause_tools(self, state: State) -> None:
         """The async twin of `use_tools`: `async def` tools run as tasks on the event loop."""
-        if not isinstance(state, State):
-            raise _not_a_state("ause_tools", state)
-        if self._mcp_servers and self._mcp_users == 0:  # `_amcp_sticky`, without a coroutine when nothing to do
-            await self._amcp_open()
-        context = use_tools_start(self, state, "ause_tools")
-        if context.store is None:  # nothing to save: the steps are just the runner's (the common case)
-            if state.pending_calls:
-                await arun_tool_calls(state, self._tool_map, context)
-        else:
-            await adrive(use_tools_steps(state, self._tool_map, context))
+        await adrive(self._use_tools_steps(state, "ause_tools"))
 
-    # --- compact --------------------------------------------------------------------------------------------
-
-    def _compact_checks(self, state: Any, instructions: Any, method: str) -> None:
+    def _compact_steps(self, state: State, instructions: str | None, method: str) -> Steps:
         if not isinstance(state, State):
             raise _not_a_state(method, state)
         if instructions is not None and not isinstance(instructions, str):
@@ -658,6 +681,8 @@ class Agent:
                     f'agent.{method}(state, instructions="Keep the list of files changed")',
                 )
             )
+        yield from connect_steps(self)
+        yield from compact_steps(self, state, instructions)
 
     def compact(self, state: State, instructions: str | None = None) -> None:
         """Ask the model for a summary and replace the messages with the first user message and that summary.
@@ -668,19 +693,13 @@ class Agent:
         """
         if blocks_event_loop():
             raise _sync_refusal("compact")
-        self._compact_checks(state, instructions, "compact")
-        self._mcp_sticky()
-        drive(compact_steps(self, state, instructions))
+        drive(self._compact_steps(state, instructions, "compact"))
 
     async def acompact(self, state: State, instructions: str | None = None) -> None:
         """The async twin of `compact`."""
-        self._compact_checks(state, instructions, "acompact")
-        await self._amcp_sticky()
-        await adrive(compact_steps(self, state, instructions))
+        await adrive(self._compact_steps(state, instructions, "acompact"))
 
-    # --- ask ------------------------------------------------------------------------------------------------
-
-    def _ask_checks(self, state: Any, prompt: Any, returns: Any, retries: Any, method: str) -> None:
+    def _ask_steps(self, state: State, prompt: str, returns: Any, retries: int, method: str) -> Steps:
         if not isinstance(state, State):
             raise _not_a_state(method, state)
         if not isinstance(prompt, str):
@@ -700,7 +719,9 @@ class Agent:
                 )
             )
         state._ensure_open(method)
-        _structured.check_returns(returns)
+        check_returns(returns)
+        yield from connect_steps(self)
+        return (yield from ask_steps(self, state, prompt, Answers(returns), retries, method))
 
     def ask(self, state: State, prompt: str, returns: Any = str, *, retries: int = 2) -> Any:
         """Ask the model a side question about the State's context and return the answer as `returns`.
@@ -712,22 +733,18 @@ class Agent:
         """
         if blocks_event_loop():
             raise _sync_refusal("ask")
-        self._ask_checks(state, prompt, returns, retries, "ask")
-        self._mcp_sticky()
-        return drive(ask_steps(self, state, prompt, returns, retries, "ask"))
+        return drive(self._ask_steps(state, prompt, returns, retries, "ask"))
 
     async def aask(self, state: State, prompt: str, returns: Any = str, *, retries: int = 2) -> Any:
         """The async twin of `ask`."""
-        self._ask_checks(state, prompt, returns, retries, "aask")
-        await self._amcp_sticky()
-        return await adrive(ask_steps(self, state, prompt, returns, retries, "aask"))
+        return await adrive(self._ask_steps(state, prompt, returns, retries, "aask"))
 
     # --- ask_human ------------------------------------------------------------------------------------------
 
-    def _human_for(self, state: Any, method: str) -> tuple[Any, bool]:
+    def _human_for(self, state: Any, method: str) -> tuple[Human | None, bool]:
         if not isinstance(state, State):
             raise _not_a_state(method, state)
-        context = self._active_context(state)
+        context = active_context(self, state)
         if context is not None:
             return context.human, context.human_inherited
         return self.human, False
@@ -758,7 +775,8 @@ def _same_tool(mine: Tool, other: Tool) -> bool:
 
 
 def _subagent_tool(helper: Agent) -> SubagentTool:
-    """Check an Agent passed in `tools=` and make its subagent tool (08 §3.8.1)."""
+    """Check an Agent passed in `tools=` (it needs a name that is a valid tool name, and a description) and make
+    its subagent tool."""
     missing = [attr for attr in ("name", "description") if not getattr(helper, attr)]
     if missing:
         raise ValueError(
@@ -779,4 +797,5 @@ def _subagent_tool(helper: Agent) -> SubagentTool:
                 'Agent(model, name="web_researcher", description="...")',
             )
         )
-    return SubagentTool(helper)
+    loop = helper.loop
+    return SubagentTool(helper, None if loop is default_loop else is_async_callable(loop))

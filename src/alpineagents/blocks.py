@@ -1,4 +1,4 @@
-"""Ready-made blocks (03 §12): `CompactIfFull`, `compact_if_full` and `acompact_if_full`."""
+"""Ready-made blocks: `CompactIfFull`, `compact_if_full` and `acompact_if_full`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Loops (03 §11): `@loop`, `Loop`, `waiting_for_user`, `default_loop` and `adefault_loop`.
+"""Loops: `@loop`, `Loop`, `waiting_for_user`, `default_loop` and `adefault_loop`.
 
 A loop is any callable `(agent, state)`. `@loop(until=..., limit=...)` wraps a one-turn body into a `Loop`
 that checks its stop rules before every turn and records why it stopped.
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from alpineagents._async import ASYNC_RUN
+from alpineagents._turn.driver import Steps, adrive, drive
 from alpineagents.blocks import acompact_if_full, compact_if_full
 from alpineagents.errors import fix_message
 from alpineagents.types import StoppedByFinish, StoppedByLimit, StoppedByPermission, StoppedByUntil
@@ -26,7 +27,7 @@ _NEEDS_BOTH = "@loop needs both until and limit"
 
 def is_async_callable(obj: Any) -> bool:
     """True for an `async def` function (or a partial of one), an object with a true `is_async`, or an object
-    whose class's `__call__` is `async def` (03 §8.1)."""
+    whose class's `__call__` is `async def`: such a loop runs only with `arun`."""
     target = obj
     while isinstance(target, functools.partial):
         target = target.func
@@ -173,11 +174,13 @@ class Loop:
         return state.answer
 
     def _bad_result(self, result: Any) -> TypeError:
+        """The `TypeError` for a body that returned something other than None (an awaitable only matters in a
+        sync loop: the body was meant to be async)."""
         name = _shown_name(self.body)
-        if inspect.isawaitable(result):
+        if not self.is_async and inspect.isawaitable(result):
             close = getattr(result, "close", None)
             if close is not None:
-                close()
+                close()  # no "never awaited" warning
             return TypeError(
                 fix_message(
                     f"loop body {name!r} returned an awaitable, but this loop is not async",
@@ -194,45 +197,32 @@ class Loop:
             )
         )
 
-    def __call__(self, agent: Any, state: Any) -> Any:
-        if self.is_async:
-            return self._acall(agent, state)
+    def _turns(self, agent: Any, state: Any) -> Steps:
+        """The turns of one call, as a step sequence whose one action is the body (called, or awaited when the
+        loop is async): before each turn the stop rules, after it the check of what the body returned."""
         body = self.body
-        nested = isinstance(body, Loop)
+        nested = isinstance(body, Loop)  # an inner loop returns its answer, which is not a mistake
         turns = 0
         while True:
             reason = self._reason(state, turns)
             if reason is not None:
                 return self._stop(state, reason)
-            if state.stopped is not None:
+            if state.stopped is not None:  # an inner loop's until/limit stop: the body sees no stop
                 state._record_stop(None)
-            result = body(agent, state)
+            result = yield (body, body, (agent, state))
             turns += 1
             if result is not None and not nested:
                 raise self._bad_result(result)
 
+    def __call__(self, agent: Any, state: Any) -> Any:
+        if self.is_async:
+            return self._acall(agent, state)
+        return drive(self._turns(agent, state))
+
     async def _acall(self, agent: Any, state: Any) -> Any:
-        token = ASYNC_RUN.set(asyncio.get_running_loop())
+        token = ASYNC_RUN.set(asyncio.get_running_loop())  # sync Agent methods are refused meanwhile
         try:
-            body = self.body
-            nested = isinstance(body, Loop)
-            turns = 0
-            while True:
-                reason = self._reason(state, turns)
-                if reason is not None:
-                    return self._stop(state, reason)
-                if state.stopped is not None:
-                    state._record_stop(None)
-                result = await body(agent, state)
-                turns += 1
-                if result is not None and not nested:
-                    raise TypeError(
-                        fix_message(
-                            f"loop body {_shown_name(body)!r} returned a value ({result!r})",
-                            "the return value is ignored. To set the answer, use state.finish(answer)",
-                            "state.finish(answer)\nreturn",
-                        )
-                    )
+            return await adrive(self._turns(agent, state))
         finally:
             ASYNC_RUN.reset(token)
 

@@ -1,4 +1,4 @@
-"""Test doubles that need no API key and no network: `tool_call`, `FakeModel` and `FakeHuman` (08 §5).
+"""Test doubles that need no API key and no network: `tool_call`, `FakeModel` and `FakeHuman`.
 
 Typical use::
 
@@ -72,7 +72,8 @@ class FakeModel(Model):
         return len(self._items)
 
     def respond(self, request: Request, on_text: Any = None, on_event: Any = None) -> Reply:
-        """Answer `request` with the next prepared item (08 §5.2)."""
+        """Answer `request` with the next prepared item (a text, blocks, tool calls, a Reply, an exception to
+        raise, or a function of the request that gives one of these)."""
         with self._lock:
             self.requests.append(request)
             size = self._size(request)
@@ -167,7 +168,8 @@ class FakeHuman(Human):
         return len(self._answers)
 
     def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
-        """Answer `prompt` with the next prepared answer that fits `returns` (08 §5.3)."""
+        """Answer `prompt` with the next prepared answer that fits `returns` (answers that do not fit are
+        skipped)."""
         with self._lock:
             self.questions.append(prompt)
             while True:

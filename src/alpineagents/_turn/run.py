@@ -1,4 +1,5 @@
-"""The run of an Agent on a State (03 §3, §10): pre-checks, the run start, the step sequence, the resume check."""
+"""The run of an Agent on a State: the checks before it starts, the run start, the run's step sequence, and the
+warning when a loaded State is resumed by a different Agent."""
 
 from __future__ import annotations
 
@@ -7,59 +8,30 @@ import inspect
 import os
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import ASYNC_RUN
-from alpineagents._context import RUNS, RunContext, run_context
-from alpineagents._drive import Steps, save_after_error
 from alpineagents._scope import CALL_SCOPE
+from alpineagents._turn.context import RUNS, RunContext, run_context
+from alpineagents._turn.driver import Steps, save_after_error, save_point
 from alpineagents.errors import ResumeWarning, fix_message
-from alpineagents.loop import adefault_loop, default_loop, is_async_callable
 from alpineagents.permissions import check_run_start
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.types import AgentInfo, Message
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from alpineagents._turn.seams import AgentSeam
+
 __all__ = ["prepare_run", "start_run", "run_steps", "resume_warning"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def _loop_name(loop: Any) -> str:
-    name = getattr(loop, "__name__", None)
-    return name if isinstance(name, str) else repr(loop)
-
-
-def choose_loop(agent: Any, method: str) -> Any:
-    """The loop `run` or `arun` calls (03 §8.1), or the `TypeError` of 03 §3.1 step 2."""
-    loop = agent._loop
-    if method == "run":
-        if is_async_callable(loop):
-            raise TypeError(
-                fix_message(
-                    f"This Agent's loop {_loop_name(loop)!r} is async, so it cannot run with run()",
-                    "Start the run with arun() from async code (answer = await agent.arun(...)), or give the "
-                    "Agent a regular def loop",
-                    "answer = await agent.arun(state)",
-                )
-            )
-        return loop
-    if loop is default_loop:
-        return adefault_loop
-    if not is_async_callable(loop):
-        raise TypeError(
-            fix_message(
-                f"arun() needs an async loop, but this Agent's loop {_loop_name(loop)!r} is a regular def",
-                "Write the loop with async def (await agent.athink(state), ...), or use adefault_loop; "
-                "a regular def loop runs with run()",
-                "@loop(until=waiting_for_user, limit=50)\nasync def my_loop(agent, state):\n"
-                "    await agent.athink(state)\n    if state.pending_calls:\n        await agent.ause_tools(state)",
-            )
-        )
-    return loop
-
-
-def _check_store(store: Any) -> None:
+def _check_store(store: Store | None) -> None:
+    """A sync run cannot use a store that writes only asynchronously."""
     if store is not None and type(store).write is Store.write:
         name = type(store).__name__
         raise TypeError(
@@ -71,22 +43,20 @@ def _check_store(store: Any) -> None:
         )
 
 
-def prepare_run(agent: Any, prompt_or_state: Any, method: str) -> tuple[State, RunContext, Any]:
-    """03 §3.1 steps 2-8: choose the loop, build the run context, make the pre-checks and start the run.
-
-    Returns the State (marked "being run", `run_start` recorded), its run context and the loop to call.
-    """
-    loop = choose_loop(agent, method)
+def prepare_run(agent: AgentSeam, prompt_or_state: str | State, method: str) -> tuple[State, RunContext]:
+    """The checks before a run, then its start: build the run context, refuse an async-only store for `run`, make
+    the permission checks, then `start_run`. Returns the State (marked "being run", `run_start` recorded) and its
+    run context. Nothing is recorded when a check fails."""
     context = run_context(agent)
     if method == "run":
         _check_store(context.store)
     check_run_start(context.permissions, method="run" if method == "run" else "arun")
     state = start_run(agent, prompt_or_state, method, context)
-    return state, context, loop
+    return state, context
 
 
-def to_state(prompt_or_state: Any, method: str) -> State:
-    """03 §3.1 step 5: a prompt becomes a new State; a State is used as is."""
+def to_state(prompt_or_state: str | State, method: str) -> State:
+    """A prompt becomes a new State holding it as the user's message; a State is used as is."""
     if isinstance(prompt_or_state, State):
         return prompt_or_state
     if isinstance(prompt_or_state, str):
@@ -122,31 +92,36 @@ def _shown(value: Any) -> str:
     return "(none)" if value is None else str(value)
 
 
+def _names_change(key: str, old: tuple[str, ...], new: tuple[str, ...]) -> str:
+    """`tools: removed a, b, added c`: saved names missing now (saved order), then new names (current order)."""
+    removed = [name for name in old if name not in new]
+    added = [name for name in new if name not in old]
+    pieces = []
+    if removed:
+        pieces.append("removed " + ", ".join(removed))
+    if added:
+        pieces.append("added " + ", ".join(added))
+    return f"{key}: " + ", ".join(pieces)
+
+
 def resume_warning(saved: AgentInfo, current: AgentInfo) -> ResumeWarning | None:
-    """The `ResumeWarning` for a State last run by `saved` and now run by `current`, or None (03 §10.2)."""
+    """The `ResumeWarning` for a State last run by `saved` and now run by `current`, or None when they agree.
+
+    Compares name, model, system prompt hash, tools and MCP servers (the last two as sets), in that order.
+    """
     changes: dict[str, tuple[Any, Any]] = {}
     parts: list[str] = []
     for key in ("name", "model", "system_sha256", "tools", "mcp_servers"):
         old = getattr(saved, key)
         new = getattr(current, key)
         if key in ("tools", "mcp_servers"):
-            if set(old) == set(new):
-                continue
-            changes[key] = (tuple(old), tuple(new))
-            removed = [name for name in old if name not in new]
-            added = [name for name in new if name not in old]
-            pieces = []
-            if removed:
-                pieces.append("removed " + ", ".join(removed))
-            if added:
-                pieces.append("added " + ", ".join(added))
-            parts.append(f"{key}: " + ", ".join(pieces))
+            if set(old) != set(new):
+                changes[key] = (tuple(old), tuple(new))
+                parts.append(_names_change(key, old, new))
         elif old != new:
             changes[key] = (old, new)
-            if key == "system_sha256":
-                parts.append("system prompt changed")
-            else:
-                parts.append(f"{key}: {_shown(old)} -> {_shown(new)}")
+            shown = f"{key}: {_shown(old)} -> {_shown(new)}"
+            parts.append("system prompt changed" if key == "system_sha256" else shown)
     if not changes:
         return None
     message = (
@@ -156,8 +131,11 @@ def resume_warning(saved: AgentInfo, current: AgentInfo) -> ResumeWarning | None
     return ResumeWarning(message, changes)
 
 
-def start_run(agent: Any, prompt_or_state: Any, method: str, context: RunContext | None = None) -> State:
-    """03 §15 `_start_run`: 03 §3.1 steps 5-8, then the `run_start` entry and the "being run" mark."""
+def start_run(agent: AgentSeam, prompt_or_state: str | State, method: str, context: RunContext | None = None) -> State:
+    """Turn the argument into a State, refuse a finished one, compare Agents on the first run after a load, then
+    record `run_start` and take the "being run" mark (one atomic step, which refuses a State already being
+    run). A subagent run records its parent's ids and registers with its parent. The caller releases the mark
+    with `state._end_run()`."""
     state = to_state(prompt_or_state, method)
     if state.finished:
         raise ValueError(
@@ -179,20 +157,21 @@ def start_run(agent: Any, prompt_or_state: Any, method: str, context: RunContext
         context = run_context(agent)
     parent = context.parent
     if parent is None:
-        state._start_run(agent, info, context=context)
+        state._start_run(agent, info, context=context)  # type: ignore[arg-type]  # the State names the Agent class
     else:
         parent_state, call = parent
-        state._start_run(agent, info, (parent_state.id, call.id), parent_state._depth, context=context)
+        ids = (parent_state.id, call.id)
+        state._start_run(agent, info, ids, parent_state._depth, context=context)  # type: ignore[arg-type]
         parent_state._add_child(call.id, state, call=call)
     return state
 
 
-def _call_loop(loop: Any, agent: Any, state: State) -> Any:
+def _call_loop(loop: Callable[..., Any], agent: AgentSeam, state: State) -> Any:
     return loop(agent, state)
 
 
-async def _await_loop(loop: Any, agent: Any, state: State) -> Any:
-    token = ASYNC_RUN.set(asyncio.get_running_loop())
+async def _await_loop(loop: Callable[..., Any], agent: AgentSeam, state: State) -> Any:
+    token = ASYNC_RUN.set(asyncio.get_running_loop())  # sync Agent methods are refused on this thread meanwhile
     try:
         result = loop(agent, state)
         if inspect.isawaitable(result):
@@ -202,16 +181,33 @@ async def _await_loop(loop: Any, agent: Any, state: State) -> Any:
         ASYNC_RUN.reset(token)
 
 
-def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps:
-    """03 §3.2: the save after `run_start`, `on_run_start`, the loop, the closing save; the exception path;
-    always `on_run_end` and the release of the "being run" mark."""
+def _release_mcp(agent: AgentSeam, abandoned: bool) -> Steps:
+    """Give back the run's use of the MCP servers; a Ctrl+C or cancellation meanwhile is returned, to be raised
+    after `on_run_end`."""
+    try:
+        if abandoned:  # a generator being closed cannot yield
+            agent._mcp_close()
+        else:  # `arun` awaits the release: the event loop does not wait for a server to shut down
+            yield (agent._mcp_close, agent._amcp_close, ())
+    except BaseException as stop:  # noqa: BLE001 - raised after on_run_end
+        return stop
+    return None
+
+
+def run_steps(agent: AgentSeam, state: State, context: RunContext, loop: Callable[..., Any]) -> Steps:
+    """The run after its start: save; `on_run_start`; connect the MCP servers; call the loop; save; return the
+    loop's result.
+
+    On any exception: record it (once), close the pending calls, clear a stop, save (a failing save is a note),
+    re-raise it unchanged. Always, last: release the MCP servers, `on_run_end(state, error)`, release the
+    "being run" mark. Tools of the run set the call scope again; the loop itself runs outside any call scope.
+    """
     reporter = context.reporter
     store = context.store
     runs_token = RUNS.set((*RUNS.get(), context))
     scope_token = CALL_SCOPE.set(None)
     try:
-        if store is not None:
-            yield (store.save, store.asave, (state,))
+        yield from save_point(store, state)
         error: BaseException | None = None
         using_mcp = False
         abandoned = False
@@ -222,8 +218,7 @@ def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps
                 yield (agent._mcp_open, agent._amcp_open, ())
                 using_mcp = True
             result = yield (_call_loop, _await_loop, (loop, agent, state))
-            if store is not None:
-                yield (store.save, store.asave, (state,))
+            yield from save_point(store, state)
         except GeneratorExit:  # the driver was abandoned: nothing to record
             abandoned = True
             raise
@@ -235,15 +230,7 @@ def run_steps(agent: Any, state: State, context: RunContext, loop: Any) -> Steps
             yield from save_after_error(store, state, failure)
             raise
         finally:
-            interrupt: BaseException | None = None
-            if using_mcp:
-                try:
-                    if abandoned:  # a generator being closed cannot yield
-                        agent._mcp_close()
-                    else:  # `arun` awaits the release: the event loop does not wait for a server to shut down
-                        yield (agent._mcp_close, agent._amcp_close, ())
-                except BaseException as stop:  # noqa: BLE001 - Ctrl+C or cancellation meanwhile: after on_run_end
-                    interrupt = stop
+            interrupt = (yield from _release_mcp(agent, abandoned)) if using_mcp else None
             if reporter is not None:
                 reporter.on_run_end(state, error)
             error = None

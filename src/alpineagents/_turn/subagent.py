@@ -1,16 +1,16 @@
-"""The tool an `Agent` becomes when it is listed in another Agent's `tools=` (08 §3.8)."""
+"""The tool an `Agent` becomes when it is listed in another Agent's `tools=`: a subagent of the call."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import ASYNC_RUN
 from alpineagents.errors import ToolError, ToolInputError
-from alpineagents.loop import default_loop, is_async_callable
 from alpineagents.state import State
 from alpineagents.tool import Tool, format_result
 from alpineagents.types import (
+    Image,
     Message,
     StoppedByLimit,
     StoppedByPermission,
@@ -18,6 +18,9 @@ from alpineagents.types import (
     ToolOutcomeKind,
     result_text,
 )
+
+if TYPE_CHECKING:
+    from alpineagents.agent import Agent  # the facade above: only its type is named here
 
 __all__ = ["SubagentTool", "PROMPT_SCHEMA"]
 
@@ -47,20 +50,32 @@ def _in_async_run() -> bool:
         return False
 
 
-class SubagentTool(Tool):
-    """Runs the `agent` on a new State holding only the model's prompt; a subagent of the call (08 §3.8)."""
+def _parts(content: str | tuple[Any, ...]) -> list[str | Image]:
+    """Converted blocks as the parts a tool may return (text blocks as their text)."""
+    return [b.text if isinstance(b, TextBlock) else b for b in content]
 
-    def __init__(self, agent: Any) -> None:
-        super().__init__(name=agent.name, description=agent.description, input_schema=_schema(), parallel=True)
+
+class SubagentTool(Tool):
+    """Runs `agent` on a new State holding only the model's prompt, as `agent.run` or `agent.arun` would: the run
+    is a subagent of the call, so it is linked to it, counted in its usage, and inherits from the run above.
+
+    `async_loop` is None when the Agent's loop is the default one (the call then follows the run around it:
+    `arun` inside an async run, `run` elsewhere), else whether its loop is async.
+    """
+
+    def __init__(self, agent: Agent, async_loop: bool | None) -> None:
+        # the Agent's constructor checked both before making this tool
+        name, description = agent.name or "", agent.description or ""
+        super().__init__(name=name, description=description, input_schema=_schema(), parallel=True)
         self.agent = agent
+        self._async_loop = async_loop
 
     @property
     def is_async(self) -> bool:  # type: ignore[override]
-        """With `default_loop`: True inside an async run; otherwise whether the Agent's loop is async."""
-        loop = self.agent.loop
-        if loop is default_loop:
+        """With the default loop: True inside an async run; otherwise whether the Agent's loop is async."""
+        if self._async_loop is None:
             return _in_async_run()
-        return is_async_callable(loop)
+        return self._async_loop
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -96,32 +111,35 @@ class SubagentTool(Tool):
         return self._result(child, value)
 
     def _raise_failure(self, child: State, error: Exception) -> None:
-        """Raise the `ToolError` for an exception that left the child's run after it started (08 §3.8.5).
-
-        An exception from the checks before the child started is left to propagate unchanged.
-        """
+        """Raise `ToolError("(name failed: Type: message)")` for an exception that left the child's run after it
+        started. An exception from the checks before the child started is left to propagate unchanged."""
         if not any(entry.kind == "run_start" for entry in child.history):
             return
         text = str(error)
         shown = f"{type(error).__name__}: {text}" if text else type(error).__name__
         raise ToolError(f"({self.name} failed: {shown})") from error
 
-    def _result(self, child: State, value: Any) -> Any:
-        """The result for a child whose run returned `value` (08 §3.8.5, first three rows)."""
+    def _stopped_text(self, child: State, stopped: StoppedByPermission) -> str:
+        """The result of a child a permission stopped: the reason of its latest refusal of the stopping call."""
+        for entry in reversed(child.history):
+            if (
+                entry.kind == "tool_result"
+                and entry.outcome == ToolOutcomeKind.DENIED
+                and entry.call.id == stopped.call.id
+            ):
+                reason = result_text(entry.content)
+                if reason:
+                    return f"({self.name} was stopped by the user: {reason})"
+                break
+        return f"({self.name} was stopped by the user)"
+
+    def _result(self, child: State, value: Any) -> str | list[str | Image]:
+        """The result for a child whose run returned `value`: a permission stop gives its reason (the value is
+        ignored); a limit stop adds the note `(name stopped after N turns before finishing)`; otherwise the
+        value converted like any tool's return value."""
         stopped = child.stopped
         if isinstance(stopped, StoppedByPermission):
-            reason = None
-            for entry in reversed(child.history):
-                if (
-                    entry.kind == "tool_result"
-                    and entry.outcome == ToolOutcomeKind.DENIED
-                    and entry.call.id == stopped.call.id
-                ):
-                    reason = result_text(entry.content)
-                    break
-            if reason:
-                return f"({self.name} was stopped by the user: {reason})"
-            return f"({self.name} was stopped by the user)"
+            return self._stopped_text(child, stopped)
         if isinstance(stopped, StoppedByLimit):
             turns = stopped.turns
             note = f"({self.name} stopped after {turns} turn{'' if turns == 1 else 's'} before finishing)"
@@ -130,10 +148,8 @@ class SubagentTool(Tool):
             content = format_result(value)
             if isinstance(content, str):
                 return f"{content}\n{note}"
-            return [*(b.text if isinstance(b, TextBlock) else b for b in content), note]
+            return [*_parts(content), note]
         if isinstance(value, str):
             return value
         content = format_result(value)
-        if isinstance(content, str):
-            return content
-        return [b.text if isinstance(b, TextBlock) else b for b in content]
+        return content if isinstance(content, str) else _parts(content)

@@ -1,0 +1,245 @@
+"""The Agent's one-step operations, each written once as a step sequence: think, use_tools, compact and ask.
+
+Each sequence yields its blocking actions (model call, tool batch, save, MCP connect) to the driver
+(`driver.drive` for the sync method, `driver.adrive` for its async twin), so both twins make the same checks,
+records, notifications and save points.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from alpineagents._runner import arun_tool_calls, run_tool_calls
+from alpineagents._turn.context import active_context, context_for
+from alpineagents._turn.driver import Steps, save_after_error, save_point
+from alpineagents._values.construct import maker
+from alpineagents.errors import CutOffError, OutputError, fix_message
+from alpineagents.types import Message, ModelEvent, Reply, Request, Usage
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from alpineagents._turn.seams import AgentSeam, AnswerFormat
+    from alpineagents.models.base import Model
+    from alpineagents.reporter import Reporter
+    from alpineagents.state import State
+    from alpineagents.store import Store
+    from alpineagents.types import ToolSpec
+
+make_request = maker(Request)
+
+__all__ = ["connect_steps", "think_steps", "use_tools_steps", "compact_steps", "ask_steps", "event_recorder"]
+
+
+def connect_steps(agent: AgentSeam) -> Steps:
+    """A method called while the Agent's MCP servers have no user connects them, and they stay connected."""
+    if agent._mcp_servers and agent._mcp_users == 0:
+        yield (agent._mcp_open, agent._amcp_open, ())
+
+
+def event_recorder(state: State, reporter: Reporter | None) -> Callable[[ModelEvent], None]:
+    """The `on_event` callback of a model call: records a `model_event` entry, then tells the reporter."""
+
+    def on_event(event: ModelEvent) -> None:
+        if not isinstance(event, ModelEvent):
+            raise TypeError(
+                fix_message(
+                    f"on_event takes a ModelEvent (got: {event!r})",
+                    "report what happened as a ModelEvent(kind, message, data)",
+                    'on_event(ModelEvent("retry", "The stream dropped; starting the reply again"))',
+                )
+            )
+        state._record_model_event(event)
+        if reporter is not None:
+            reporter.on_model_event(state, event)
+
+    return on_event
+
+
+def _reporter_and_store(agent: AgentSeam, state: State) -> tuple[Reporter | None, Store | None]:
+    """The reporter and store that apply to `agent`'s call on `state`: its run's, or its own."""
+    context = active_context(agent, state)
+    if context is None:
+        return agent.reporter, agent._store
+    return context.reporter, context.store
+
+
+def _link(state: State, agent: AgentSeam) -> None:
+    """Link the State to the Agent that thinks, uses tools or compacts on it (its notifications then go to that
+    Agent's reporter). In a run it is linked already: the guarded attribute write is skipped."""
+    if state._agent is not agent:
+        state._attach(agent)  # type: ignore[arg-type]  # the State names the Agent class, which is an AgentSeam
+
+
+def _text_callback(reporter: Reporter | None, state: State) -> Callable[[str], None] | None:
+    """The `on_text` callback of a model call: each chunk goes to the reporter (None without a reporter)."""
+    return None if reporter is None else partial(reporter.on_text, state)
+
+
+def cut_off_error(reply: Reply) -> CutOffError:
+    """The `CutOffError` of a reply cut off by its output limit before it wrote any text or tool call."""
+    who = reply.model or "the model"
+    message = fix_message(
+        f"the reply of {who} was cut off by its output limit (stop_reason={reply.stop_reason!r}, "
+        f"{reply.usage.output_tokens} output tokens) before it wrote any text or tool call, most likely while "
+        "thinking. The reply and its usage are recorded",
+        "raise the model's max_tokens (or lower its thinking budget), then call think again",
+        'agent = agent.copy(model=Anthropic("claude-sonnet-5", max_tokens=32000))',
+    )
+    return CutOffError(message, reply)
+
+
+def _record_reply(state: State, reply: Reply, reporter: Reporter | None) -> None:
+    """Record the reply, then `on_think_end`; refuse a reply cut off before it wrote anything."""
+    state._record_reply(reply)
+    if reporter is not None:
+        reporter.on_think_end(state, reply)
+    if reply.cut_off and not reply.tool_calls and not reply.text.strip():
+        raise cut_off_error(reply)
+
+
+def think_steps(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -> Steps:
+    """One model request on `state` showing `specs`, and its recorded reply.
+
+    Links the State to `agent` and records `model_request` (which refuses a finished State, pending calls,
+    another waiting think and an empty context); saves; sends the request with `on_think_start` before it;
+    records the reply and `on_think_end`; saves. Any exception after the request was recorded is recorded as an
+    `error` entry (taking the request back when no reply came), saved, and re-raised unchanged.
+    """
+    reporter, store = _reporter_and_store(agent, state)
+    _link(state, agent)
+    state._begin_think(agent._model_string)
+    model = agent._model
+    try:
+        yield from save_point(store, state)
+        request = model.mark_cache(make_request(agent._system, state.messages, specs, "auto"))
+        if reporter is not None:
+            reporter.on_think_start(state)
+        on_event = event_recorder(state, reporter)
+        reply = yield (model.respond, model.arespond, (request, _text_callback(reporter, state), on_event))
+        _record_reply(state, reply, reporter)
+    except GeneratorExit:  # the driver was abandoned: nothing to record
+        raise
+    except BaseException as error:
+        state._record_error(error)
+        yield from save_after_error(store, state, error)
+        raise
+    yield from save_point(store, state)
+
+
+def use_tools_steps(agent: AgentSeam, state: State, method: str) -> Steps:
+    """Run every pending call of `state` and record one result per call, with the reporter, permissions and
+    store that apply; save after, also after an exception (which is re-raised unchanged)."""
+    state._ensure_open(method)
+    context = context_for(agent, state)
+    _link(state, agent)
+    store = context.store
+    if state.pending_calls:
+        try:
+            yield (run_tool_calls, arun_tool_calls, (state, agent._tool_map, context))
+        except GeneratorExit:  # the driver was abandoned: nothing to record
+            raise
+        except BaseException as error:
+            yield from save_after_error(store, state, error)
+            raise
+    yield from save_point(store, state)
+
+
+def _compact(model: Model, request: Request, instructions: str | None, on_event: Any) -> Reply:
+    return model.compact(request, instructions, on_event)
+
+
+async def _acompact(model: Model, request: Request, instructions: str | None, on_event: Any) -> Reply:
+    return await model.acompact(request, instructions, on_event)
+
+
+def _empty_summary() -> OutputError:
+    return OutputError(
+        fix_message(
+            "compact() got an empty summary, so the messages were not changed",
+            "try again, or pass instructions= that say what the summary must keep",
+            'agent.compact(state, instructions="Keep the list of files changed")',
+        )
+    )
+
+
+def compact_steps(agent: AgentSeam, state: State, instructions: str | None) -> Steps:
+    """Replace the messages with the first user message and a model-written summary; save at the end (also
+    after a failure). An empty summary is an `OutputError` and leaves the messages unchanged."""
+    reporter, store = _reporter_and_store(agent, state)
+    _link(state, agent)
+    state._begin_compact()
+    model = agent._model
+    try:
+        request = model.mark_cache(Request(agent._system, state.messages, agent._specs, tool_choice="none"))
+        reply = yield (_compact, _acompact, (model, request, instructions, event_recorder(state, reporter)))
+        summary = reply.text.strip()
+        if not summary:
+            raise _empty_summary()
+        state._compact_done(summary, reply.usage)
+    except GeneratorExit:  # the driver was abandoned: nothing to record
+        raise
+    except BaseException as error:
+        state._end_compact()
+        yield from save_after_error(store, state, error)
+        raise
+    state._end_compact()
+    yield from save_point(store, state)
+
+
+def _no_fit(method: str, attempts: int, answers: AnswerFormat, error: ValueError | None) -> OutputError:
+    return OutputError(
+        fix_message(
+            f"All {attempts} answers from {method}() failed to match returns={answers.name}: {error}",
+            "State the format more clearly in the question, raise retries=, or use a simpler returns format",
+            f'plan = agent.{method}(state, "Make a plan as a list of steps", returns=Plan, retries=4)',
+        )
+    )
+
+
+def ask_steps(agent: AgentSeam, state: State, prompt: str, answers: AnswerFormat, retries: int, method: str) -> Steps:
+    """Ask the model a side question about `state` and return the answer `answers` reads from the reply.
+
+    Up to `retries + 1` requests: a reply that does not fit goes back to the model with the reason. One `ask`
+    entry records the question, the answer (None when none fitted) and the usage of every request; nothing is
+    recorded when no reply came. The context does not change.
+    """
+    reporter = _reporter_and_store(agent, state)[0]
+    model = agent._model
+    messages = [*state._context_for_question(), Message.user(answers.question(prompt))]
+    on_event = event_recorder(state, reporter)
+    total = Usage()
+    replied = False
+    found = False
+    value: Any = None
+    last_error: ValueError | None = None
+    try:
+        for _ in range(retries + 1):
+            request = model.mark_cache(Request(agent._system, tuple(messages), agent._specs, tool_choice="none"))
+            if reporter is not None:
+                reporter.on_think_start(state)
+            reply = yield (model.respond, model.arespond, (request, _text_callback(reporter, state), on_event))
+            replied = True
+            total = total + reply.usage
+            if reporter is not None:
+                reporter.on_think_end(state, reply)
+            try:
+                value = answers.parse(reply.text)
+            except ValueError as error:
+                last_error = error
+                messages.append(Message.assistant(reply.text or "(empty reply)"))
+                messages.append(Message.user(answers.retry(error)))
+                continue
+            found = True
+            break
+    except GeneratorExit:
+        raise
+    except BaseException:
+        if replied:
+            state._record_ask(prompt, None, total)
+        raise
+    state._record_ask(prompt, value if found else None, total)
+    if found:
+        return value
+    raise _no_fit(method, retries + 1, answers, last_error) from last_error
