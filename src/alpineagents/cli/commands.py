@@ -1,0 +1,184 @@
+"""The `alpineagents` command: run, list, show, resume, fork, remove, export and view stored runs.
+
+Exit codes: 0 when the command did its work, 1 on an error (an unknown id, a missing or damaged store, a run that
+raised), 2 on misuse (a bad option or argument, a MODULE:AGENT that cannot be found). Errors are one line on
+standard error, and a command that fails writes nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from alpineagents.agent import Agent
+from alpineagents.cli.agents import load_agent
+from alpineagents.cli.output import note, outcome_json, print_json, print_table
+from alpineagents.cli.replay import Replay, usage_line
+from alpineagents.cli.stores import STORE_HELP, Misuse, chosen_store, first_line, store_errors, store_option
+from alpineagents.cli.web import export, view
+from alpineagents.state import State
+from alpineagents.store import Store
+from alpineagents.terminal import Terminal
+from alpineagents.types import Message, RunStartEntry
+from alpineagents.viewer.runs import UNFINISHED, matches, open_run, summarize
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--store", "store", metavar="URL", help=STORE_HELP)
+def main(store: str | None) -> None:
+    """Run agents and look at their stored runs.
+
+    A run is kept in a store (--store, or $ALPINEAGENTS_STORE, else ./runs.db). `alpineagents view` shows the
+    runs in a browser.
+    """
+
+
+def _run(agent: Agent, store: Store, state: State, model: str | None, as_json: bool) -> None:
+    """Runs `state` with `agent` saving to `store`, the Terminal printing its progress; exit 1 if the run raised."""
+    terminal = Terminal(output=sys.stderr if as_json else None)
+    changes: dict[str, Any] = {"store": store, "reporter": terminal}
+    if model:
+        changes["model"] = model
+    try:
+        configured = agent.copy(**changes)
+    except (TypeError, ValueError) as error:
+        raise Misuse(first_line(error))
+    before = len(state.history)
+    try:
+        configured.run(state)
+    except Exception as error:
+        started = any(isinstance(entry, RunStartEntry) for entry in state.history[before:])
+        if not started:
+            raise click.ClickException(first_line(error))
+        raise click.ClickException(f"run {state.id} ended with {type(error).__name__}: {first_line(error)}")
+    if as_json:
+        print_json(outcome_json(state))
+    else:
+        note(f"saved as {state.id}")
+
+
+@main.command()
+@click.argument("agent_spec", metavar="MODULE:AGENT")
+@click.argument("prompt")
+@click.option("--model", help="Use this model instead of the Agent's (e.g. openai/gpt-5).")
+@click.option("--id", "state_id", help="The id of the new run (letters, digits, _ and -).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (progress goes to stderr).")
+@store_option
+def run(
+    agent_spec: str, prompt: str, model: str | None, state_id: str | None, as_json: bool, store: str | None
+) -> None:
+    """Run the Agent AGENT of module MODULE on PROMPT, saving the run in the store."""
+    agent = load_agent(agent_spec)
+    try:
+        state = State(id=state_id, messages=[Message.user(prompt)])
+    except ValueError as error:
+        raise Misuse(first_line(error))
+    opened = chosen_store(store, create=True)
+    with store_errors():
+        if state_id is not None and opened.read(state_id) is not None:
+            raise click.ClickException(f"the store already has a run {state_id!r}: pick another --id, or resume it")
+    _run(agent, opened, state, model, as_json)
+
+
+@main.command()
+@click.argument("state_id", metavar="ID")
+@click.argument("agent_spec", metavar="MODULE:AGENT")
+@click.argument("message", required=False)
+@click.option("--model", help="Use this model instead of the Agent's.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (progress goes to stderr).")
+@store_option
+def resume(
+    state_id: str, agent_spec: str, message: str | None, model: str | None, as_json: bool, store: str | None
+) -> None:
+    """Continue the stored run ID with AGENT, after adding MESSAGE when given (a crashed run too)."""
+    agent = load_agent(agent_spec)
+    opened = chosen_store(store)
+    with store_errors():
+        state = opened.load(state_id)
+        if message:
+            state.add_message(Message.user(message))
+    _run(agent, opened, state, model, as_json)
+
+
+@main.command(name="ls")
+@click.option("--limit", type=click.IntRange(min=1), help="Show at most this many runs (newest first).")
+@click.option("--filter", "text", metavar="TEXT", help="Only runs whose id or first message holds TEXT.")
+@click.option("--top", is_flag=True, help="Only runs that no tool call started (no subagents).")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON list.")
+@store_option
+def list_runs(limit: int | None, text: str | None, top: bool, as_json: bool, store: str | None) -> None:
+    """List the stored runs, newest first: id, first message, turns, updated, status and cost."""
+    opened = chosen_store(store)
+    with store_errors():
+        infos = [info for info in opened.list() if (not top or info.parent_id is None)]
+        if text:
+            infos = [info for info in infos if matches(info, text)]
+        rows = [summarize(opened, info) for info in infos[:limit]]
+    if as_json:
+        print_json([row.to_json() for row in rows])
+    elif rows:
+        print_table(rows)
+    else:
+        note("no runs")
+
+
+@main.command()
+@click.argument("state_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the saved history entries as a JSON list.")
+@store_option
+def show(state_id: str, as_json: bool, store: str | None) -> None:
+    """Print the run ID as the Terminal showed it, then its usage and cost."""
+    opened = chosen_store(store)
+    with store_errors():
+        found = open_run(opened, state_id)
+        if as_json:
+            print_json(list(found.raw))
+            return
+        click.echo(f"run {found.id}: {found.info.first_message or '(no first message)'}")
+        Replay(opened, sys.stdout).history(found.history)
+    if found.unfinished:
+        click.echo(UNFINISHED)
+    click.echo(usage_line(found.state.usage))
+
+
+@main.command()
+@click.argument("state_id", metavar="ID")
+@click.option("--at", "at", type=click.IntRange(min=0), help="Keep the first N entries (default: all).")
+@click.option("--id", "new_id", help="The id of the copy (default: a new random id).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"id", "from", "entries"} as JSON.')
+@store_option
+def fork(state_id: str, at: int | None, new_id: str | None, as_json: bool, store: str | None) -> None:
+    """Copy the run ID, up to its first N entries, under a new id in the same store."""
+    opened = chosen_store(store)
+    with store_errors():
+        history = open_run(opened, state_id).history
+        if at is not None and at > len(history):
+            raise Misuse(f"--at {at} is past the end: run {state_id} has {len(history)} entries")
+        if new_id is not None and opened.read(new_id) is not None:
+            raise click.ClickException(f"the store already has a run {new_id!r}: pick another --id")
+        kept = history if at is None else history[:at]
+        copy = State(id=new_id, history=kept)
+        opened.save(copy)
+    if as_json:
+        print_json({"id": copy.id, "from": state_id, "entries": len(kept)})
+    else:
+        click.echo(copy.id)
+
+
+@main.command()
+@click.argument("state_id", metavar="ID")
+@store_option
+def rm(state_id: str, store: str | None) -> None:
+    """Remove the run ID from the store (its subagent runs stay)."""
+    opened = chosen_store(store)
+    with store_errors():
+        if opened.read(state_id) is None:
+            raise click.ClickException(f"no saved State with id {state_id!r} in {opened!r}")
+        opened.delete(state_id)
+    note(f"removed {state_id}")
+
+
+main.add_command(export)
+main.add_command(view)

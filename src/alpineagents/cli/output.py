@@ -1,0 +1,87 @@
+"""What the commands print: JSON forms of a run's outcome and usage, table rows, short texts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import click
+
+from alpineagents.state import State
+from alpineagents.types import Usage
+from alpineagents.viewer.runs import Summary
+
+FIRST_MESSAGE_WIDTH = 48
+"""How many characters of the first message `ls` shows."""
+
+
+def print_json(value: Any) -> None:
+    """`value` as indented JSON on standard output (values JSON cannot hold are written with `str`)."""
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def usage_json(usage: Usage) -> dict[str, Any]:
+    """The usage counters as a JSON object."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "requests": usage.requests,
+        "cost": usage.cost,
+    }
+
+
+def outcome_json(state: State) -> dict[str, Any]:
+    """How a run left its State: id, answer, stop, turn and usage."""
+    return {
+        "id": state.id,
+        "answer": state.answer,
+        "stopped": str(state.stopped) if state.stopped is not None else None,
+        "finished": state.finished,
+        "turn": state.turn,
+        "usage": usage_json(state.usage),
+    }
+
+
+def when(at: datetime | None) -> str:
+    """A time stamp in local time to the second, or `-`."""
+    return at.astimezone().strftime("%Y-%m-%d %H:%M:%S") if at else "-"
+
+
+def cost_text(cost: float | None) -> str:
+    """`$0.0123`, or `-` when the price is unknown."""
+    return "-" if cost is None else f"${cost:.4f}"
+
+
+def one_line(text: str | None, width: int) -> str:
+    """The text on one line, cut to `width` characters with an ellipsis."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def print_table(rows: Sequence[Summary]) -> None:
+    """The `ls` table: id, first message, turns, updated, status, cost."""
+    header = ("ID", "FIRST MESSAGE", "TURNS", "UPDATED", "STATUS", "COST")
+    cells = [
+        (
+            row.id if row.parent_id is None else row.id + " (sub)",
+            one_line(row.first_message, FIRST_MESSAGE_WIDTH),
+            str(row.turns),
+            when(row.updated_at),
+            row.status,
+            cost_text(row.cost),
+        )
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header) - 1)]
+    for line in [header, *cells]:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)) + "  " + line[-1])
+
+
+def note(text: str) -> None:
+    """A line for the person, on standard error (so standard output stays clean for --json)."""
+    click.echo(text, file=sys.stderr)

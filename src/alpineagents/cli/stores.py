@@ -1,0 +1,124 @@
+"""Turning the `--store` text into a Store.
+
+The text is a folder (a `FileStore`), a database file or a `sqlite:///path` URL (a `SQLiteStore`), or a
+`postgresql://` URL (not available yet). Every command but `run` needs the store to exist already, so that a typo
+in the path gives an error instead of a new, empty store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from alpineagents.store import FileStore, SQLiteStore, Store
+
+DEFAULT_STORE = "runs.db"
+"""The store used when neither --store nor ALPINEAGENTS_STORE names one."""
+
+ENV_STORE = "ALPINEAGENTS_STORE"
+"""The environment variable that names the store when --store is not given."""
+
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+"""A path that does not exist yet is a SQLite file when it ends with one of these; else it is a folder."""
+
+
+class Misuse(click.ClickException):
+    """A mistake in how the command was called: printed as one line, exit code 2."""
+
+    exit_code = 2
+
+
+def store_text(given: str | None) -> str:
+    """The store the user chose: `--store`, else `ALPINEAGENTS_STORE`, else `./runs.db`."""
+    return given or os.environ.get(ENV_STORE) or DEFAULT_STORE
+
+
+def _sqlite_path(text: str) -> str:
+    """`sqlite:///runs.db` is `runs.db`; `sqlite:////tmp/runs.db` is `/tmp/runs.db`."""
+    rest = text[len("sqlite:") :]
+    if rest.startswith("///"):
+        return rest[3:]
+    if rest.startswith("//"):
+        raise Misuse(f"--store {text!r}: write a SQLite URL as sqlite:///relative/path.db or sqlite:////absolute.db")
+    return rest
+
+
+def _kind_and_path(text: str) -> tuple[str, str]:
+    """("file" or "sqlite", the path) for a store text; a misuse error for one this version cannot open."""
+    if text.startswith("sqlite:"):
+        return "sqlite", _sqlite_path(text)
+    if text.startswith("file://"):
+        return "file", text[len("file://") :]
+    if text.startswith(("postgresql:", "postgres:")):
+        raise click.ClickException(
+            "PostgresStore is not available yet: use a folder (FileStore) or a SQLite file (sqlite:///runs.db)"
+        )
+    if "://" in text:
+        raise Misuse(f"--store {text!r}: unknown kind of store; give a folder, a .db file or sqlite:///runs.db")
+    path = Path(text)
+    if path.is_dir():
+        return "file", text
+    if path.exists() or path.suffix in SQLITE_SUFFIXES:
+        return "sqlite", text
+    return "file", text
+
+
+def open_store(given: str | None, *, create: bool = False) -> Store:
+    """The Store named by `given` (or the environment, or the default).
+
+    Without `create`, a store that does not exist is an error (exit code 1) and nothing is created.
+    """
+    text = store_text(given)
+    kind, path = _kind_and_path(text)
+    if not path:
+        raise Misuse(f"--store {text!r} names no path")
+    if not create and not os.path.exists(path):
+        raise click.ClickException(f"no store at {text}: give an existing folder or database with --store")
+    if kind == "sqlite":
+        if os.path.isdir(path):
+            raise click.ClickException(f"{text} is a folder, not a SQLite database file")
+        return SQLiteStore(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise click.ClickException(f"{text} is a file, not a FileStore folder")
+    return FileStore(path)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STORE_HELP = (
+    f"The store: a folder (FileStore), a .db file or sqlite:///runs.db (SQLiteStore). "
+    f"Default: ${ENV_STORE}, else ./runs.db."
+)
+
+
+@contextlib.contextmanager
+def store_errors() -> Iterator[None]:
+    """Turns what a store or a State raises into one error line with exit code 1."""
+    try:
+        yield
+    except click.ClickException:
+        raise
+    except (LookupError, ValueError, TypeError, OSError) as error:
+        raise click.ClickException(first_line(error))
+
+
+def store_option(command: F) -> F:
+    """Adds `--store` to a command; it may also be given before the command name."""
+    return click.option("--store", "store", metavar="URL", help=STORE_HELP)(command)
+
+
+def chosen_store(given: str | None, *, create: bool = False) -> Store:
+    """The store named on the command, else before it, else by the environment, else ./runs.db."""
+    outer = click.get_current_context().find_root().params.get("store")
+    return open_store(given or outer, create=create)
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's text (our errors put the problem there and the fix below)."""
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__

@@ -1,0 +1,74 @@
+"""The two commands that need the viewer extra: `export` (one offline HTML file) and `view` (the web app)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import click
+
+from alpineagents.cli.stores import chosen_store, store_errors, store_option
+
+EXTRA = "the viewer needs its extra: pip install 'alpineagents[viewer]'"
+DEFAULT_PORT = 8321
+
+
+def _viewer(name: str) -> ModuleType:
+    """`alpineagents.viewer.<name>`, or one error line naming the extra when Starlette or Jinja2 is missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"alpineagents.viewer.{name}")
+    except ImportError as error:
+        raise click.ClickException(f"{EXTRA} ({error})")
+
+
+@click.command()
+@click.argument("state_id", metavar="ID")
+@click.option(
+    "-o", "--output", "output", metavar="FILE", help="Where to write the page (default: ID.html; - for stdout)."
+)
+@store_option
+def export(state_id: str, output: str | None, store: str | None) -> None:
+    """Write the run ID as one self-contained HTML file: the viewer's page, for a browser with no server."""
+    page = _viewer("page")
+    opened = chosen_store(store)
+    with store_errors():
+        html: str = page.export_html(opened, state_id)
+    if output == "-":
+        click.echo(html, nl=False)
+        return
+    target = Path(output or f"{state_id}.html")
+    try:
+        target.write_text(html, encoding="utf-8")
+    except OSError as error:
+        raise click.ClickException(f"cannot write {target}: {error.strerror or error}")
+    click.echo(f"wrote {target}", file=sys.stderr)
+
+
+@click.command()
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="The address to listen on (only this machine by default)."
+)
+@click.option(
+    "--port",
+    default=DEFAULT_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="The port (0: any free port).",
+)
+@store_option
+def view(host: str, port: int, store: str | None) -> None:
+    """Start the run viewer and print its address; Ctrl+C stops it."""
+    app = _viewer("app")
+    opened = chosen_store(store)
+
+    def announce(address: str) -> None:
+        click.echo(f"alpineagents viewer: {address}  (store {opened!r}; Ctrl+C stops it)")
+        sys.stdout.flush()
+
+    try:
+        app.serve(opened, host=host, port=port, announce=announce)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}")

@@ -1,0 +1,192 @@
+"""Reading runs from a store: one run's saved entries and State, a short status, and the subagent tree.
+
+Only the entries the store holds are shown. When a saved run ends in the middle of a turn (it is still going, or
+its process stopped), `store.load` adds closing entries that are not saved; they are left out here and the status
+says the turn is unfinished instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from alpineagents.state import State
+from alpineagents.store import StateInfo, Store
+from alpineagents.types import ErrorEntry, HistoryEntry, ModelRequestEntry, RunStartEntry
+
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+UNFINISHED = "unfinished turn (still running, or its process stopped)"
+"""The status of a run whose saved history ends in the middle of a turn."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One stored run: its listing info, the State `load` rebuilt, the saved entries and their JSON."""
+
+    info: StateInfo
+    state: State
+    raw: Sequence[dict[str, Any]]
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def history(self) -> tuple[HistoryEntry, ...]:
+        """The saved entries (without the closing entries `load` adds to an unfinished turn)."""
+        return self.state.history[: len(self.raw)]
+
+    @property
+    def unfinished(self) -> bool:
+        """True when the saved history ends in the middle of a turn."""
+        return len(self.state.history) > len(self.raw)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One row of a listing."""
+
+    id: str
+    first_message: str | None
+    turns: int
+    created_at: datetime | None
+    updated_at: datetime | None
+    status: str
+    finished: bool
+    cost: float | None
+    tokens: int
+    entries: int
+    parent_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as plain JSON values (times as ISO strings)."""
+        return {
+            "id": self.id,
+            "first_message": self.first_message,
+            "turns": self.turns,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+            "status": self.status,
+            "finished": self.finished,
+            "cost": self.cost,
+            "tokens": self.tokens,
+            "entries": self.entries,
+            "parent_id": self.parent_id,
+        }
+
+
+@dataclass
+class TreeNode:
+    """A run and the subagent runs its tool calls started."""
+
+    info: StateInfo
+    children: list[TreeNode] = field(default_factory=list)
+
+
+def find_info(store: Store, state_id: str) -> StateInfo:
+    """The listing info of `state_id`; `LookupError` when the store has no such run."""
+    for info in store.list():
+        if info.id == state_id:
+            return info
+    raise LookupError(f"no saved State with id {state_id!r} in {store!r}")
+
+
+def open_run(store: Store, state_id: str, info: StateInfo | None = None) -> Run:
+    """The run `state_id` read from `store` (`LookupError` when it is not there, `ValueError` when damaged)."""
+    record = store.read(state_id)
+    if record is None:
+        raise LookupError(f"no saved State with id {state_id!r} in {store!r}")
+    state = store.load(state_id)
+    if info is None:
+        info = StateInfo.from_info(state_id, record.info)
+    return Run(info, state, record.entries)
+
+
+def ending_error(entries: Iterable[HistoryEntry]) -> str | None:
+    """The text of the error that ended the latest run in `entries`, or None.
+
+    An error counts when no model request and no new run came after it (a loop that went on after a failed
+    request did not end with that error).
+    """
+    last: str | None = None
+    for entry in entries:
+        if isinstance(entry, ErrorEntry):
+            last = entry.content
+        elif isinstance(entry, (ModelRequestEntry, RunStartEntry)):
+            last = None
+    return last
+
+
+def status(run: Run) -> str:
+    """A few words on how the run stands: finished, why it stopped, an unfinished turn, or the error it ended with."""
+    if run.info.finished:
+        return "finished"
+    if run.info.stopped is not None:
+        return str(run.info.stopped)
+    if run.unfinished:
+        return UNFINISHED
+    error = ending_error(run.history)
+    if error is not None:
+        return "error: " + error.splitlines()[0] if error else "error"
+    if not run.raw:
+        return "empty"
+    if not any(isinstance(entry, RunStartEntry) for entry in run.history):
+        return "not run yet"
+    return "no stop recorded"
+
+
+def summarize(store: Store, info: StateInfo) -> Summary:
+    """The listing row of one run; a run that cannot be read is listed with the reason as its status."""
+    try:
+        run = open_run(store, info.id, info)
+    except (LookupError, ValueError, OSError) as error:
+        text = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return Summary(
+            info.id, info.first_message, info.turn, info.created_at, info.updated_at,
+            "cannot load: " + text, info.finished, None, 0, 0, info.parent_id,
+        )  # fmt: skip
+    usage = run.state.usage
+    return Summary(
+        info.id,
+        info.first_message,
+        info.turn,
+        info.created_at,
+        info.updated_at,
+        status(run),
+        info.finished,
+        usage.cost,
+        usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens,
+        len(run.raw),
+        info.parent_id,
+    )
+
+
+def matches(info: StateInfo, text: str) -> bool:
+    """True when `text` (any case) is part of the run's id or first message."""
+    needle = text.casefold()
+    return needle in info.id.casefold() or needle in (info.first_message or "").casefold()
+
+
+def subagent_tree(infos: Sequence[StateInfo], state_id: str) -> TreeNode | None:
+    """The whole tree `state_id` belongs to, from its top-level run down; None when it has no parent or child."""
+    by_id = {info.id: info for info in infos}
+    children: dict[str, list[StateInfo]] = {}
+    for info in infos:
+        if info.parent_id is not None:
+            children.setdefault(info.parent_id, []).append(info)
+    top = state_id
+    seen = {top}
+    while top in by_id and by_id[top].parent_id in by_id and by_id[top].parent_id not in seen:
+        top = by_id[top].parent_id or top
+        seen.add(top)
+    if top not in by_id or (top == state_id and state_id not in children):
+        return None
+
+    def grow(info: StateInfo, path: frozenset[str]) -> TreeNode:
+        kids = sorted(children.get(info.id, []), key=lambda kid: kid.created_at or _EARLIEST)
+        return TreeNode(info, [grow(kid, path | {kid.id}) for kid in kids if kid.id not in path])
+
+    return grow(by_id[top], frozenset({top}))

@@ -1,0 +1,31 @@
+// Live update of a run page: every two seconds, fetch the entries saved after the ones shown and add them.
+// The server renders (and escapes) the HTML; this script only places it.
+(function () {
+  "use strict";
+  var page = document.querySelector("main.run[data-live]");
+  if (!page) { return; }
+  var timeline = page.querySelector("ol.timeline");
+  var head = page.querySelector("section.head");
+  var charts = page.querySelector("section.charts");
+  var busy = false;
+
+  function poll() {
+    if (busy) { return; }
+    busy = true;
+    var count = page.getAttribute("data-count");
+    fetch(page.getAttribute("data-live") + "?after=" + encodeURIComponent(count), { cache: "no-store" })
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (data) {
+        if (data && data.count > Number(count)) {
+          timeline.insertAdjacentHTML("beforeend", data.items);
+          head.innerHTML = data.header;
+          charts.innerHTML = data.charts;
+          page.setAttribute("data-count", String(data.count));
+        }
+      })
+      .catch(function () { /* the viewer stopped; try again on the next tick */ })
+      .then(function () { busy = false; });
+  }
+
+  window.setInterval(poll, 2000);
+})();

@@ -1,0 +1,276 @@
+"""A run's saved history as the items of its timeline page, in history order.
+
+Each entry becomes one `Item`: a heading, small facts, pieces of content (text, thinking, tool calls, results,
+JSON), links to the subagent runs it started, and the entry's saved JSON. The text stays plain text here; the
+templates escape it. A tool result's duration is the time from the moment its call was ready (the reply that asked
+for it, or the latest permission answer or refusal after that reply) to its result: the history keeps no start
+time, so for tools that ran one after another it includes the wait for the tools before it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from alpineagents.types import (
+    ContextChange,
+    ContextChangeEntry,
+    ErrorEntry,
+    ExchangeEntry,
+    ExtraDataEntry,
+    HistoryEntry,
+    Image,
+    Message,
+    MessageEntry,
+    ModelEventEntry,
+    ModelReplyEntry,
+    ModelRequestEntry,
+    RawBlock,
+    RunStartEntry,
+    StopEntry,
+    TextBlock,
+    ToolCall,
+    ToolOutcomeKind,
+    ToolResultEntry,
+    format_call,
+    result_text,
+)
+
+FOLD_CHARS = 1500
+"""Content longer than this many characters is folded (its start shows, the rest opens with a click)."""
+
+FOLD_LINES = 24
+"""Content with more lines than this is folded."""
+
+GOOD = frozenset({ToolOutcomeKind.DONE})
+REFUSED = frozenset({ToolOutcomeKind.DENIED, ToolOutcomeKind.CANCELLED, ToolOutcomeKind.INPUT_ERROR})
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One piece of content: `style` is text, thinking, call, result, json or note."""
+
+    title: str
+    text: str
+    style: str = "text"
+
+    @property
+    def folded(self) -> bool:
+        """True when the piece is long enough to be folded."""
+        return len(self.text) > FOLD_CHARS or self.text.count("\n") > FOLD_LINES
+
+    @property
+    def preview(self) -> str:
+        """The start of a folded piece."""
+        return "\n".join(self.text[: FOLD_CHARS // 3].splitlines()[:8])
+
+
+@dataclass
+class Item:
+    """One history entry as the timeline shows it."""
+
+    seq: int
+    kind: str
+    label: str
+    at: datetime
+    tone: str = ""
+    badge: str = ""
+    facts: list[str] = field(default_factory=list)
+    pieces: list[Piece] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    raw: str = ""
+    duration: float | None = None
+    turn: int = 0
+
+
+def as_json(value: Any) -> str:
+    """`value` as indented JSON text (frozen containers included; anything else through `str`)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)  # pyright: ignore[reportUnknownArgumentType]
+    if isinstance(value, (tuple, list)):
+        return list(value)  # pyright: ignore[reportUnknownArgumentType]
+    return str(value)
+
+
+def message_text(content: str | Sequence[TextBlock | Image]) -> str:
+    """The text of a user message's content, with `[image ...]` where an image is."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(_block_text(block) for block in content)
+
+
+def _block_text(block: object) -> str:
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, Image):
+        return f"[image {block.media_type or ''} {len(block.data)} bytes]"
+    return str(block)
+
+
+def message_pieces(message: Message) -> list[Piece]:
+    """The pieces of one message: its text, thinking, tool calls and other provider blocks, in order."""
+    pieces: list[Piece] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            pieces.append(Piece("text", block.text))
+        elif isinstance(block, ToolCall):
+            pieces.append(Piece(format_call(block), as_json(block.args), "call"))
+        elif isinstance(block, RawBlock):
+            pieces.append(_raw_piece(block))
+        else:
+            pieces.append(Piece(type(block).__name__, _block_text(block), "note"))
+    return pieces
+
+
+def _raw_piece(block: RawBlock) -> Piece:
+    kind = str(block.data.get("type", ""))
+    thinking = block.data.get("thinking")
+    if isinstance(thinking, str):
+        return Piece("thinking", thinking, "thinking")
+    if "redacted" in kind:
+        return Piece("thinking (redacted by the provider)", "", "thinking")
+    return Piece(f"{block.provider} block {kind}".strip(), as_json(block.data), "json")
+
+
+def _usage_fact(entry: ModelReplyEntry) -> list[str]:
+    usage = entry.content.usage
+    facts = [f"{usage.input_tokens} in", f"{usage.output_tokens} out"]
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        facts.append(f"cache {usage.cache_read_tokens} read / {usage.cache_write_tokens} written")
+    if usage.cost is not None:
+        facts.append(f"${usage.cost:.4f}")
+    if entry.content.stop_reason:
+        facts.append(f"stop: {entry.content.stop_reason}")
+    return facts
+
+
+def _reply(item: Item, entry: ModelReplyEntry) -> None:
+    reply = entry.content
+    item.label = f"reply from {reply.model or 'the model'}"
+    item.facts = _usage_fact(entry)
+    item.pieces = message_pieces(reply.message)
+    if reply.cut_off:
+        item.tone, item.badge = "warn", "cut off"
+
+
+def _tool(item: Item, entry: ToolResultEntry, ready: datetime | None) -> None:
+    outcome = entry.outcome
+    item.label = f"{format_call(entry.call)}"
+    item.badge = outcome.value + (" (late)" if entry.late else "")
+    item.tone = "ok" if outcome in GOOD else ("warn" if outcome in REFUSED else "bad")
+    item.pieces = [Piece("result", result_text(entry.content), "result")]
+    item.links = list(entry.child_ids)
+    if ready is not None and outcome not in REFUSED:
+        item.duration = max(0.0, (entry.at - ready).total_seconds())
+        item.facts.append(f"{item.duration:.2f} s")
+    if entry.usage is not None:
+        item.facts.append(f"subagents: {entry.usage.input_tokens} in, {entry.usage.output_tokens} out")
+
+
+def _context(item: Item, change: ContextChange) -> None:
+    labels = {
+        "compact": "context compacted",
+        "clear_tool_results": "tool results cleared",
+        "import": "context imported",
+        "restore": "context restored",
+    }
+    item.label = labels.get(change.kind, change.kind)
+    item.facts = [f"{change.before_tokens} → {change.after_tokens} tokens"]
+    if change.kind == "import":
+        item.facts = [f"{len(change.messages)} messages"]
+        for message in change.messages:
+            item.pieces += [Piece(message.role, p.text, p.style) for p in message_pieces(message)] or [
+                Piece(message.role, "", "note")
+            ]
+    elif change.summary is not None:
+        item.pieces.append(Piece(f"summary (the latest {change.kept} messages kept)", change.summary))
+    if change.cleared:
+        item.facts.append(f"{len(change.cleared)} results cleared")
+    if change.restored_to is not None:
+        item.facts.append(f"back to entry {change.restored_to}")
+    item.tone = "warn" if change.kind != "import" else ""
+
+
+def _run_start(item: Item, entry: RunStartEntry) -> None:
+    info = entry.content
+    item.label = f"run started by {info.name or 'an agent'} on {info.model}"
+    if info.tools:
+        item.facts.append("tools: " + ", ".join(info.tools))
+    if info.mcp_servers:
+        item.facts.append("MCP: " + ", ".join(info.mcp_servers))
+    if entry.parent_id is not None:
+        item.facts.append(f"subagent of {entry.parent_id} (call {entry.parent_call_id})")
+        item.links = [entry.parent_id]
+
+
+def _simple(item: Item, entry: HistoryEntry) -> None:
+    """Fills the item of an entry with one piece of content or none."""
+    if isinstance(entry, MessageEntry):
+        item.label = "user message" if entry.kind == "user" else "notice"
+        item.pieces = [Piece(entry.kind, message_text(entry.content))]
+    elif isinstance(entry, ModelRequestEntry):
+        item.label = f"turn {entry.turn}: request to {entry.content}"
+    elif isinstance(entry, ModelEventEntry):
+        item.label, item.tone = f"model {entry.content.kind}: {entry.content.message}", "warn"
+        item.pieces = [Piece("data", as_json(entry.content.data), "json")] if entry.content.data else []
+    elif isinstance(entry, ExchangeEntry):
+        who = "the model" if entry.kind == "ask" else "the person"
+        item.label = f"asked {who}"
+        item.pieces = [
+            Piece("question", entry.content.question),
+            Piece("answer", as_json(entry.content.answer), "json"),
+        ]
+    elif isinstance(entry, StopEntry):
+        item.label = str(entry.content) if entry.content is not None else "stop cleared"
+        item.badge = "stop"
+        answer = getattr(entry.content, "answer", None)
+        item.pieces = [Piece("answer", as_json(answer), "json")] if answer is not None else []
+    elif isinstance(entry, ExtraDataEntry):
+        item.label = "extra data changed"
+        item.pieces = [Piece("set", as_json(entry.content), "json")]
+        item.facts = ["removed: " + ", ".join(entry.removed)] if entry.removed else []
+    elif isinstance(entry, ErrorEntry):
+        item.label, item.tone, item.badge = "error", "bad", "error"
+        item.pieces = [Piece("error", entry.content, "result")]
+        item.facts = [f"in {format_call(entry.call)}"] if entry.call is not None else []
+
+
+def build(history: Sequence[HistoryEntry], raw: Sequence[Mapping[str, Any]], start: int = 0) -> list[Item]:
+    """The timeline items of `history[start:]` (the entries before `start` are read for tool durations only)."""
+    items: list[Item] = []
+    ready: datetime | None = None
+    for seq, entry in enumerate(history):
+        item = Item(seq, entry.kind, entry.kind, entry.at, turn=entry.turn)
+        if isinstance(entry, ModelReplyEntry):
+            _reply(item, entry)
+        elif isinstance(entry, ToolResultEntry):
+            _tool(item, entry, ready)
+        elif isinstance(entry, ContextChangeEntry):
+            _context(item, entry.content)
+        elif isinstance(entry, RunStartEntry):
+            _run_start(item, entry)
+        else:
+            _simple(item, entry)
+        ready = _ready_after(entry, ready)
+        if seq >= start:
+            item.raw = as_json(raw[seq]) if seq < len(raw) else ""
+            items.append(item)
+    return items
+
+
+def _ready_after(entry: HistoryEntry, ready: datetime | None) -> datetime | None:
+    """When the next tool call was ready to run, after `entry`."""
+    if isinstance(entry, ModelReplyEntry):
+        return entry.at if entry.content.tool_calls else None
+    if isinstance(entry, ExchangeEntry) and entry.kind == "human" and ready is not None:
+        return entry.at
+    if isinstance(entry, ToolResultEntry) and entry.outcome in REFUSED and ready is not None:
+        return entry.at
+    return ready

@@ -1,0 +1,462 @@
+"""The `alpineagents` command, run through its real entry point in a subprocess, against FileStore and SQLiteStore.
+
+The agents come from `tests/cli_agents.py` (scripted FakeModels), imported by the command as `cli_agents:NAME`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from alpineagents.store import FileStore, SQLiteStore, Store
+from cli_agents import viewer
+
+TESTS = Path(__file__).resolve().parent
+SCRIPT = Path(sys.executable).parent / "alpineagents"
+COMMANDS = ["run", "ls", "show", "resume", "fork", "rm", "export", "view"]
+
+
+def cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """`python -m alpineagents ARGS` in `cwd`, with the test agents importable."""
+    inherited = {key: value for key, value in os.environ.items() if key != "ALPINEAGENTS_STORE"}
+    full_env = {**inherited, **(env or {})}
+    full_env["PYTHONPATH"] = os.pathsep.join([str(TESTS), full_env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "alpineagents", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The error the command printed, checked to be exactly one line on stderr and nothing on stdout."""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert result.stdout == ""
+    return lines[0]
+
+
+def files_under(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+@pytest.fixture(params=["file", "sqlite"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store that does not exist yet: a folder for FileStore, a .db file for SQLiteStore."""
+    return str(tmp_path / ("runs" if request.param == "file" else "runs.db"))
+
+
+def open_store(url: str) -> Store:
+    return SQLiteStore(url) if url.endswith(".db") else FileStore(url)
+
+
+@pytest.fixture
+def calc_run(store_url: str, tmp_path: Path) -> str:
+    """The store after one calc run, id r1: add(2, 3), then "The sum is 5."."""
+    result = cli("run", "cli_agents:calc", "please add 2 and 3", "--id", "r1", "--store", store_url, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return store_url
+
+
+# -- help and entry points ---------------------------------------------------------------------------------------
+
+
+def test_every_command_has_help_and_the_console_script_runs(tmp_path: Path) -> None:
+    top = subprocess.run([str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
+    assert top.returncode == 0
+    for command in COMMANDS:
+        assert command in top.stdout
+        result = cli(command, "--help", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "--store" in result.stdout
+        assert "Usage: alpineagents " + command in result.stdout
+
+
+def test_an_unknown_command_or_option_is_misuse_with_exit_code_2(tmp_path: Path) -> None:
+    assert cli("frobnicate", cwd=tmp_path).returncode == 2
+    assert cli("ls", "--bogus", cwd=tmp_path).returncode == 2
+    assert cli("ls", "--limit", "0", cwd=tmp_path).returncode == 2
+    assert files_under(tmp_path) == []
+
+
+# -- run ---------------------------------------------------------------------------------------------------------
+
+
+def test_run_prints_the_terminal_progress_and_saves_the_run(store_url: str, tmp_path: Path) -> None:
+    result = cli("run", "cli_agents:calc", "please add 2 and 3", "--id", "r1", "--store", store_url, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "[turn 1] thinking",
+        "  tool add(a=2, b=3)",
+        "  done 1B",
+        "[turn 2] thinking",
+        "The sum is 5.",
+        "done: stopped by waiting_for_user (2 turns, ~$0.00)",
+    ]
+    assert "saved as r1" in result.stderr
+    state = open_store(store_url).load("r1")
+    assert state.answer == "The sum is 5."
+    assert state.turn == 2
+
+
+def test_run_json_prints_the_outcome_and_sends_progress_to_stderr(store_url: str, tmp_path: Path) -> None:
+    result = cli("run", "cli_agents:calc", "please add 2 and 3", "--json", "--store", store_url, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["answer"] == "The sum is 5."
+    assert outcome["stopped"] == "stopped by waiting_for_user"
+    assert outcome["turn"] == 2 and outcome["finished"] is False
+    assert outcome["usage"]["requests"] == 2 and outcome["usage"]["cost"] > 0
+    assert "[turn 1] thinking" in result.stderr
+    assert open_store(store_url).load(outcome["id"]).answer == "The sum is 5."
+
+
+def test_run_takes_an_agent_from_a_file_path_or_a_factory_function(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    by_path = cli("run", str(TESTS / "cli_agents.py") + ":calc", "hi", "--json", "--store", store, cwd=tmp_path)
+    assert json.loads(by_path.stdout)["answer"] == "Hello again."
+    by_factory = cli("run", "cli_agents:make_calc", "hi", "--json", "--store", store, cwd=tmp_path)
+    assert json.loads(by_factory.stdout)["answer"] == "Hello again."
+
+
+def test_run_model_option_replaces_the_agents_model(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
+    store = tmp_path / "runs.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "alpineagents", "run", "cli_agents:calc", "hi", "--model", "openai/gpt-5", "--id", "m1"],
+        cwd=tmp_path,
+        env={
+            **env,
+            "PYTHONPATH": os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]),
+            "ALPINEAGENTS_STORE": str(store),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: run m1 ended with AuthError")
+    first_run = next(entry for entry in SQLiteStore(store).load("m1").history if entry.kind == "run_start")
+    assert first_run.content.model.endswith("/gpt-5")  # type: ignore[union-attr]
+
+
+def test_a_run_that_raises_is_saved_and_exits_with_1(store_url: str, tmp_path: Path) -> None:
+    result = cli("run", "cli_agents:broken", "break it", "--id", "b1", "--store", store_url, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "done: error RuntimeError: boom (1 turn)" in result.stdout
+    assert result.stderr.strip() == "Error: run b1 ended with RuntimeError: boom"
+    listed = json.loads(cli("ls", "--json", "--store", store_url, cwd=tmp_path).stdout)
+    assert listed[0]["status"] == "error: RuntimeError: boom"
+
+
+def test_run_refuses_an_id_the_store_already_has_and_writes_nothing(calc_run: str, tmp_path: Path) -> None:
+    before = open_store(calc_run).read("r1")
+    result = cli("run", "cli_agents:calc", "again", "--id", "r1", "--store", calc_run, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "already has a run 'r1'" in one_error_line(result)
+    assert open_store(calc_run).read("r1") == before
+
+
+def test_run_refuses_an_id_that_cannot_be_one(tmp_path: Path) -> None:
+    result = cli("run", "cli_agents:calc", "hi", "--id", "no spaces", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "may only have letters" in one_error_line(result)
+    assert files_under(tmp_path) == []
+
+
+# -- ls ----------------------------------------------------------------------------------------------------------
+
+
+def test_ls_lists_runs_newest_first_with_status_and_cost(calc_run: str, tmp_path: Path) -> None:
+    assert (
+        cli(
+            "run", "cli_agents:lead", "Survey the project", "--id", "lead1", "--store", calc_run, cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    rows = json.loads(cli("ls", "--json", "--store", calc_run, cwd=tmp_path).stdout)
+    top = [row for row in rows if row["parent_id"] is None]
+    assert [row["id"] for row in top] == ["lead1", "r1"]
+    (child,) = [row for row in rows if row["parent_id"] == "lead1"]
+    assert child["first_message"] == "List the open issues"
+    lead = top[0]
+    assert lead["status"] == "finished" and lead["finished"] is True
+    assert lead["turns"] == 2 and lead["cost"] > 0 and lead["first_message"] == "Survey the project"
+    assert top[1]["status"] == "stopped by waiting_for_user"
+
+    table = cli("ls", "--store", calc_run, cwd=tmp_path).stdout.splitlines()
+    assert table[0].split() == ["ID", "FIRST", "MESSAGE", "TURNS", "UPDATED", "STATUS", "COST"]
+    assert table[1].startswith("lead1 ") and "finished" in table[1] and "$0.0" in table[1]
+    assert len(table) == 4
+
+    def ids(*options: str) -> list[str]:
+        return [
+            row["id"] for row in json.loads(cli("ls", "--json", *options, "--store", calc_run, cwd=tmp_path).stdout)
+        ]
+
+    assert ids("--limit", "1") == ["lead1"]
+    assert ids("--filter", "ADD 2") == ["r1"]
+    assert ids("--top") == ["lead1", "r1"]
+    assert ids("--filter", "nothing like it") == []
+
+
+def test_the_store_comes_from_the_option_the_environment_or_runs_db(tmp_path: Path) -> None:
+    assert cli("run", "cli_agents:calc", "hi", "--id", "d1", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "runs.db").is_file()
+    assert [row["id"] for row in json.loads(cli("ls", "--json", cwd=tmp_path).stdout)] == ["d1"]
+    folder = str(tmp_path / "elsewhere")
+    env = {"ALPINEAGENTS_STORE": folder}
+    assert cli("run", "cli_agents:calc", "hi", "--id", "e1", cwd=tmp_path, env=env).returncode == 0
+    assert FileStore(folder).load("e1").answer == "Hello again."
+    assert [row["id"] for row in json.loads(cli("ls", "--json", cwd=tmp_path, env=env).stdout)] == ["e1"]
+    before = cli("--store", "sqlite:///runs.db", "ls", "--json", cwd=tmp_path, env=env)
+    assert [row["id"] for row in json.loads(before.stdout)] == ["d1"]
+
+
+# -- show --------------------------------------------------------------------------------------------------------
+
+
+def test_show_prints_the_run_as_the_terminal_did_with_usage_and_cost(calc_run: str, tmp_path: Path) -> None:
+    run_output = [
+        "[turn 1] thinking",
+        "  tool add(a=2, b=3)",
+        "  done 1B",
+        "[turn 2] thinking",
+        "The sum is 5.",
+        "done: stopped by waiting_for_user (2 turns, ~$0.00)",
+    ]
+    result = cli("show", "r1", "--store", calc_run, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "run r1: please add 2 and 3"
+    assert lines[1:-1] == run_output
+    assert lines[-1].startswith("usage: ") and "in 2 requests, ~$0.00" in lines[-1]
+
+
+def test_show_nests_subagent_runs_and_shows_errors_and_compaction(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs")
+    assert (
+        cli("run", "cli_agents:lead", "Survey the project", "--id", "lead1", "--store", store, cwd=tmp_path).returncode
+        == 0
+    )
+    lines = cli("show", "lead1", "--store", store, cwd=tmp_path).stdout.splitlines()
+    for line in [
+        "  denied rm: rm is not allowed.",
+        '  tool scout(prompt="List the open issues")',
+        "    scout started",
+        "    [scout turn 1] thinking",
+        '      tool list_issues(state="open")',
+        "    scout done: stopped by waiting_for_user (2 turns, ~$0.00)",
+        "  error fetch_page: could not reach http://example.invalid: connection refused",
+        "  context compacted: 2k → 51 tokens (cache rebuilds)",
+        "done: stopped by finish (2 turns, ~$0.00)",
+    ]:
+        assert line in lines
+    assert lines.index("    scout started") < lines.index("  done 37B")
+
+
+def test_show_json_prints_the_saved_entries(calc_run: str, tmp_path: Path) -> None:
+    result = cli("show", "r1", "--json", "--store", calc_run, cwd=tmp_path)
+    entries = json.loads(result.stdout)
+    assert [entry["seq"] for entry in entries] == list(range(len(entries)))
+    assert [entry["kind"] for entry in entries] == [
+        "context_change", "run_start", "model_request", "model_reply", "tool_result", "model_request",
+        "model_reply", "stop",
+    ]  # fmt: skip
+    assert entries == open_store(calc_run).read("r1").entries  # type: ignore[union-attr]
+
+
+# -- resume ------------------------------------------------------------------------------------------------------
+
+
+def test_resume_continues_a_run_with_a_new_message(calc_run: str, tmp_path: Path) -> None:
+    result = cli("resume", "r1", "cli_agents:calc", "hello", "--json", "--store", calc_run, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["id"] == "r1" and outcome["answer"] == "Hello again." and outcome["turn"] == 3
+    state = open_store(calc_run).load("r1")
+    assert [entry.kind for entry in state.history].count("run_start") == 2
+
+
+def test_resume_continues_a_run_whose_process_was_killed(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs")
+    env = {**os.environ, "CLI_TEST_GATE": str(tmp_path / "never")}
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "alpineagents", "run", "cli_agents:slow", "wait", "--id", "k1", "--store", store],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _has_reply(store, "k1"):
+            assert time.monotonic() < deadline, "the run never reached its tool call"
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    crashed = cli("ls", "--json", "--store", store, cwd=tmp_path)
+    assert json.loads(crashed.stdout)[0]["status"].startswith("unfinished turn")
+    result = cli("resume", "k1", "cli_agents:calc", "--json", "--store", store, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["answer"] == "The sum is 5."
+    outcomes = [entry.outcome for entry in FileStore(store).load("k1").history if entry.kind == "tool_result"]  # type: ignore[attr-defined]
+    assert outcomes == ["aborted"]
+
+
+def _has_reply(store: str, state_id: str) -> bool:
+    record = FileStore(store).read(state_id) if Path(store).exists() else None
+    return record is not None and any(entry["kind"] == "model_reply" for entry in record.entries)
+
+
+def test_resume_refuses_a_finished_run_and_writes_nothing(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    assert cli("run", "cli_agents:lead", "Survey", "--id", "lead1", "--store", store, cwd=tmp_path).returncode == 0
+    before = SQLiteStore(store).read("lead1")
+    result = cli("resume", "lead1", "cli_agents:calc", "more", "--store", store, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "finish" in one_error_line(result)
+    assert SQLiteStore(store).read("lead1") == before
+
+
+# -- fork and rm -------------------------------------------------------------------------------------------------
+
+
+def test_fork_copies_a_run_up_to_entry_n_under_a_new_id(calc_run: str, tmp_path: Path) -> None:
+    result = cli("fork", "r1", "--at", "4", "--json", "--store", calc_run, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    copy = json.loads(result.stdout)
+    assert copy["from"] == "r1" and copy["entries"] == 4 and copy["id"] != "r1"
+    store = open_store(calc_run)
+    original = store.load("r1")
+    assert len(store.read(copy["id"]).entries) == 4  # type: ignore[union-attr]
+    assert store.load(copy["id"]).history[:4] == original.history[:4]  # ends with a pending call, closed on load
+    named = cli("fork", "r1", "--id", "r1-copy", "--store", calc_run, cwd=tmp_path)
+    assert named.stdout.strip() == "r1-copy"
+    assert store.load("r1-copy").history == original.history
+    resumed = cli("resume", "r1-copy", "cli_agents:calc", "hello", "--json", "--store", calc_run, cwd=tmp_path)
+    assert json.loads(resumed.stdout)["answer"] == "Hello again."
+    assert store.load("r1").history == original.history
+
+
+def test_fork_refuses_a_cut_past_the_end_or_a_taken_id(calc_run: str, tmp_path: Path) -> None:
+    past = cli("fork", "r1", "--at", "99", "--store", calc_run, cwd=tmp_path)
+    assert past.returncode == 2 and "past the end: run r1 has 8 entries" in one_error_line(past)
+    taken = cli("fork", "r1", "--id", "r1", "--store", calc_run, cwd=tmp_path)
+    assert taken.returncode == 1 and "already has a run 'r1'" in one_error_line(taken)
+    assert [row["id"] for row in json.loads(cli("ls", "--json", "--store", calc_run, cwd=tmp_path).stdout)] == ["r1"]
+
+
+def test_rm_removes_a_run(calc_run: str, tmp_path: Path) -> None:
+    result = cli("rm", "r1", "--store", calc_run, cwd=tmp_path)
+    assert result.returncode == 0 and "removed r1" in result.stderr
+    assert json.loads(cli("ls", "--json", "--store", calc_run, cwd=tmp_path).stdout) == []
+    again = cli("rm", "r1", "--store", calc_run, cwd=tmp_path)
+    assert again.returncode == 1 and "no saved State with id 'r1'" in one_error_line(again)
+
+
+# -- export ------------------------------------------------------------------------------------------------------
+
+
+def test_export_writes_one_self_contained_html_file(calc_run: str, tmp_path: Path) -> None:
+    target = tmp_path / "out" / "r1.html"
+    target.parent.mkdir()
+    result = cli("export", "r1", "-o", str(target), "--store", calc_run, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    html = target.read_text(encoding="utf-8")
+    assert "please add 2 and 3" in html and "The sum is 5." in html and "add(a=2, b=3)" in html
+    assert "<svg" in html and "<style>" in html
+    for reference in ("<link", " src=", "@import", "url("):
+        assert reference not in html
+    to_stdout = cli("export", "r1", "-o", "-", "--store", calc_run, cwd=tmp_path)
+    assert to_stdout.stdout == html
+
+
+# -- errors: one line, the right exit code, nothing written -------------------------------------------------------
+
+
+def test_an_unknown_id_is_one_error_line(calc_run: str, tmp_path: Path) -> None:
+    before = files_under(tmp_path)
+    for command in (["show", "nope"], ["show", "nope", "--json"], ["export", "nope"], ["fork", "nope"], ["rm", "nope"],
+                    ["resume", "nope", "cli_agents:calc"]):  # fmt: skip
+        result = cli(*command, "--store", calc_run, cwd=tmp_path)
+        assert result.returncode == 1, command
+        assert "no saved State with id 'nope'" in one_error_line(result)
+    assert files_under(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["missing.db", "missing-folder", "sqlite:///missing.db"])
+def test_a_store_that_does_not_exist_is_an_error_and_is_not_created(tmp_path: Path, name: str) -> None:
+    for command in (["ls"], ["show", "x"], ["rm", "x"], ["fork", "x"], ["export", "x"], ["view"]):
+        result = cli(*command, "--store", name, cwd=tmp_path)
+        assert result.returncode == 1, command
+        assert "no store at" in one_error_line(result)
+    assert files_under(tmp_path) == []
+
+
+def test_a_damaged_store_is_one_error_line(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database" * 100)
+    result = cli("ls", "--store", str(garbage), cwd=tmp_path)
+    assert result.returncode == 1 and "damaged" in one_error_line(result)
+    assert garbage.read_bytes() == b"this is not a database" * 100
+
+    folder = tmp_path / "runs"
+    assert cli("run", "cli_agents:calc", "hi", "--id", "x1", "--store", str(folder), cwd=tmp_path).returncode == 0
+    (folder / "x1" / "info.json").write_text("{", encoding="utf-8")
+    for command in (["ls"], ["show", "x1"]):
+        result = cli(*command, "--store", str(folder), cwd=tmp_path)
+        assert result.returncode == 1 and "damaged" in one_error_line(result)
+
+
+def test_a_postgresql_url_says_that_store_is_not_available_yet(tmp_path: Path) -> None:
+    result = cli("ls", "--store", "postgresql://localhost/runs", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "PostgresStore is not available yet" in one_error_line(result)
+    unknown = cli("ls", "--store", "redis://localhost", cwd=tmp_path)
+    assert unknown.returncode == 2 and "unknown kind of store" in one_error_line(unknown)
+
+
+@pytest.mark.parametrize(
+    ("spec", "code", "text"),
+    [
+        ("no_such_module:agent", 2, "no module named 'no_such_module'"),
+        ("cli_agents:nobody", 2, "cli_agents has no 'nobody'"),
+        ("cli_agents:not_an_agent", 2, "is a int, not an Agent"),
+        ("cli_agents", 2, "is not MODULE:AGENT"),
+        ("bad_agents:agent", 1, "cannot import bad_agents: RuntimeError: no configuration"),
+        ("missing.py:agent", 2, "missing.py is not a file"),
+    ],
+)
+def test_an_agent_that_does_not_import_is_one_error_line_and_writes_nothing(
+    tmp_path: Path, spec: str, code: int, text: str
+) -> None:
+    (tmp_path / "bad_agents.py").write_text('raise RuntimeError("no configuration")\n', encoding="utf-8")
+    for command in (["run", spec, "hello"], ["resume", "r1", spec]):
+        result = cli(*command, cwd=tmp_path)
+        assert result.returncode == code, (command, result.stderr)
+        assert text in one_error_line(result)
+    assert files_under(tmp_path) == ["bad_agents.py"]
+
+
+def test_view_prints_its_address_on_127_0_0_1_and_serves_the_runs(calc_run: str, tmp_path: Path) -> None:
+    with viewer(calc_run, tmp_path) as address:
+        assert address.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(address, timeout=30) as response:
+            assert response.status == 200
+            assert "r1" in response.read().decode("utf-8")
