@@ -17,7 +17,7 @@ import pytest
 
 from alpineagents import Agent, FileStore, SQLiteStore
 from alpineagents.errors import AuthError, ProviderError
-from alpineagents.models import Anthropic, Model, OpenAICompatible
+from alpineagents.models import Anthropic, Model, OpenAICompatible, OpenAIResponses
 from alpineagents.store import Store
 from alpineagents.tool import tool
 from alpineagents.types import ErrorEntry, ToolResultEntry
@@ -31,6 +31,7 @@ from servers.provider import (
     echo_key,
     openai_stream,
 )
+from servers.responses import FunctionCallOut, responses_stream
 
 KEY = "sk-proj-Zq8c1XvB0mT4yH7nL2pR9sK6wE3uJ5aD"
 
@@ -43,9 +44,14 @@ def openai_chat(srv: ProviderServer) -> Model:
     return OpenAICompatible("gpt-test", base_url=srv.openai_url, api_key=KEY, retries=0)
 
 
+def openai_responses(srv: ProviderServer) -> Model:
+    return OpenAIResponses("gpt-test", base_url=srv.openai_url, api_key=KEY, retries=0)
+
+
 ADAPTERS: dict[str, Callable[[ProviderServer], Model]] = {
     "anthropic": anthropic,
     "openai_compatible": openai_chat,
+    "openai_responses": openai_responses,
 }
 
 
@@ -98,7 +104,9 @@ def add(a: float, b: float = 0.0) -> str:
 def _non_strict_reply(adapter: str, raw: str) -> Any:
     if adapter == "anthropic":
         return anthropic_stream([], tools=[ToolUse("add", [raw], id="toolu_nan")])
-    return openai_stream([], calls=[FnCall("add", [raw], id="call_nan")])
+    if adapter == "openai_compatible":
+        return openai_stream([], calls=[FnCall("add", [raw], id="call_nan")])
+    return responses_stream(FunctionCallOut("add", raw, call_id="call_nan"))
 
 
 @pytest.mark.parametrize("store_kind", ["file", "sqlite"])

@@ -94,6 +94,10 @@ class OpenAIStreaming(SDKClients, Model):
     def _reader(self, on_text: OnText | None) -> StreamReader:
         """A fresh reader for one streamed reply."""
 
+    def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], StreamReader]:
+        """The SDK call's keyword arguments for `request`, and the reader of its stream."""
+        return self._request_kwargs(request), self._reader(on_text)
+
     @abstractmethod
     def _finish(self, reader: Any, real_stream: bool) -> Reply:
         """The Reply of a stream read to its end (`real_stream`: the SDK's own stream, which must have ended with
@@ -143,8 +147,7 @@ class OpenAIStreaming(SDKClients, Model):
             client = self._client()
         except sdk.OpenAIError as error:
             raise self._no_credentials(error) from error
-        kwargs = self._request_kwargs(request)
-        reader = self._reader(on_text)
+        kwargs, reader = self._prepared(request, on_text)
         try:
             stream = self._open(client, kwargs)
         except sdk.OpenAIError as error:
@@ -169,8 +172,7 @@ class OpenAIStreaming(SDKClients, Model):
             client = self._async_client()
         except sdk.OpenAIError as error:
             raise self._no_credentials(error) from error
-        kwargs = self._request_kwargs(request)
-        reader = self._reader(on_text)
+        kwargs, reader = self._prepared(request, on_text)
         try:
             stream = await self._open(client, kwargs)
         except sdk.OpenAIError as error:

@@ -1,4 +1,4 @@
-"""`resolve_model`: turn a model string (or a Model) into a Model (05 §5)."""
+"""`resolve_model`: turn a model string (or a Model) into a Model."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from alpineagents.errors import fix_message
 from alpineagents.models.anthropic import Anthropic
 from alpineagents.models.base import Model
 from alpineagents.models.openai_compatible import OpenAICompatible
+from alpineagents.models.openai_responses import OpenAIResponses
 
 __all__ = ["resolve_model", "OLLAMA_BASE_URL"]
 
@@ -16,12 +17,15 @@ OLLAMA_BASE_URL = "http://localhost:11434/v1"
 """Where `"ollama/..."` model strings point by default."""
 
 
-def _accepted(adapter: type[Anthropic] | type[OpenAICompatible]) -> list[str]:
+_Adapter = type[Anthropic] | type[OpenAICompatible] | type[OpenAIResponses]
+
+
+def _accepted(adapter: _Adapter) -> list[str]:
     parameters = inspect.signature(adapter.__init__).parameters.values()
     return [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
 
-def _build(adapter: type[Anthropic] | type[OpenAICompatible], model: str, name: str, options: dict[str, Any]) -> Model:
+def _build(adapter: _Adapter, model: str, name: str, options: dict[str, Any]) -> Model:
     accepted = _accepted(adapter)
     unknown = [key for key in options if key not in accepted]
     if unknown:
@@ -40,7 +44,8 @@ def resolve_model(model: Any, **options: Any) -> Model:
     """Turn `model` into a Model: a Model instance is returned as is; a string picks an adapter.
 
     `"anthropic/NAME"` and `"claude-..."` give `Anthropic`; `"openai/NAME"` and `"gpt-..."` give
-    `OpenAICompatible`; `"ollama/NAME"` gives `OpenAICompatible` at `OLLAMA_BASE_URL`; any string with a
+    `OpenAICompatible` (Chat Completions); `"openai-responses/NAME"` gives `OpenAIResponses` (the Responses API,
+    at `base_url=` when given); `"ollama/NAME"` gives `OpenAICompatible` at `OLLAMA_BASE_URL`; any string with a
     `base_url=` option gives `OpenAICompatible` with the whole string as the name. Keyword `options` go to the
     adapter. Needs no network and no credentials.
     """
@@ -86,6 +91,8 @@ def resolve_model(model: Any, **options: Any) -> Model:
             )
         if provider == "ollama":
             return _build(OpenAICompatible, model, rest, {"base_url": OLLAMA_BASE_URL, **options})
+        if provider == "openai-responses":  # the Responses API, also at a base_url that speaks it
+            return _build(OpenAIResponses, model, rest, options)
         if has_url:
             return _build(OpenAICompatible, model, model, options)
         if provider == "anthropic":

@@ -1,0 +1,494 @@
+"""`OpenAIResponses`: the adapter for the OpenAI Responses API, streamed, through the official `openai` SDK.
+
+What it sends (`client.responses.create(stream=True, ...)`):
+
+- `instructions` = the system prompt; `input` = the conversation as Responses items: a user message per user
+  text (with `input_image` parts for images), a `function_call_output` per tool result (its text, or its text
+  and images as `input_text`/`input_image` parts; an error result starts with `Error: `), and for each assistant
+  message its items in the order the model produced them: reasoning items exactly as received (id, summary,
+  `encrypted_content`), each right before the items that followed it, `message` items for the text and
+  `function_call` items for the tool calls, with the ids the API gave them.
+- Stateless by default: `store=False` and `include=["reasoning.encrypted_content"]`, the full input every turn.
+  `chain=True` (which stores responses) sends `previous_response_id` and only the items after that response, as
+  long as everything up to and including that response is what this adapter sent and received; after a
+  compaction, a restore, a fork, or in a process that did not make that response, it sends the full input.
+
+What it returns: reasoning items (and any other item type) as `RawBlock("openai_responses", item)`, the text of
+each `message` item as a `TextBlock` (a refusal's text too), each `function_call` as a `ToolCall` (id =
+`call_id`), and last a `RawBlock("openai_responses", {"type": "response_ids", ...})` holding the response id,
+the item ids and the reasoning token count, so a saved State can be continued (and chained) in place. Another
+adapter drops these blocks, as it drops other providers' thinking.
+
+`stop_reason` is `"completed"` (`"refusal"` when the model refused), or the reason a response is incomplete
+(`"max_output_tokens"`, which counts as cut off, or `"content_filter"`). Errors are mapped as for
+`OpenAICompatible`; an `error` event or `response.failed` inside the stream, and a stream that ends without its
+final event, are `ProviderError`s.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from alpineagents.errors import ProviderError
+from alpineagents.models._arguments import parse_arguments
+from alpineagents.models._openai_sdk import OpenAIStreaming, StreamReader, data_url, openai_sdk
+from alpineagents.models._wire import plain
+from alpineagents.models.base import OnText
+from alpineagents.types import (
+    CUT_OFF_STOP_REASONS,
+    INVALID_ARGS_KEY,
+    TRUNCATED_ARGS_MESSAGE,
+    Image,
+    Message,
+    Price,
+    RawBlock,
+    Reply,
+    Request,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    Usage,
+)
+
+__all__ = ["OpenAIResponses", "RESPONSE_IDS"]
+
+RESPONSE_IDS = "response_ids"
+"""The `type` of the RawBlock that records a response's id and its items' ids (never sent as an item)."""
+
+_EMPTY_REPLY = "(empty reply)"
+_INCLUDE = ["reasoning.encrypted_content"]
+_CHAINS_KEPT = 64
+"""How many responses a chaining adapter remembers the input of (one per State it is continuing)."""
+
+
+class OpenAIResponses(OpenAIStreaming):
+    """Adapter for the OpenAI Responses API (reasoning models above all), built on the official `openai` SDK.
+
+    `reasoning`: `None` (the model's default), an effort such as `"low"`/`"medium"`/`"high"` (sent with
+    `summary="auto"`), or the API's `reasoning` dict as is. `store`: let the provider keep the responses.
+    `chain`: continue from the previous response by id (turns `store` on). `client`: an `openai.OpenAI` (used by
+    `respond`) or `openai.AsyncOpenAI` (used by `arespond`) to use instead of making one. Construction does no
+    I/O and needs no credentials.
+    """
+
+    provider = "openai_responses"
+
+    _WARM_ATTRIBUTES = ("responses",)
+    _SERVICE = "OpenAI Responses API"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+        reasoning: str | Mapping[str, Any] | None = None,
+        store: bool = False,
+        chain: bool = False,
+        price: Price | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,
+        retries: int = 2,
+        context_window: int = 400_000,
+        supports: Iterable[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.base_url = base_url
+        """The server URL, or `None` for the SDK's default (its `OPENAI_BASE_URL`, else api.openai.com)."""
+        self.api_key = api_key
+        """The API key as given (`None`: the SDK reads `OPENAI_API_KEY`)."""
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.timeout = timeout
+        self.retries = retries
+        self.price = price
+        self.supports = frozenset({"thinking", "vision"}) if supports is None else frozenset(supports)
+        self.chain = bool(chain)
+        """Send `previous_response_id` and only the new items while the history allows it."""
+        self.store = bool(store) or self.chain
+        """Whether the provider keeps the responses (`store=` sent to the API)."""
+        self._context_window = context_window
+        self._reasoning: dict[str, Any] | None = None
+        if reasoning is not None:
+            self._check_supported("thinking", f"reasoning={reasoning!r}")
+            self._reasoning = (
+                {"effort": reasoning, "summary": "auto"} if isinstance(reasoning, str) else plain(dict(reasoning))
+            )
+        self._init_clients()
+        if client is not None:
+            self._adopt(client)
+        self._chains: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._chains_lock = threading.Lock()
+
+    def _adopt(self, client: Any) -> None:
+        """Use the caller's SDK client: an async one for `arespond`, otherwise for `respond`."""
+        if isinstance(client, openai_sdk().AsyncOpenAI):
+            self._async_client = lambda: client  # the fixed seam, replaced on the instance
+        else:
+            self._sdk_client = client
+
+    @property
+    def context_window(self) -> int:
+        """The model's context window in tokens (the `context_window=` given, 400,000 by default)."""
+        return self._context_window
+
+    # -- request mapping -----------------------------------------------------------------------------------------
+
+    def _request_kwargs(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of `client.responses.create(...)` for `request` (the full input)."""
+        return self._kwargs(request, self._input_items(request.messages))
+
+    def _kwargs(self, request: Request, items: list[dict[str, Any]]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.name,
+            "input": items,
+            "stream": True,
+            "store": self.store,
+            "include": list(_INCLUDE),
+        }
+        if request.system is not None:
+            kwargs["instructions"] = request.system
+        if request.tools:
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": plain(spec.input_schema),
+                    "strict": False,
+                }
+                for spec in request.tools
+            ]
+            if request.tool_choice == "none":
+                kwargs["tool_choice"] = "none"
+        if self.max_tokens is not None:
+            kwargs["max_output_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self._reasoning is not None:
+            kwargs["reasoning"] = plain(self._reasoning)
+        return kwargs
+
+    def _input_items(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
+        """The conversation as Responses input items (same-role runs merged first)."""
+        items: list[dict[str, Any]] = []
+        for message in self._merge_same_role(messages):
+            if message.role == "assistant":
+                items.extend(self._assistant_items(message))
+            else:
+                items.extend(_user_items(message))
+        return items
+
+    def _assistant_items(self, message: Message) -> list[dict[str, Any]]:
+        """One assistant message as items, in the order the model produced them, with the API's item ids."""
+        message_ids, call_ids = _recorded_ids(message, self.provider)
+        items: list[dict[str, Any]] = []
+        dropped = False
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                items.append(_assistant_text(block.text, next(message_ids, None)))
+            elif isinstance(block, ToolCall):
+                item: dict[str, Any] = {
+                    "type": "function_call",
+                    "call_id": block.id,
+                    "name": block.name,
+                    "arguments": json.dumps(block.args, ensure_ascii=False),
+                }
+                item_id = call_ids.get(block.id)
+                if item_id is not None:
+                    item["id"] = item_id
+                items.append(item)
+            elif isinstance(block, RawBlock):
+                if block.provider != self.provider:
+                    dropped = True
+                elif block.data.get("type") != RESPONSE_IDS:
+                    items.append(plain(block.data))
+        if not items and not dropped:
+            items.append(_assistant_text(_EMPTY_REPLY, None))
+        return items
+
+    # -- chaining ------------------------------------------------------------------------------------------------
+
+    def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], StreamReader]:
+        items = self._input_items(request.messages)
+        kwargs = self._kwargs(request, items)
+        if self.chain:
+            previous = self._chain_point(request.messages, items)
+            if previous is not None:
+                response_id, length = previous
+                kwargs["previous_response_id"] = response_id
+                kwargs["input"] = items[length:]
+        return kwargs, _ResponseReader(on_text, items if self.chain else None)
+
+    def _chain_point(self, messages: tuple[Message, ...], items: list[dict[str, Any]]) -> tuple[str, int] | None:
+        """The latest response of the conversation and how many leading `items` it already holds, when this
+        adapter made it and every item up to it is unchanged; else `None` (send the full input)."""
+        for message in reversed(messages):
+            if message.role != "assistant":
+                continue
+            response_id = _response_id(message, self.provider)
+            if response_id is None:
+                return None
+            with self._chains_lock:
+                known = self._chains.get(response_id)
+            if known is None or items[: len(known)] != known:
+                return None
+            return response_id, len(known)
+        return None
+
+    def _remember(self, reader: _ResponseReader, reply: Reply) -> None:
+        """Record what a response holds (its input and its output items), for the next request to chain on."""
+        response_id = _response_id(reply.message, self.provider)
+        if reader.items is None or response_id is None:
+            return
+        known = reader.items + self._assistant_items(reply.message)
+        with self._chains_lock:
+            self._chains[response_id] = known
+            while len(self._chains) > _CHAINS_KEPT:
+                self._chains.popitem(last=False)
+
+    # -- streaming -----------------------------------------------------------------------------------------------
+
+    def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
+        return client.responses.create(**kwargs)
+
+    def _reader(self, on_text: OnText | None) -> _ResponseReader:
+        return _ResponseReader(on_text, None)
+
+    def _finish(self, reader: _ResponseReader, real_stream: bool) -> Reply:
+        final = reader.final
+        if final is None:
+            raise ProviderError(
+                "OpenAI Responses stream ended before its final event (no response.completed or "
+                "response.incomplete arrived)"
+            )
+        reply = self._to_reply(final)
+        if self.chain:
+            self._remember(reader, reply)
+        return reply
+
+    # -- response mapping ----------------------------------------------------------------------------------------
+
+    def _to_reply(self, response: Any) -> Reply:
+        """The `Reply` for the final `Response` of a stream."""
+        blocks: list[Any] = []
+        message_ids: list[str] = []
+        call_ids: dict[str, str] = {}
+        refused = False
+        for item in getattr(response, "output", None) or ():
+            kind = getattr(item, "type", None)
+            if kind == "message":
+                text, refusal = _message_text(item)
+                refused = refused or refusal
+                blocks.append(TextBlock(text))
+                message_ids.append(getattr(item, "id", None) or "")
+            elif kind == "function_call":
+                call = ToolCall(item.name, parse_arguments(item.arguments or ""), item.call_id)
+                blocks.append(call)
+                if getattr(item, "id", None):
+                    call_ids[call.id] = item.id
+            else:
+                blocks.append(RawBlock(self.provider, item.model_dump(mode="json", exclude_none=True)))
+        stop_reason = _stop_reason(response, refused)
+        if stop_reason in CUT_OFF_STOP_REASONS:
+            _truncate_last_call(blocks)
+        usage, total, reasoning_tokens = self._usage(getattr(response, "usage", None))
+        ids: dict[str, Any] = {"type": RESPONSE_IDS, "response_id": getattr(response, "id", None) or ""}
+        ids["message_ids"] = message_ids
+        ids["call_ids"] = call_ids
+        if reasoning_tokens:
+            ids["reasoning_tokens"] = reasoning_tokens
+        blocks.append(RawBlock(self.provider, ids))
+        return Reply(
+            Message("assistant", tuple(blocks)),
+            usage,
+            context_tokens=total,
+            stop_reason=stop_reason,
+            model=getattr(response, "model", None) or self.name,
+        )
+
+    def _usage(self, raw: Any) -> tuple[Usage, int | None, int]:
+        """The Usage (cost included), the context tokens and the reasoning tokens of the response's usage."""
+        if raw is None:
+            return Usage(requests=1, cost=self._cost(Usage(requests=1))), None, 0
+        total_input = getattr(raw, "input_tokens", None) or 0
+        output = getattr(raw, "output_tokens", None) or 0
+        details = getattr(raw, "input_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None) or 0
+        written = getattr(details, "cache_write_tokens", None) or 0
+        reasoning = getattr(getattr(raw, "output_tokens_details", None), "reasoning_tokens", None) or 0
+        counts = (total_input - cached - written, output, cached, written)
+        usage = Usage(*counts, requests=1, cost=self._cost(Usage(*counts, requests=1)))
+        return usage, total_input + output, reasoning
+
+
+class _ResponseReader:
+    """Follows the events of one streamed response: text and refusal deltas go to `on_text`; the final response
+    is kept; an `error` event or a failed response raises."""
+
+    __slots__ = ("on_text", "callback_error", "final", "items")
+
+    def __init__(self, on_text: OnText | None, items: list[dict[str, Any]] | None) -> None:
+        self.on_text = on_text
+        self.callback_error: BaseException | None = None
+        self.final: Any = None
+        self.items = items
+        """The full input sent (kept only when chaining)."""
+
+    def add(self, event: Any, /) -> None:
+        kind = getattr(event, "type", None)
+        if kind == "response.output_text.delta" or kind == "response.refusal.delta":
+            delta = getattr(event, "delta", None)
+            if delta and self.on_text is not None:
+                try:
+                    self.on_text(delta)
+                except BaseException as error:
+                    self.callback_error = error
+                    raise
+        elif kind == "response.completed" or kind == "response.incomplete":
+            self.final = event.response
+        elif kind == "response.failed":
+            error = getattr(getattr(event, "response", None), "error", None)
+            raise _stream_error(getattr(error, "message", None), getattr(error, "code", None), "failed")
+        elif kind == "error":
+            raise _stream_error(getattr(event, "message", None), getattr(event, "code", None), "error event")
+
+
+def _stream_error(message: str | None, code: str | None, what: str) -> BaseException:
+    """The SDK's `APIError` for a failure reported inside the stream (mapped like any other SDK failure)."""
+    text = message or f"the response stream reported an error ({what})"
+    body = {"message": text, "code": code, "type": what}
+    return openai_sdk().APIError(text, None, body=body)
+
+
+def _message_text(item: Any) -> tuple[str, bool]:
+    """The text of a `message` output item (its refusal's text, if it refused) and whether it refused."""
+    parts: list[str] = []
+    refused = False
+    for part in getattr(item, "content", None) or ():
+        kind = getattr(part, "type", None)
+        if kind == "output_text":
+            parts.append(getattr(part, "text", None) or "")
+        elif kind == "refusal":
+            parts.append(getattr(part, "refusal", None) or "")
+            refused = True
+    return "".join(parts), refused
+
+
+def _stop_reason(response: Any, refused: bool) -> str:
+    status = getattr(response, "status", None)
+    if status == "incomplete":
+        details = getattr(response, "incomplete_details", None)
+        return getattr(details, "reason", None) or "incomplete"
+    return "refusal" if refused else "completed"
+
+
+def _truncate_last_call(blocks: list[Any]) -> None:
+    """A reply cut off by the output limit: the last tool call's arguments are incomplete."""
+    for index in range(len(blocks) - 1, -1, -1):
+        block = blocks[index]
+        if isinstance(block, ToolCall):
+            blocks[index] = ToolCall(block.name, {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, block.id)
+            return
+
+
+def _recorded(message: Message, provider: str) -> Mapping[str, Any] | None:
+    """The response-ids record of an assistant message this adapter produced, if any (the last one)."""
+    found: Mapping[str, Any] | None = None
+    for block in message.content:
+        if isinstance(block, RawBlock) and block.provider == provider and block.data.get("type") == RESPONSE_IDS:
+            found = block.data
+    return found
+
+
+def _response_id(message: Message, provider: str) -> str | None:
+    record = _recorded(message, provider)
+    value = record.get("response_id") if record is not None else None
+    return value if isinstance(value, str) and value else None
+
+
+def _recorded_ids(message: Message, provider: str) -> tuple[Any, dict[str, str]]:
+    """An iterator over the message item ids, and the function-call item id of each call id, of every
+    response-ids record in `message` (a merged message may hold several)."""
+    message_ids: list[str] = []
+    call_ids: dict[str, str] = {}
+    for block in message.content:
+        if isinstance(block, RawBlock) and block.provider == provider and block.data.get("type") == RESPONSE_IDS:
+            message_ids.extend(block.data.get("message_ids") or ())
+            call_ids.update(block.data.get("call_ids") or {})
+    return iter(message_ids), call_ids
+
+
+def _assistant_text(text: str, item_id: str | None) -> dict[str, Any]:
+    """An assistant `message` item: with its API id when known, else the short form."""
+    if not item_id:
+        return {"role": "assistant", "content": text}
+    return {
+        "type": "message",
+        "id": item_id,
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def _image_part(image: Image) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": data_url(image), "detail": "auto"}
+
+
+def _parts(blocks: Iterable[Any]) -> tuple[list[dict[str, Any]], bool]:
+    """Input parts of texts and images (adjacent texts merged, empty texts dropped), and whether any is an image."""
+    parts: list[dict[str, Any]] = []
+    text: list[str] = []
+    has_image = False
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            text.append(block.text)
+        elif isinstance(block, Image):
+            if "".join(text):
+                parts.append({"type": "input_text", "text": "".join(text)})
+            text.clear()
+            parts.append(_image_part(block))
+            has_image = True
+    if "".join(text):
+        parts.append({"type": "input_text", "text": "".join(text)})
+    return parts, has_image
+
+
+def _result_output(block: ToolResultBlock) -> str | list[dict[str, Any]]:
+    """A tool result as a `function_call_output`'s output: its text, or input parts when it holds images."""
+    content = block.content
+    prefix = "Error: " if block.is_error else ""
+    if isinstance(content, str):
+        return prefix + content
+    parts, has_image = _parts(content)
+    if not has_image:
+        return prefix + "".join(part["text"] for part in parts)
+    if prefix:
+        parts.insert(0, {"type": "input_text", "text": prefix})
+    return parts
+
+
+def _user_items(message: Message) -> list[dict[str, Any]]:
+    """One user message as items: a `function_call_output` per tool result, then the user's own message."""
+    items: list[dict[str, Any]] = []
+    own: list[Any] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            items.append({"type": "function_call_output", "call_id": block.call_id, "output": _result_output(block)})
+        else:
+            own.append(block)
+    parts, has_image = _parts(own)
+    if has_image:
+        items.append({"role": "user", "content": parts})
+    elif parts:
+        items.append({"role": "user", "content": parts[0]["text"]})
+    elif not items:
+        items.append({"role": "user", "content": _EMPTY_REPLY})
+    return items
