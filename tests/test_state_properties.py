@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from alpineagents._history.snapshot import history_of, messages_of
 from alpineagents.state import State, StateSnapshot, fold
 from alpineagents.types import (
     AgentInfo,
@@ -267,8 +268,10 @@ def test_fork_shares_nothing_mutable(
     fork_history = fork.history
     for name in ("_lock", "_edit_lock", "_children", "_call_children", "_closed_calls"):
         assert getattr(fork, name) is not getattr(source, name), name
-    f, s = fork.snapshot().__dict__, source.snapshot().__dict__
-    assert f["_h"] is not s["_h"] and f["_m"] is not s["_m"] and f["_memo"] is not s["_memo"]
+    f, s = fork.snapshot(), source.snapshot()
+    assert history_of(f).items is not history_of(s).items
+    assert messages_of(f).items is not messages_of(s).items
+    assert f._memo is not s._memo
 
     run_ops(on_fork, fork)
     assert source.history == source_history

@@ -780,7 +780,7 @@ def test_check_41_result_text() -> None:
 
 
 def test_size_display() -> None:
-    size = content_module.format_size
+    size = content_module._format_size
     assert [size(0), size(1023), size(1024), size(1536), size(1048575), size(1048576)] == [
         "0B",
         "1023B",

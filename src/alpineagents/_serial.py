@@ -10,14 +10,11 @@ values are frozen again, and a loaded value compares equal to the saved one.
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import sys
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, NotRequired, TypedDict
 
-from alpineagents._frozen import freeze
+from alpineagents._history.json_values import answer, plain
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
@@ -188,79 +185,6 @@ def info_from_dict(state_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
         "finished": data["finished"],
         "parent_id": data.get("parent_id"),
     }
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# JSON values
-
-_PLAIN_FIX = (
-    "with a store, keep dicts (string keys), lists, str, int, float, bool or None there (turn other values into one "
-    "of these first)"
-)
-_PLAIN_EXAMPLE = "with state.edit_extra_data() as data:\n    data['seen'] = sorted(seen)  # a list, not a set"
-
-
-def _not_json(where: str, value: Any) -> TypeError:
-    shown = repr(value)
-    if len(shown) > 60:
-        shown = shown[:59] + "…"
-    return TypeError(
-        fix_message(
-            f"{where} holds {type(value).__name__} {shown}, which cannot be saved as JSON", _PLAIN_FIX, _PLAIN_EXAMPLE
-        )
-    )
-
-
-def plain(value: Any, where: str) -> Any:
-    """A deep copy of `value` made only of plain JSON values (`dict` with `str` keys, `list`, `str`, `int`, finite
-    `float`, `bool`, `None`); frozen containers become `dict`/`list`, tuples become lists.
-
-    Raises:
-        TypeError: Something in it is not JSON; the message names where (`{where}['k'][0] holds set {1}, ...`).
-    """
-    cls = type(value)
-    if cls is str or cls is int or cls is bool or value is None:
-        return value
-    if cls is float:
-        if math.isfinite(value):
-            return value
-        raise _not_json(where, value)
-    if isinstance(value, Mapping):
-        result: dict[str, Any] = {}
-        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
-            if type(key) is not str:
-                if not isinstance(key, str):
-                    raise _not_json(f"{where} key {key!r}", key)
-                key = str.__str__(key)
-            result[key] = plain(item, f"{where}[{key!r}]")
-        return result
-    if isinstance(value, (list, tuple)):
-        return [plain(item, f"{where}[{index}]") for index, item in enumerate(value)]  # pyright: ignore
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return float(value)
-    raise _not_json(where, value)
-
-
-def answer(value: Any, where: str) -> Any:
-    """The JSON form of an answer (02 §7.3), frozen: a Pydantic model is dumped in JSON mode, a dataclass instance
-    goes through `dataclasses.asdict`, then `plain`, then `freeze`.
-
-    Raises:
-        TypeError: The answer holds something that is not JSON.
-    """
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is not None and isinstance(value, pydantic.BaseModel):
-        value = value.model_dump(mode="json")
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    return freeze(plain(value, where))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -8,70 +8,29 @@ the stores use to record what happens.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from alpineagents import types as types_module
-from alpineagents._closing import INTERRUPTED, STOPPED_TURN, closed_outcome, closed_result
-from alpineagents._fold import (
-    CLEARED,
-    LATE_RESULT,
-    SUMMARY_PREFIX,
-    StateSnapshot,
-    cleared_messages,
-    fold,
-    fork_snapshot,
-    history_list,
-    message_count,
-    replay,
-    snapshot_of,
-    values_of,
-)
-from alpineagents._fold import commit as _fold_commit
 from alpineagents._frozen import FrozenDict, thaw
-from alpineagents._jsoncopy import json_copy, json_form
-from alpineagents._makers import make_reply_entry, make_request_entry, make_result_entry
-from alpineagents._state_parts import (
-    ACCEPTED,
-    GET_RETIRED,
-    Joined,
-    add_message_empty_error,
-    add_message_role_error,
-    add_message_type_error,
-    assignment_error,
-    canonical,
-    check_id,
-    child_no_store_error,
-    compact_empty_error,
-    compact_type_error,
-    compact_window_error,
-    damaged_error,
-    exchange_answer,
-    finished_error,
-    fork_waiting_error,
-    history_snapshot,
-    initial_entries,
-    keep_last_error,
-    keyword_signature,
-    line,
-    pending_error,
-    positional_error,
-    restore_busy_error,
-    restore_foreign_error,
-    restore_type_error,
-    restore_waiting_snapshot_error,
-    running_error,
-    store_binding_error,
-    think_empty_error,
-    think_waiting_error,
-    turns,
-    unknown_keyword,
-)
+from alpineagents._history import misuse
+from alpineagents._history.attributes import assignment_error, missing_attribute_error
+from alpineagents._history.children import Joined
+from alpineagents._history.closing import INTERRUPTED, STOPPED_TURN, closed_outcome, closed_result
+from alpineagents._history.construction import check_keywords, history_snapshot, initial_entries, keyword_signature
+from alpineagents._history.fold import CLEARED, LATE_RESULT, SUMMARY_PREFIX, Accumulator, cleared_messages, fold, replay
+from alpineagents._history.ids import check_id
+from alpineagents._history.json_values import answer as answer_form
+from alpineagents._history.json_values import json_copy
+from alpineagents._history.lines import history_lines
+from alpineagents._history.snapshot import StateSnapshot, history_of, is_folded
 from alpineagents._tokens import context_tokens
+from alpineagents._values.construct import maker
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
@@ -87,6 +46,7 @@ from alpineagents.types import (
     MessageEntry,
     ModelEvent,
     ModelEventEntry,
+    ModelReplyEntry,
     ModelRequestEntry,
     Reply,
     RunStartEntry,
@@ -103,7 +63,17 @@ from alpineagents.types import (
     format_call,
 )
 
+if TYPE_CHECKING:  # the layers above the State, which it only holds and hands back
+    from alpineagents._turn.context import RunContext
+    from alpineagents.agent import Agent
+    from alpineagents.store import Store
+
 __all__ = ["State", "StateSnapshot"]
+
+# The entries of every turn, built from fields already in normal form (see ``_values.construct``).
+make_request_entry = maker(ModelRequestEntry)
+make_reply_entry = maker(ModelReplyEntry)
+make_result_entry = maker(ToolResultEntry)
 
 NOT_RUN_YET = "(not run yet)"
 UNSAVED_RESULT = (
@@ -112,7 +82,16 @@ UNSAVED_RESULT = (
 )
 STOPPED_WAITING = "(process stopped while waiting for the model)"
 
-_ = (CLEARED, LATE_RESULT, SUMMARY_PREFIX, fold, INTERRUPTED, check_id)  # names of this module defined elsewhere
+# Public names of this module that are defined in ``_history`` (02 lists them here): re-exported.
+_ = (CLEARED, LATE_RESULT, SUMMARY_PREFIX, fold, INTERRUPTED, check_id, closed_outcome)
+
+
+class _ChildStore(Protocol):
+    """What ``child``/``achild`` need from the store a State is bound to."""
+
+    def load(self, state_id: str) -> State: ...
+
+    async def aload(self, state_id: str) -> State: ...
 
 
 class State:
@@ -125,16 +104,16 @@ class State:
     _id: str
     _lock: threading.RLock
     _edit_lock: threading.RLock
-    _values: dict[str, Any]
+    _acc: Accumulator
     _snapshot: StateSnapshot | None
-    _agent: Any
+    _agent: Agent | None
     _running: bool
     _compacting: int | None
     _depth: int
-    _run_context: Any
-    _saved_store: Any
+    _run_context: RunContext | None
+    _saved_store: Store | None
     _saved_count: int
-    _child_store: Any
+    _child_store: _ChildStore | None
     _resume_info: AgentInfo | None
     _children: dict[str, State]
     _call_children: dict[str, Joined]
@@ -154,50 +133,39 @@ class State:
     else:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            if args:
-                raise positional_error(args)
-            for name in kwargs:
-                if name not in ACCEPTED:
-                    raise unknown_keyword(name)
+            check_keywords(args, kwargs)
             self._setup(kwargs.get("id"))
             history = kwargs.get("history")
             messages = kwargs.get("messages", ())
             extra_data = kwargs.get("extra_data")
             if history is not None:
-                self._init_history(history, messages, extra_data)
+                snap = history_snapshot(history, messages, extra_data)
+                self._acc = Accumulator(snap)
+                self._snapshot = snap
             else:
-                self._init_messages(messages, extra_data)
+                for entry in initial_entries(messages, extra_data):
+                    self._commit_locked(entry)
 
-    def _setup(self, state_id: Any) -> None:
-        d = self.__dict__
-        d["_id"] = uuid.uuid4().hex if state_id is None else check_id(state_id, "State(id=...)")
-        d["_lock"] = threading.RLock()
-        d["_edit_lock"] = threading.RLock()
-        d["_snapshot"] = snap = StateSnapshot()
-        d["_values"] = values_of(snap)
-        d["_agent"] = None
-        d["_running"] = False
-        d["_compacting"] = None
-        d["_depth"] = 0
-        d["_run_context"] = None
-        d["_saved_store"] = None
-        d["_saved_count"] = 0
-        d["_child_store"] = None
-        d["_resume_info"] = None
-        d["_children"] = {}
-        d["_call_children"] = {}
-        d["_closed_calls"] = {}
+    def _setup(self, state_id: object) -> None:
+        self._id = uuid.uuid4().hex if state_id is None else check_id(state_id, "State(id=...)")
+        self._lock = threading.RLock()
+        self._edit_lock = threading.RLock()
+        self._acc = Accumulator()
+        self._snapshot = None
+        self._agent = None
+        self._running = False
+        self._compacting = None
+        self._depth = 0
+        self._run_context = None
+        self._saved_store = None
+        self._saved_count = 0
+        self._child_store = None
+        self._resume_info = None
+        self._children = {}
+        self._call_children = {}
+        self._closed_calls = {}
 
-    def _init_history(self, history: Any, messages: Any, extra_data: Any) -> None:
-        snap = history_snapshot(history, messages, extra_data)
-        self.__dict__["_values"] = snap.__dict__
-        self.__dict__["_snapshot"] = snap
-
-    def _init_messages(self, messages: Any, extra_data: Any) -> None:
-        for entry in initial_entries(messages, extra_data):
-            self._commit_locked(entry)
-
-    # --- properties ----------------------------------------------------------------------------------------
+    # --- properties (each one read of the current values, without the lock) -------------------------------------
 
     @property
     def id(self) -> str:
@@ -207,12 +175,12 @@ class State:
     @property
     def parent_id(self) -> str | None:
         """The id of the State whose tool call first ran this one (its first linked ``RunStartEntry``), or None."""
-        return self._values["_parent_id"]
+        return self._acc.parent_id
 
     @property
     def parent_call_id(self) -> str | None:
         """The id of that tool call; ``None`` together with ``parent_id``."""
-        return self._values["_parent_call_id"]
+        return self._acc.parent_call_id
 
     @property
     def history(self) -> tuple[HistoryEntry, ...]:
@@ -222,58 +190,56 @@ class State:
     @property
     def messages(self) -> tuple[Message, ...]:
         """What the model sees at the next ``think``."""
-        # Fast path: the tuple already built for the current values (a snapshot's first read stores it in the
-        # values it shares, and a commit that adds no message keeps it) is returned without a new snapshot. Every
-        # rule that changes the messages drops it, so it is always exact.
-        found = self._values.get("messages")
+        found = self._acc.messages_tuple  # built once until the messages change
         if found is not None:
             return found
-        return self.snapshot().messages
+        with self._lock:
+            return self._acc.messages_now()
 
     @property
     def pending_calls(self) -> tuple[ToolCall, ...]:
         """The calls of the open turn that have no result yet, in request order."""
-        return self._values["pending_calls"]
+        return self._acc.pending_calls
 
     @property
     def turn(self) -> int:
         """Completed model replies, plus one while a request waits; a failed request takes its turn back."""
-        return self._values["turn"]
+        return self._acc.turn
 
     @property
     def usage(self) -> Usage:
         """Summed usage of replies, asks, model compactions and subagents. Never lowered by ``restore``."""
-        return self._values["usage"]
+        return self._acc.usage
 
     @property
     def extra_data(self) -> FrozenDict[str, Any]:
         """The user's JSON values (read-only; change them inside ``edit_extra_data()``). The model never sees them."""
-        return self._values["extra_data"]
+        return self._acc.extra_data
 
     @property
     def finished(self) -> bool:
         """Whether ``finish()`` was called (and not undone by ``restore``)."""
-        return self._values["finished"]
+        return self._acc.finished
 
     @property
     def answer(self) -> Any:
         """The latest non-None ``finish`` answer, else the text of the latest reply without tool calls, else None."""
-        return self._values["answer"]
+        return self._acc.answer
 
     @property
     def stopped(self) -> Stopped | None:
         """Why the current or last run is set to stop, or None."""
-        return self._values["stopped"]
+        return self._acc.stopped
 
     @property
     def created_at(self) -> datetime | None:
         """The time of the first history entry; None while history is empty."""
-        return self._values["created_at"]
+        return self._acc.created_at
 
     @property
     def updated_at(self) -> datetime | None:
         """The time of the latest history entry; None while history is empty."""
-        return self._values["updated_at"]
+        return self._acc.updated_at
 
     # --- public methods ------------------------------------------------------------------------------------
 
@@ -284,12 +250,8 @@ class State:
             with self._lock:
                 snap = self._snapshot
                 if snap is None:
-                    snap = self.__dict__["_snapshot"] = snapshot_of(self._values)
+                    snap = self._snapshot = self._acc.freeze()
         return snap
-
-    @property
-    def _snap(self) -> StateSnapshot:
-        return self.snapshot()
 
     def add_message(self, message: Message) -> None:
         """Add a user message or a notice. Allowed at any time; held until the turn in flight ends.
@@ -299,18 +261,18 @@ class State:
             ValueError: it is not a user message, it is empty, or it has blocks other than text and images.
         """
         if not isinstance(message, Message):
-            raise add_message_type_error(message)
+            raise misuse.add_message_type_error(message)
         if message.role != "user":
-            raise add_message_role_error(message)
+            raise misuse.add_message_role_error(message)
         text = message.text
         if text.startswith("[notice] "):
             text = text[len("[notice] ") :]
         if not text.strip() and not any(isinstance(block, Image) for block in message.content):
-            raise add_message_empty_error(message)
+            raise misuse.add_message_empty_error(message)
         with self._lock:
-            snap = self._snap
-            entry = MessageEntry.from_message(message, turn=snap.turn)
-            straight = not snap._waiting and not snap._turn_calls
+            acc = self._acc
+            entry = MessageEntry.from_message(message, turn=acc.turn)
+            straight = not acc.waiting and not acc.turn_calls
             self._commit_locked(entry)
             if straight and self._compacting is not None:
                 self._compacting += 1
@@ -321,9 +283,7 @@ class State:
         Raises:
             TypeError: the answer cannot be saved as JSON.
         """
-        content = StoppedByFinish(json_form(answer, "the finish() answer"))
-        with self._lock:
-            self._commit_locked(StopEntry(content=content, turn=self._snap.turn))
+        self._record(StopEntry, StoppedByFinish(answer_form(answer, "the finish() answer")))
 
     def compact(self, summary: str) -> None:
         """Replace the messages with the first user message and ``summary``, without a model request.
@@ -346,19 +306,18 @@ class State:
             TypeError: a value is not JSON.
         """
         with self._edit_lock:
-            old = self._snap.extra_data
+            old = self._acc.extra_data
             data = thaw(old)
             yield data
             new = json_copy(data, "state.extra_data")
-            changed: dict[str, Any] = {}
-            for key, value in new.items():
-                if key not in old or canonical(old[key]) != canonical(value):
-                    changed[key] = value
+            # Values compare by their JSON text with sorted keys: 1, 1.0 and True differ, key order does not.
+            changed = {
+                key: value for key, value in new.items() if key not in old or _json_text(old[key]) != _json_text(value)
+            }
             removed = tuple(key for key in old if key not in new)
-            if not changed and not removed:
-                return
-            with self._lock:
-                self._commit_locked(ExtraDataEntry(content=changed, removed=removed, turn=self._snap.turn))
+            if changed or removed:
+                with self._lock:
+                    self._commit_locked(ExtraDataEntry(content=changed, removed=removed, turn=self._acc.turn))
 
     def clear_tool_results(self, keep_last: int = 5) -> None:
         """Blank all but the last ``keep_last`` tool results in ``messages`` (history keeps them).
@@ -367,28 +326,24 @@ class State:
             ValueError: ``keep_last`` is not an integer >= 0, or calls are pending.
         """
         if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
-            raise keep_last_error(keep_last)
+            raise misuse.keep_last_error(keep_last)
         with self._lock:
             self._ensure_no_pending("clear_tool_results")
-            messages = list(self._snap.messages)
+            messages = list(self._acc.messages_now())
             blocks = [block for m in messages for block in m.content if isinstance(block, ToolResultBlock)]
-            candidates = blocks[: max(len(blocks) - keep_last, 0)]
-            cleared: list[str] = []
-            seen: set[str] = set()
-            for block in candidates:
-                if block.content != CLEARED and block.call_id not in seen:
-                    seen.add(block.call_id)
-                    cleared.append(block.call_id)
+            cleared: dict[str, None] = {}  # the call ids in order, each once
+            for block in blocks[: max(len(blocks) - keep_last, 0)]:
+                if block.content != CLEARED:
+                    cleared.setdefault(block.call_id)
             if not cleared:
                 return
-            after = context_tokens(cleared_messages(messages, seen), 0)
             change = ContextChange(
                 "clear_tool_results",
                 before_tokens=context_tokens(messages, 0),
-                after_tokens=after,
+                after_tokens=context_tokens(cleared_messages(messages, set(cleared)), 0),
                 cleared=tuple(cleared),
             )
-            self._commit_locked(ContextChangeEntry(content=change, turn=self._snap.turn))
+            self._commit_locked(ContextChangeEntry(content=change, turn=self._acc.turn))
         self._notify(change)
 
     def restore(self, snapshot: StateSnapshot) -> None:
@@ -400,30 +355,29 @@ class State:
                 is under way, or the snapshot was taken while the model was being waited on.
         """
         if not isinstance(snapshot, StateSnapshot):
-            raise restore_type_error(snapshot)
+            raise misuse.restore_type_error(snapshot)
         with self._lock:
-            snap = self._snap
+            acc = self._acc
             if not self._is_prefix(snapshot):
-                raise restore_foreign_error()
+                raise ValueError(fix_message(*misuse.RESTORE_FOREIGN))
             self._ensure_no_pending("restore")
-            if snap._waiting:
-                raise restore_busy_error("the model is being waited on")
+            if acc.waiting:
+                raise misuse.restore_busy_error("the model is being waited on")
             if self._compacting is not None:
-                raise restore_busy_error("a compaction is under way")
+                raise misuse.restore_busy_error("a compaction is under way")
             if snapshot._waiting:
-                raise restore_waiting_snapshot_error()
-            restored_to = history_list(snapshot)[1]
-            memo = snap._memo
-            if restored_to not in memo:
-                memo[restored_to] = snapshot if "_h" in snapshot.__dict__ else self._replay_prefix(restored_to)
-            target = memo[restored_to]
+                raise ValueError(fix_message(*misuse.RESTORE_WAITING_SNAPSHOT))
+            restored_to = len(history_of(snapshot))
+            if restored_to not in acc.memo:
+                # A snapshot the fold made is the fold of its history; for one built by hand, the history is replayed.
+                acc.memo[restored_to] = snapshot if is_folded(snapshot) else replay(acc.history[:restored_to], acc.memo)
             change = ContextChange(
                 "restore",
-                before_tokens=context_tokens(snap.messages, 0),
-                after_tokens=context_tokens(target.messages, 0),
+                before_tokens=context_tokens(acc.messages_now(), 0),
+                after_tokens=context_tokens(acc.memo[restored_to].messages, 0),
                 restored_to=restored_to,
             )
-            self._commit_locked(ContextChangeEntry(content=change, turn=snap.turn))
+            self._commit_locked(ContextChangeEntry(content=change, turn=acc.turn))
         self._notify(change)
 
     def fork(self) -> State:
@@ -433,17 +387,16 @@ class State:
             ValueError: the model is being waited on.
         """
         with self._lock:
-            snap = self._snap
-            if snap._waiting:
-                raise fork_waiting_error()
+            if self._acc.waiting:
+                raise ValueError(fix_message(*misuse.FORK_WAITING))
             copy = State.__new__(State)
             copy._setup(None)
-            d = copy.__dict__
-            forked = fork_snapshot(snap)
-            d["_snapshot"] = forked
-            d["_values"] = forked.__dict__
-            d["_children"] = dict(self._children)
-            d["_child_store"] = self._child_store
+            acc = copy._acc = Accumulator(self.snapshot(), memo={})
+            acc.history = acc.history[: acc.history_len]  # shares no list with this State
+            acc.messages = acc.messages[: acc.messages_len]
+            copy._snapshot = acc.freeze()
+            copy._children = dict(self._children)
+            copy._child_store = self._child_store
         return copy
 
     def child(self, child_id: str) -> State:
@@ -466,35 +419,36 @@ class State:
             return found
         return await self._child_store_for(child_id).aload(child_id)
 
-    def _child_store_for(self, child_id: str) -> Any:
-        if not any(type(entry) is ToolResultEntry and child_id in entry.child_ids for entry in self._snap.history):
+    def _child_store_for(self, child_id: str) -> _ChildStore:
+        if not any(type(entry) is ToolResultEntry and child_id in entry.child_ids for entry in self.history):
             raise KeyError(
                 f"{child_id!r} is not a subagent of State {self._id!r} (state.child() finds direct children)"
             )
         store = self._child_store if self._child_store is not None else self._saved_store
         if store is None:
-            raise child_no_store_error(child_id, self._id)
+            raise misuse.child_no_store_error(child_id, self._id)
         return store
+
+    def __copy__(self) -> State:
+        """A second State object for the same conversation (same id, lock and history so far)."""
+        clone = State.__new__(State)
+        clone.__dict__.update(self.__dict__)
+        clone._acc = Accumulator(self.snapshot())  # its own values from here on (the lists stay shared)
+        return clone
 
     # --- printed forms -------------------------------------------------------------------------------------
 
     def __repr__(self) -> str:
-        snap = self._snap
-        end = " finished>" if snap.finished else ">"
-        n_history = history_list(snap)[1]
+        acc = self._acc
+        end = " finished>" if acc.finished else ">"
         return (
-            f"<State id={self._id!r} turn={snap.turn} history={n_history} messages={message_count(snap)} "
-            f"pending={len(snap.pending_calls)}{end}"
+            f"<State id={self._id!r} turn={acc.turn} history={acc.history_len} messages={acc.messages_len} "
+            f"pending={len(acc.pending_calls)}{end}"
         )
 
     def __str__(self) -> str:
-        snap = self._snap
-        lines = [line(entry) for entry in snap.history]
-        if snap.stopped is not None:
-            lines.append(f"done: {snap.stopped} ({turns(snap.turn)})")
-        elif snap.finished:
-            lines.append(f"done: stopped by finish ({turns(snap.turn)})")
-        return "\n".join(lines)
+        snap = self.snapshot()
+        return history_lines(snap.history, snap.stopped, snap.finished, snap.turn)
 
     # --- attribute guard (hidden from type checkers, so typos are still reported statically) ---------------
 
@@ -513,17 +467,17 @@ class State:
             raise assignment_error(type(self), name)
 
         def __getattr__(self, name: str) -> Any:
-            if name in GET_RETIRED:
-                raise AttributeError(fix_message(*GET_RETIRED[name]), name=name, obj=self)
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
+            raise missing_attribute_error(self, name)
 
     # --- recording operations (fixed names; used by the Agent, loops, runner and stores) -------------------
 
-    def _commit_locked(self, entry: Any) -> None:
-        """Fold one prepared entry into the State (the caller holds the lock, or the State is being built)."""
-        d = self.__dict__
-        d["_values"] = _fold_commit(self._values, entry)
-        d["_snapshot"] = None
+    def _commit_locked(self, entry: HistoryEntry) -> None:
+        """Fold one prepared entry into the State (the caller holds the lock, or the State is being built).
+
+        The fold checks before it changes anything, so an entry that cannot follow leaves the State as it was.
+        """
+        self._acc.apply(entry)
+        self._snapshot = None
 
     def _commit(self, entry: HistoryEntry) -> None:
         """Record one prepared history entry through the fold, under the State lock.
@@ -534,37 +488,41 @@ class State:
         with self._lock:
             self._commit_locked(entry)
 
+    def _record(self, entry_class: type[StopEntry] | type[ModelEventEntry], content: Any) -> None:
+        """Record ``entry_class(content=content)`` at the current turn."""
+        with self._lock:
+            self._commit_locked(entry_class(content=content, turn=self._acc.turn))
+
     def _notify(self, change: ContextChange) -> None:
         agent = self._agent
         if agent is None:
             return
-        reporter = agent._reporter_for(self)
+        reporter = agent._reporter_for(self)  # pyright: ignore[reportPrivateUsage]
         if reporter is not None:
             reporter.on_context_change(self, change)
 
     def _ensure_open(self, action: str) -> None:
         """Raise the ``ValueError`` for ``action`` on a finished State."""
-        if self._values["finished"]:  # one value: no snapshot needed (one per use_tools otherwise)
-            raise finished_error(action)
+        if self._acc.finished:
+            raise misuse.finished_error(action)
 
     def _ensure_no_pending(self, action: str) -> None:
         """Raise the ``ValueError`` for ``action`` while calls are pending."""
-        pending = self._values["pending_calls"]
+        pending = self._acc.pending_calls
         if pending:
-            shown = ", ".join(format_call(call) for call in pending)
-            raise pending_error(action, shown)
+            raise misuse.pending_error(action, ", ".join(format_call(call) for call in pending))
 
-    def _attach(self, agent: Any) -> None:
+    def _attach(self, agent: Agent) -> None:
         """Link the State to ``agent`` (the latest Agent that used it)."""
         self._agent = agent
 
     def _start_run(
         self,
-        agent: Any,
+        agent: Agent,
         info: AgentInfo,
         parent: tuple[str, str] | None = None,
         parent_depth: int = -1,
-        context: Any = None,
+        context: RunContext | None = None,
     ) -> None:
         """Record ``run_start`` and take the running mark, in one step.
 
@@ -573,10 +531,10 @@ class State:
         """
         with self._lock:
             if self._running:
-                raise running_error()
+                raise ValueError(fix_message(*misuse.RUNNING))
             parent_id, parent_call_id = parent if parent is not None else (None, None)
             self._commit_locked(
-                RunStartEntry(content=info, parent_id=parent_id, parent_call_id=parent_call_id, turn=self._snap.turn)
+                RunStartEntry(content=info, parent_id=parent_id, parent_call_id=parent_call_id, turn=self._acc.turn)
             )
             self._running = True
             self._agent = agent
@@ -591,14 +549,13 @@ class State:
 
     def _record_stop(self, stopped: Stopped | None) -> None:
         """Record ``StopEntry(stopped)``; ``None`` clears the stop."""
-        with self._lock:
-            self._commit_locked(StopEntry(content=stopped, turn=self._snap.turn))
+        self._record(StopEntry, stopped)
 
     def _clear_stop(self) -> None:
         """Record ``StopEntry(None)`` only if a stop is set."""
         with self._lock:
-            if self._snap.stopped is not None:
-                self._commit_locked(StopEntry(content=None, turn=self._snap.turn))
+            if self._acc.stopped is not None:
+                self._commit_locked(StopEntry(content=None, turn=self._acc.turn))
 
     def _begin_think(self, model: str) -> None:
         """Record ``model_request`` for the next turn.
@@ -607,55 +564,42 @@ class State:
             ValueError: finished, calls pending, another think waiting, or no messages (nothing recorded).
         """
         with self._lock:
-            values = self._values
-            if values["finished"] or values["pending_calls"] or values["_waiting"] or not values["_mn"]:
+            acc = self._acc
+            if acc.finished or acc.pending_calls or acc.waiting or not acc.messages_len:
                 self._ensure_open("think")
                 self._ensure_no_pending("think")
-                if values["_waiting"]:
-                    raise think_waiting_error()
-                if not values["_late_notices"]:
-                    raise think_empty_error()
-            d = self.__dict__
-            entry = make_request_entry("model_request", model, values["turn"] + 1, types_module._now())
-            d["_values"] = _fold_commit(values, entry)
-            d["_snapshot"] = None
+                if acc.waiting:
+                    raise ValueError(fix_message(*misuse.THINK_WAITING))
+                if not acc.late_notices:
+                    raise ValueError(fix_message(*misuse.THINK_EMPTY))
+            self._commit_locked(make_request_entry("model_request", model, acc.turn + 1, types_module._now()))
 
     def _record_reply(self, reply: Reply) -> None:
         """Record ``model_reply``: the message joins the context, usage grows, its calls become pending."""
         with self._lock:
-            d = self.__dict__
-            values = d["_values"]
-            entry = make_reply_entry("model_reply", reply, values["turn"], types_module._now())
-            d["_values"] = _fold_commit(values, entry)
-            d["_snapshot"] = None
+            self._commit_locked(make_reply_entry("model_reply", reply, self._acc.turn, types_module._now()))
 
     def _record_model_event(self, event: ModelEvent) -> None:
         """Record ``model_event``."""
-        with self._lock:
-            self._commit_locked(ModelEventEntry(content=event, turn=self._snap.turn))
+        self._record(ModelEventEntry, event)
 
-    def _pending_slot(self, call: Any, same_object: bool = False) -> ToolCall | None:
-        values = self._values
-        calls = values["_turn_calls"]
-        results = values["_turn_results"]
-        if same_object:
-            for index in range(len(calls)):
-                if calls[index] is call and results[index] is None:
-                    return calls[index]
-            return None
+    def _pending_slot(self, call: object, same_object: bool = False) -> ToolCall | None:
+        """The first pending call of the open turn with the id of ``call`` (with ``same_object``: ``call`` itself)."""
+        acc = self._acc
+        results = acc.turn_results
         call_id = getattr(call, "id", None)
-        for index in range(len(calls)):
-            if results[index] is None and calls[index].id == call_id:
-                return calls[index]
+        for index, slot in enumerate(acc.turn_calls):
+            if results[index] is None and (slot is call if same_object else slot.id == call_id):
+                return slot
         return None
 
-    def _close_slot(self, slot: ToolCall, content: Any, outcome: Any, error: BaseException | None) -> None:
+    def _close_slot(
+        self, slot: ToolCall, content: ToolResultContent, outcome: ToolOutcomeKind, error: BaseException | None
+    ) -> None:
         joined = self._call_children.get(slot.id) if self._call_children else None
         child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
-        d = self.__dict__
-        values = d["_values"]
-        if type(outcome) is ToolOutcomeKind and type(child_ids) is tuple:  # normalized: the fast path
-            entry = make_result_entry(
+        self._commit_locked(
+            make_result_entry(
                 "tool_result",
                 content,
                 slot,
@@ -664,21 +608,10 @@ class State:
                 error,
                 child_ids,
                 usage,
-                values["turn"],
+                self._acc.turn,
                 types_module._now(),
             )
-        else:
-            entry = ToolResultEntry(
-                content=content,
-                call=slot,
-                outcome=outcome,
-                error=error,
-                child_ids=child_ids,
-                usage=usage,
-                turn=values["turn"],
-            )
-        d["_values"] = _fold_commit(values, entry)
-        d["_snapshot"] = None
+        )
         if joined is not None:
             del self._call_children[slot.id]
             joined.settle(moved)
@@ -700,17 +633,11 @@ class State:
             ValueError: no such call is pending (unless ``if_pending``, which returns False instead).
         """
         with self._lock:
-            values = self._values
-            calls = values["_turn_calls"]
-            if len(calls) == 1 and values["_turn_results"][0] is None and calls[0].id == getattr(call, "id", None):
-                slot = calls[0]  # the usual turn: one call
-            else:
-                slot = self._pending_slot(call)
+            slot = self._pending_slot(call)
             if slot is None:
                 if if_pending:
                     return False
-                shown = format_call(call) if isinstance(call, ToolCall) else repr(call)
-                raise ValueError(f"cannot record a result for a call that is not pending: {shown}")
+                raise ValueError(f"cannot record a result for a call that is not pending: {_shown(call)}")
             self._close_slot(slot, content, outcome, error)
             return True
 
@@ -739,7 +666,7 @@ class State:
                     error=error,
                     child_ids=child_ids,
                     usage=usage,
-                    turn=self._snap.turn,
+                    turn=self._acc.turn,
                 )
             )
             if joined is not None:
@@ -756,20 +683,19 @@ class State:
         with self._lock:
             slot = self._pending_slot(call)
             if slot is None:
-                shown = format_call(call) if isinstance(call, ToolCall) else repr(call)
-                raise ValueError(f"cannot deny a call that is not pending: {shown}")
+                raise ValueError(f"cannot deny a call that is not pending: {_shown(call)}")
             self._close_slot(slot, reason, ToolOutcomeKind.DENIED, None)
-            cancelled = list(self._snap.pending_calls)
+            cancelled = list(self._acc.pending_calls)
             for other in cancelled:
                 self._close_slot(other, STOPPED_TURN, ToolOutcomeKind.CANCELLED, None)
-            if not self._snap.finished:
-                self._commit_locked(StopEntry(content=StoppedByPermission(slot, permission), turn=self._snap.turn))
+            if not self._acc.finished:
+                self._commit_locked(StopEntry(content=StoppedByPermission(slot, permission), turn=self._acc.turn))
             return cancelled
 
     def _close_pending(self, error: BaseException) -> list[ToolCall]:
         """Close every pending call, in request order, because ``error`` left the run. Returns them."""
         with self._lock:
-            calls = list(self._snap.pending_calls)
+            calls = list(self._acc.pending_calls)
             content = closed_result(error)
             kind = closed_outcome(error).kind
             for call in calls:
@@ -781,36 +707,44 @@ class State:
         text = str(error)
         content = f"{type(error).__name__}: {text}" if text else type(error).__name__
         with self._lock:
-            snap = self._snap
-            if not (snap._waiting and call is None):
-                history, n = history_list(snap)
-                for index in range(n - 1, -1, -1):
-                    entry = history[index]
-                    if type(entry) is ErrorEntry and entry.error is error:
-                        return
-                    if type(entry) is ModelRequestEntry or type(entry) is RunStartEntry:
-                        break
-            self._commit_locked(ErrorEntry(content=content, error=error, call=call, turn=snap.turn))
+            acc = self._acc
+            if not (acc.waiting and call is None) and self._recorded_since_start(error):
+                return
+            self._commit_locked(ErrorEntry(content=content, error=error, call=call, turn=acc.turn))
+
+    def _recorded_since_start(self, error: BaseException) -> bool:
+        """Whether an ``error`` entry holding ``error`` itself follows the latest ``model_request``/``run_start``."""
+        acc = self._acc
+        history = acc.history
+        for index in range(acc.history_len - 1, -1, -1):
+            entry = history[index]
+            if type(entry) is ErrorEntry and entry.error is error:
+                return True
+            if type(entry) is ModelRequestEntry or type(entry) is RunStartEntry:
+                return False
+        return False
 
     def _record_ask(self, question: str, answer: Any, usage: Usage | None = None) -> None:
         """Record an ``ask`` exchange (answer in JSON form, or its repr); ``usage`` is added to the State's."""
-        value = exchange_answer(question, answer)
-        with self._lock:
-            self._commit_locked(
-                ExchangeEntry(kind="ask", content=Exchange(question, value), usage=usage, turn=self._snap.turn)
-            )
+        self._record_exchange("ask", question, answer, usage)
 
     def _record_human(self, question: str, answer: Any) -> None:
         """Record a ``human`` exchange (answer in JSON form, or its repr)."""
-        value = exchange_answer(question, answer)
+        self._record_exchange("human", question, answer, None)
+
+    def _record_exchange(self, kind: str, question: str, answer: Any, usage: Usage | None) -> None:
+        try:
+            value = answer_form(answer, f"the answer to {question!r}")
+        except TypeError:
+            value = repr(answer)
         with self._lock:
             self._commit_locked(
-                ExchangeEntry(kind="human", content=Exchange(question, value), usage=None, turn=self._snap.turn)
+                ExchangeEntry(kind=kind, content=Exchange(question, value), usage=usage, turn=self._acc.turn)  # pyright: ignore[reportArgumentType]
             )
 
     def _context_for_question(self) -> tuple[Message, ...]:
         """The messages an ``ask`` is built on: the messages, plus the open turn's results (or placeholders)."""
-        snap = self._snap
+        snap = self.snapshot()
         if not snap._turn_calls:
             return snap.messages
         blocks = tuple(
@@ -828,7 +762,7 @@ class State:
         with self._lock:
             self._ensure_no_pending("compact")
             if self._compacting is not None:
-                raise compact_window_error()
+                raise ValueError(fix_message(*misuse.COMPACT_WINDOW))
             self._compacting = 0
 
     def _compact_done(self, summary: str, usage: Usage | None) -> None:
@@ -841,17 +775,17 @@ class State:
         with self._lock:
             self._compacting = None
 
-    def _record_compact(self, summary: Any, usage: Usage | None, *, hand: bool) -> ContextChange:
+    def _record_compact(self, summary: object, usage: Usage | None, *, hand: bool) -> ContextChange:
         if not isinstance(summary, str):
-            raise compact_type_error(summary)
+            raise misuse.compact_type_error(summary)
         if not summary.strip():
-            raise compact_empty_error(summary)
+            raise misuse.compact_empty_error(summary)
         with self._lock:
             self._ensure_no_pending("compact")
-            snap = self._snap
+            acc = self._acc
             kept = 0 if hand or self._compacting is None else self._compacting
-            messages = snap.messages
-            head = snap._first_user_message
+            messages = acc.messages_now()
+            head = acc.first_user_message
             after: list[Message] = [] if head is None else [head]
             after.append(Message.user(SUMMARY_PREFIX + summary))
             if kept:
@@ -864,7 +798,7 @@ class State:
                 kept=kept,
                 usage=usage,
             )
-            self._commit_locked(ContextChangeEntry(content=change, turn=snap.turn))
+            self._commit_locked(ContextChangeEntry(content=change, turn=acc.turn))
             if hand:
                 if self._compacting is not None:
                     self._compacting = 0
@@ -881,7 +815,7 @@ class State:
             return ()
         return tuple(child.id for child, _ in joined.children)
 
-    def _closed_joined(self, call: Any, create: bool = False) -> Joined | None:
+    def _closed_joined(self, call: ToolCall, create: bool = False) -> Joined | None:
         """The children record of the call object ``call`` that this State closed (None if it did not).
 
         Calls closed with children keep a record; for another call, ``create`` looks for its closing entry in
@@ -892,9 +826,9 @@ class State:
             return found
         if not create:
             return None
-        history, n = history_list(self._snap)
-        for index in range(n - 1, -1, -1):
-            entry = history[index]
+        acc = self._acc
+        for index in range(acc.history_len - 1, -1, -1):
+            entry = acc.history[index]
             if type(entry) is ToolResultEntry and entry.call is call and not entry.late:
                 joined = self._closed_calls[id(call)] = Joined(call)
                 return joined
@@ -917,7 +851,7 @@ class State:
 
     # --- store support ---------------------------------------------------------------------------------------
 
-    def _save_batch(self, store: Any) -> tuple[bool, int, int, StateSnapshot]:
+    def _save_batch(self, store: Store) -> tuple[bool, int, int, StateSnapshot]:
         """Under the lock: check the store binding; return ``(create, start, end, snapshot)`` of what to write.
 
         Raises:
@@ -926,17 +860,16 @@ class State:
         with self._lock:
             bound = self._saved_store
             if bound is not None and not (bound == store):
-                raise store_binding_error(self._id, store, bound)
-            snap = self._snap
-            return bound is None, self._saved_count, history_list(snap)[1], snap
+                raise misuse.store_binding_error(self._id, store, bound)
+            return bound is None, self._saved_count, self._acc.history_len, self.snapshot()
 
     @staticmethod
     def _history_slice(snapshot: StateSnapshot, start: int, end: int) -> list[HistoryEntry]:
         """``snapshot.history[start:end]`` without building the whole history tuple (for saves)."""
-        history, n = history_list(snapshot)
-        return history[start : min(end, n)]
+        history = history_of(snapshot)
+        return history.items[start : min(end, history.length)]
 
-    def _mark_saved(self, store: Any, end: int) -> None:
+    def _mark_saved(self, store: Store, end: int) -> None:
         """After a successful write: bind to ``store`` and count the entries up to ``end`` as saved."""
         with self._lock:
             if self._saved_store is None:
@@ -946,8 +879,11 @@ class State:
             self._saved_count = max(self._saved_count, end)
 
     @classmethod
-    def _from_saved(cls, state_id: str, entries: Iterable[HistoryEntry], store: Any) -> State:
-        """Rebuild a saved State (02 §8.8): replay, bind to ``store``, and close a turn left open (unsaved).
+    def _from_saved(cls, state_id: str, entries: Iterable[HistoryEntry], store: Store) -> State:
+        """Rebuild a saved State: replay, bind to ``store``, and close a turn left open (without saving).
+
+        A State saved while the model was being waited on gets an error that takes the request back; each call
+        still pending gets the unknown-result text (the tool never runs twice).
 
         Raises:
             ValueError: the entries cannot be replayed (the saved State is damaged).
@@ -957,44 +893,39 @@ class State:
             state = State(id=state_id, history=entries)
         except ValueError as error:
             reason = str(error).split("\nFix: ", 1)[0]
-            raise damaged_error(state_id, reason) from error
-        state._saved_store = store
-        state._child_store = store
+            raise misuse.damaged_error(state_id, reason) from error
+        state._saved_store = state._child_store = store
         state._saved_count = len(entries)
-        for entry in reversed(entries):
-            if type(entry) is RunStartEntry:
-                state._resume_info = entry.content
-                break
+        state._resume_info = next((e.content for e in reversed(entries) if type(e) is RunStartEntry), None)
         with state._lock:
-            if state._snap._waiting:
-                state._commit_locked(ErrorEntry(content=STOPPED_WAITING, call=None, turn=state._snap.turn))
-            for call in state._snap.pending_calls:
+            acc = state._acc
+            if acc.waiting:
+                state._commit_locked(ErrorEntry(content=STOPPED_WAITING, call=None, turn=acc.turn))
+            for call in acc.pending_calls:
                 state._commit_locked(
-                    ToolResultEntry(
-                        content=UNSAVED_RESULT, call=call, outcome=ToolOutcomeKind.ABORTED, turn=state._snap.turn
-                    )
+                    ToolResultEntry(content=UNSAVED_RESULT, call=call, outcome=ToolOutcomeKind.ABORTED, turn=acc.turn)
                 )
         return state
 
     # --- helpers ---------------------------------------------------------------------------------------------
 
     def _is_prefix(self, snapshot: StateSnapshot) -> bool:
-        mine, n = history_list(self._snap)
-        theirs, m = history_list(snapshot)
-        if m > n:
+        acc = self._acc
+        theirs = history_of(snapshot)
+        if theirs.length > acc.history_len:
             return False
-        if theirs is mine:
+        if theirs.items is acc.history:
             return True
-        for index in range(m):
-            a = theirs[index]
-            b = mine[index]
-            if a is not b and a != b:
-                return False
-        return True
+        mine = acc.history
+        return all(a is b or a == b for a, b in zip(theirs.items[: theirs.length], mine, strict=False))
 
-    def _replay_prefix(self, length: int) -> StateSnapshot:
-        history, _ = history_list(self._snap)
-        return replay(history[:length], self._snap._memo)
+
+def _json_text(value: object) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _shown(call: object) -> str:
+    return format_call(call) if isinstance(call, ToolCall) else repr(call)
 
 
 # help(State) and inspect.signature(State) show the keywords, not the (*args, **kwargs) that catches misuse.

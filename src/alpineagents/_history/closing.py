@@ -1,7 +1,8 @@
-"""How a tool call closed by an exception reads (04 §11.4, §11.5): its result text and its outcome.
+"""How a tool call closed by an exception reads: its result text and its outcome.
 
-Shared by ``alpineagents.state`` (the run closes pending calls) and ``alpineagents._runner`` (``on_tool_end`` of a
-call that raised or was interrupted).
+A call closed by Ctrl+C or cancellation reads ``(interrupted by user)``; one closed by any other exception reads
+``(aborted: Type)``. Shared by ``alpineagents.state`` (a run closes its pending calls) and ``alpineagents._runner``
+(``on_tool_end`` of a call that raised or was interrupted).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ INTERRUPTED = "(interrupted by user)"
 """The result text of a call closed by Ctrl+C or cancellation."""
 
 STOPPED_TURN = "(not run: the user stopped this turn)"
-"""The result text of a call cancelled because another call of its turn was denied with ``stop=True`` (07)."""
+"""The result text of a call cancelled because another call of its turn was denied with ``stop=True``."""
 
 
 def is_interrupt(error: BaseException) -> bool:
