@@ -40,16 +40,15 @@ the store borrows connections from it and never closes it (create it after forki
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import errno
 import hashlib
 import json
 import os
-import queue
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -84,8 +83,6 @@ CREATE TABLE {schema}.entries (
 _KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 6}
 _IDLE_KEPT = 8
 """At most this many idle connections kept open per store (a connection string; a pool keeps its own)."""
-_LOCK_WAIT = 30.0
-"""How long a write waits for the lock connection to answer before it fails with an OSError."""
 
 
 def _psycopg() -> Any:
@@ -130,66 +127,75 @@ def _neuter(conn: psycopg.Connection[Any]) -> None:
 
 
 class _Locks:
-    """The store's lock connection and the advisory locks held on it, run by one keeper thread.
+    """The store's lock connection and the advisory locks this process holds on it.
 
-    Taking a lock waits for the keeper's answer; giving one back never waits (a State's lock may be given back by
-    the garbage collector on any thread, in the middle of anything).
+    `take` runs on the calling thread. `give_back` never waits: a State's lock may be given back by the garbage
+    collector on any thread, in the middle of anything (even while another lock is being taken), so it only notes
+    the key, and a keeper thread sends the unlock.
     """
 
-    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
-        self._connect = connect
-        self._requests: queue.SimpleQueue[tuple[str, int, Future[bool] | None]] = queue.SimpleQueue()
+    def __init__(self, conninfo: str) -> None:
+        self._conninfo = conninfo
+        self._mutex = threading.Lock()
+        self._pending: collections.deque[int] = collections.deque()
+        self._wake = threading.Event()
+        self._stopped = False
         self._thread: threading.Thread | None = None
-        self._start_guard = threading.Lock()
         self.conn: psycopg.Connection[Any] | None = None
         self.pid: int | None = None
         """The server process id of the lock connection (None until it is open)."""
 
     def take(self, key: int) -> bool:
-        """Ask for the lock `key` on the lock connection: True when this process has it now."""
-        answer: Future[bool] = Future()
-        self._send("take", key, answer)
-        return answer.result(timeout=_LOCK_WAIT)
+        """Take the lock `key` on the lock connection: True when this process has it now."""
+        with self._mutex:
+            self._flush()
+            try:
+                return self._ask("pg_try_advisory_lock", key)
+            except Exception:
+                # The connection died (a restarted server, a killed session): its locks went with it, so taking
+                # this one again on a new connection is right.
+                self._drop()
+                return self._ask("pg_try_advisory_lock", key)
 
     def give_back(self, key: int) -> None:
-        self._send("give", key, None)
+        self._pending.append(key)
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._keep, name="alpineagents-pg-locks", daemon=True)
+            self._thread.start()
+        self._wake.set()
 
-    def _send(self, what: str, key: int, answer: Future[bool] | None) -> None:
-        with self._start_guard:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._keep, name="alpineagents-pg-locks", daemon=True)
-                self._thread.start()
-        self._requests.put((what, key, answer))
+    def stop(self) -> None:
+        """Send the unlocks still due, close the lock connection (its locks go with it), end the keeper thread."""
+        self._stopped = True
+        self._wake.set()
+        if self._thread is None:
+            with self._mutex:
+                self._drop()
 
     def _keep(self) -> None:
         while True:
-            what, key, answer = self._requests.get()
-            try:
-                try:
-                    result = self._do(what, key)
-                except Exception:
-                    if what == "give":
-                        raise
-                    # The connection died (a restarted server, a killed session): its locks went with it, so
-                    # taking one again on a new connection is right.
+            self._wake.wait()
+            self._wake.clear()
+            with self._mutex:
+                self._flush()
+                if self._stopped:
                     self._drop()
-                    result = self._do(what, key)
-            except BaseException as error:
-                self._drop()
-                if answer is not None:
-                    answer.set_exception(error)
-                continue
-            if answer is not None:
-                answer.set_result(result)
+                    return
 
-    def _do(self, what: str, key: int) -> bool:
+    def _flush(self) -> None:
+        while self._pending:
+            key = self._pending.popleft()
+            if self.conn is None or self.conn.closed:
+                continue  # a lock on a connection that is gone is free already
+            try:
+                self._ask("pg_advisory_unlock", key)
+            except Exception:
+                self._drop()
+
+    def _ask(self, function: str, key: int) -> bool:
         if self.conn is None or self.conn.closed:
-            if what == "give":  # a lock on a connection that is gone is free already
-                return True
-            self.conn = self._connect()
-            self.conn.autocommit = True
+            self.conn = _open(self._conninfo)
             self.pid = self.conn.info.backend_pid
-        function = "pg_try_advisory_lock" if what == "take" else "pg_advisory_unlock"
         row = self.conn.execute(f"SELECT {function}(%s)", (key,)).fetchone()
         return bool(row and row[0])
 
@@ -200,12 +206,30 @@ class _Locks:
                 conn.close()
 
     def forget_after_fork(self) -> None:
-        """In a forked child: the parent's lock connection and keeper are not ours."""
+        """In a forked child: the parent's lock connection, locks and keeper are not ours."""
         if self.conn is not None:
             _neuter(self.conn)
         self.conn, self.pid, self._thread = None, None, None
-        self._requests = queue.SimpleQueue()
-        self._start_guard = threading.Lock()
+        self._mutex = threading.Lock()
+        self._pending.clear()
+        self._wake = threading.Event()
+
+
+def _open(conninfo: str) -> psycopg.Connection[Any]:
+    """A new connection: autocommit (transactions are opened by the statements sent), no server-side prepared
+    statements (PgBouncer in transaction mode), TCP keepalives unless the conninfo sets its own."""
+    psycopg = _psycopg()
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    extra = {key: value for key, value in _KEEPALIVES.items() if key not in params}
+    return psycopg.connect(conninfo, prepare_threshold=None, autocommit=True, **extra)
+
+
+def _release(locks: _Locks, idle: builtins.list[psycopg.Connection[Any]]) -> None:
+    locks.stop()
+    for conn in idle[:]:
+        with contextlib.suppress(Exception):
+            conn.close()
+    idle.clear()
 
 
 _ALL: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
@@ -274,9 +298,10 @@ class PostgresStore(Store):
         self._idle_guard = threading.Lock()
         self._ready = False
         self._ready_guard = threading.Lock()
-        self._locks = _Locks(lambda: self._open(self._lock_conninfo))
-        self._pid = os.getpid()
+        self._locks = _Locks(self._lock_conninfo)
         _ALL.add(self)
+        # A store nobody holds any more closes its connections (their locks go with them) and ends its thread.
+        weakref.finalize(self, _release, self._locks, self._idle)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._shown!r}, schema={self._schema!r})"
@@ -290,29 +315,24 @@ class PostgresStore(Store):
         return hash((self._shown, self._schema))
 
     def close(self) -> None:
-        """Close the connections this store opened (a pool passed in stays open); the next call opens new ones."""
+        """Close the idle connections this store opened (a pool passed in stays open); the next call opens new
+        ones. The lock connection stays: the States this process writes keep their locks."""
         with self._idle_guard:
-            idle, self._idle = self._idle, []
+            idle = self._idle[:]
+            self._idle.clear()
         for conn in idle:
             with contextlib.suppress(Exception):
                 conn.close()
 
     # -- connections --------------------------------------------------------------------------------------------
 
-    def _open(self, conninfo: str) -> psycopg.Connection[Any]:
-        psycopg = _psycopg()
-        params = psycopg.conninfo.conninfo_to_dict(conninfo)
-        extra = {key: value for key, value in _KEEPALIVES.items() if key not in params}
-        return psycopg.connect(conninfo, prepare_threshold=None, **extra)
-
     def _forget_after_fork(self) -> None:
         for conn in self._idle:
             _neuter(conn)
-        self._idle = []
+        self._idle.clear()
         self._idle_guard = threading.Lock()
         self._ready_guard = threading.Lock()
         self._locks.forget_after_fork()
-        self._pid = os.getpid()
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -320,14 +340,19 @@ class PostgresStore(Store):
         with self._errors():
             if self._pool is not None:
                 with self._pool.connection() as conn:
+                    autocommit, conn.autocommit = conn.autocommit, True  # given back to the pool as it came
                     conn.prepare_threshold = None
-                    self._prepare(conn)
-                    yield conn
+                    try:
+                        self._prepare(conn)
+                        yield conn
+                    finally:
+                        if not conn.closed and conn.info.transaction_status == 0:
+                            conn.autocommit = autocommit
                 return
             with self._idle_guard:
                 conn = self._idle.pop() if self._idle else None
             if conn is None or conn.closed:
-                conn = self._open(self._conninfo)
+                conn = _open(self._conninfo)
             try:
                 self._prepare(conn)
                 yield conn
@@ -413,14 +438,28 @@ class PostgresStore(Store):
     def _lock_name(self, state_id: str) -> str:
         return f"postgres:{self._shown}:{self._schema}:{state_id}"
 
-    def _acquire(self, state_id: str) -> Callable[[], None]:
+    def _hold(self, name: str, state_id: str) -> None:
+        """Make sure this process holds the State's lock (taking it from the database the first time).
+
+        The database is asked before the process-wide table of held locks is entered, never while it is held: a
+        State's lock can be given back by the garbage collector on any thread, and that needs the table."""
         shared = _shared()
         key = _lock_key(self._schema, state_id)
+        if shared.holds_lock(name):
+            return
         with self._errors():
             taken = self._locks.take(key)
         if not taken:
             raise shared.locked_error(state_id, self)
-        return lambda: self._locks.give_back(key)
+        used: builtins.list[bool] = []
+
+        def acquire() -> Callable[[], None]:
+            used.append(True)
+            return lambda: self._locks.give_back(key)
+
+        shared.hold_lock(name, acquire)
+        if not used:  # another thread of this process took it meanwhile: the database counted ours twice
+            self._locks.give_back(key)
 
     def _lock_held(self, conn: psycopg.Connection[Any], state_id: str) -> Any:
         """A query (sent with the write, no extra round trip) telling whether the lock connection still holds the
@@ -454,7 +493,7 @@ class PostgresStore(Store):
         check_id(state_id, "PostgresStore.write()")
         info = shared.check_write("PostgresStore.write()", entries, info)
         name = self._lock_name(state_id)
-        shared.hold_lock(name, lambda: self._acquire(state_id))
+        self._hold(name, state_id)
         try:
             for attempt in (1, 2):
                 if self._again_if_lost(lambda again: self._write(state_id, entries, info, create, again)):
@@ -463,7 +502,7 @@ class PostgresStore(Store):
                     raise shared.locked_error(state_id, self)
                 # The lock connection lost the lock (it was closed, or the server restarted): take it again.
                 shared.drop_lock(name)
-                shared.hold_lock(name, lambda: self._acquire(state_id))
+                self._hold(name, state_id)
         finally:
             shared.settle_lock(name)
 
@@ -487,47 +526,58 @@ class PostgresStore(Store):
         info_text = shared.dump_json(info).decode()
         updated = _updated(info)
         schema = self._schema
-        with self._connection() as conn, conn.pipeline() as pipeline:
-            held = self._lock_held(conn, state_id)
-            if create and not again:
-                row_query = conn.execute(
-                    f"INSERT INTO {schema}.states (id, count, info, updated) VALUES (%s, 0, %s, %s) "
-                    "ON CONFLICT (id) DO NOTHING RETURNING count",
-                    (state_id, info_text, updated),
+        with self._connection() as conn:
+            with conn.pipeline():  # round trip 1: open the transaction, check the lock, read (or create) the row
+                conn.execute("BEGIN")
+                held = self._lock_held(conn, state_id)
+                if create and not again:
+                    row_query = conn.execute(
+                        f"INSERT INTO {schema}.states (id, count, info, updated) VALUES (%s, 0, %s, %s) "
+                        "ON CONFLICT (id) DO NOTHING RETURNING count",
+                        (state_id, info_text, updated),
+                    )
+                else:  # on a create sent again, a row that is there must hold these very entries (checked below)
+                    row_query = conn.execute(f"SELECT count FROM {schema}.states WHERE id = %s FOR UPDATE", (state_id,))
+            try:
+                if not held.fetchone()[0]:  # pyright: ignore[reportOptionalSubscript]
+                    conn.execute("ROLLBACK")
+                    return False
+                have = self._have(state_id, row_query.fetchone(), create and not again)
+                new = self._new_entries(conn, state_id, entries, have)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            with conn.pipeline():  # round trip 2: the new entries, the row, the commit
+                if new:
+                    conn.cursor().executemany(
+                        f"INSERT INTO {schema}.entries (state_id, seq, line) VALUES (%s, %s, %s)",
+                        [(state_id, entry["seq"], shared.dump_json(entry).decode()) for entry in new],
+                    )
+                conn.execute(
+                    f"UPDATE {schema}.states SET count = %s, info = %s, updated = %s WHERE id = %s",
+                    (have + len(new), info_text, updated, state_id),
                 )
-            else:  # on a create sent again, a row that is there must hold these very entries (checked below)
-                row_query = conn.execute(f"SELECT count FROM {schema}.states WHERE id = %s FOR UPDATE", (state_id,))
-            pipeline.sync()
-            if not held.fetchone()[0]:  # pyright: ignore[reportOptionalSubscript]
-                conn.rollback()
-                return False
-            row = row_query.fetchone()
-            have = self._have(state_id, row, create and not again, conn)
-            if entries and entries[0]["seq"] < have:
-                saved = dict(
-                    conn.execute(
-                        f"SELECT seq, line FROM {schema}.entries WHERE state_id = %s AND seq >= %s AND seq < %s",
-                        (state_id, entries[0]["seq"], have),
-                    ).fetchall()
-                )
-                shared.check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
-            new = shared.check_batch(state_id, self, entries, have)
-            if new:
-                conn.cursor().executemany(
-                    f"INSERT INTO {schema}.entries (state_id, seq, line) VALUES (%s, %s, %s)",
-                    [(state_id, entry["seq"], shared.dump_json(entry).decode()) for entry in new],
-                )
-            conn.execute(
-                f"UPDATE {schema}.states SET count = %s, info = %s, updated = %s WHERE id = %s",
-                (have + len(new), info_text, updated, state_id),
-            )
-            conn.commit()
+                conn.execute("COMMIT")
         return True
 
-    def _have(self, state_id: str, row: Any, create: bool, conn: psycopg.Connection[Any]) -> int:
+    def _new_entries(
+        self, conn: psycopg.Connection[Any], state_id: str, entries: Sequence[dict[str, Any]], have: int
+    ) -> builtins.list[Mapping[str, Any]]:
+        """The entries the database lacks; those it has must be the very same (a batch sent again)."""
+        shared = _shared()
+        if entries and entries[0]["seq"] < have:
+            saved = dict(
+                conn.execute(
+                    f"SELECT seq, line FROM {self._schema}.entries WHERE state_id = %s AND seq >= %s AND seq < %s",
+                    (state_id, entries[0]["seq"], have),
+                ).fetchall()
+            )
+            shared.check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
+        return shared.check_batch(state_id, self, entries, have)
+
+    def _have(self, state_id: str, row: Any, create: bool) -> int:
         """How many entries the database has for the State (0 for a new one), or the create/lookup error."""
         if create and row is None:
-            conn.rollback()
             raise ValueError(
                 fix_message(
                     f"a State with id {state_id!r} is already saved in {self!r}",
@@ -536,7 +586,6 @@ class PostgresStore(Store):
                 )
             )
         if row is None:
-            conn.rollback()
             raise LookupError(f"no saved State with id {state_id!r} in {self!r} (was it deleted?)")
         return int(row[0])
 
@@ -555,7 +604,7 @@ class PostgresStore(Store):
         if n != count or (count and (lo != 0 or hi != count - 1)):
             raise self._damaged(state_id, f"it records {count} entries, and the database holds {n}")
         info = self._parse(state_id, info_text, "its info")
-        entries = self._parse(state_id, f"[{body or ''}]", "its entries")
+        entries = self._parse(state_id, f"[{body or ''}]", "the text of its entries")
         if type(entries) is not builtins.list or any(type(entry) is not dict for entry in entries):
             raise self._damaged(state_id, "an entry is not a JSON object")
         return Record(entries, info)
@@ -569,14 +618,13 @@ class PostgresStore(Store):
                 f"FROM {schema}.entries WHERE state_id = s.id) e ON true WHERE s.id = %s",
                 (state_id,),
             ).fetchone()
-            conn.rollback()
         return row
 
     def _parse(self, state_id: str, text: str, what: str) -> Any:
         try:
             return json.loads(text)
         except (ValueError, TypeError) as error:
-            raise self._damaged(state_id, f"{what} are not valid JSON ({error})") from error
+            raise self._damaged(state_id, f"{what} is not valid JSON ({error})") from error
 
     def _damaged(self, state_id: str, why: str) -> ValueError:
         return ValueError(
@@ -607,7 +655,6 @@ class PostgresStore(Store):
             rows = conn.execute(
                 f"SELECT id, info FROM {self._schema}.states ORDER BY updated DESC NULLS LAST, id"
             ).fetchall()
-            conn.rollback()
         return rows
 
     def delete(self, state_id: str) -> None:
@@ -619,7 +666,7 @@ class PostgresStore(Store):
         shared = _shared()
         check_id(state_id, "PostgresStore.delete()")
         name = self._lock_name(state_id)
-        shared.hold_lock(name, lambda: self._acquire(state_id))
+        self._hold(name, state_id)
         try:
             self._again_if_lost(lambda again: self._delete(state_id))
         finally:
@@ -642,6 +689,19 @@ def _first_line(error: BaseException) -> str:
 
 
 def _shared() -> Any:
-    from alpineagents import _storeshared
+    # alpineagents._storeshared moved into alpineagents._stores (locks, batch, lines); the names it had, mapped:
+    from types import SimpleNamespace
 
-    return _storeshared
+    from alpineagents._stores import batch, lines, locks
+
+    return SimpleNamespace(
+        locked_error=locks.locked_error,
+        holds_lock=locks.holds_lock,
+        hold_lock=locks.hold_lock,
+        settle_lock=locks.settle_lock,
+        drop_lock=locks.drop_lock,
+        check_write=batch.check_write,
+        check_overlap=batch.check_overlap,
+        check_batch=batch.new_entries,
+        dump_json=lines.json_line,
+    )

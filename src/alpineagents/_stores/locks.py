@@ -21,7 +21,7 @@ from collections.abc import Callable
 from alpineagents.errors import AlpineAgentsError, fix_message
 from alpineagents.state import State
 
-__all__ = ["SAVING", "StateLockedError", "locked_error", "hold_lock", "settle_lock", "drop_lock"]
+__all__ = ["SAVING", "StateLockedError", "locked_error", "holds_lock", "hold_lock", "settle_lock", "drop_lock"]
 
 Release = Callable[[], None]
 
@@ -62,6 +62,12 @@ def locked_error(state_id: str, store: object) -> StateLockedError:
             f'state = store.load("{state_id}")\nagent.run(state)',
         )
     )
+
+
+def holds_lock(key: str) -> bool:
+    """Whether this process holds the writer lock for `key` now (a store that must ask its database for the lock
+    asks before `hold_lock`, so that no other thread waits for the database while the table of locks is held)."""
+    return key in _HOLDS
 
 
 def hold_lock(key: str, acquire: Callable[[], Release]) -> None:
