@@ -5,11 +5,15 @@ from __future__ import annotations
 import _thread
 import asyncio
 import base64
+import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+import warnings
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -500,3 +504,60 @@ def test_async_with_releases_a_slow_server_without_blocking_the_event_loop() -> 
     assert took > 0.8
     assert gap < 0.5
     assert local._conn is None and agent._mcp_users == 0
+
+
+# --- a forked child (multiprocessing's default start method on Linux) -----------------------------------------
+
+
+def _in_a_forked_child(work: Callable[[], str]) -> str:
+    """Run `work` in a forked child and return what it returned (or the exception it raised, as text)."""
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # forking a process that has threads
+        pid = os.fork()
+    if pid == 0:  # the child never returns into pytest
+        try:
+            signal.alarm(30)  # a child that hangs ends anyway
+            text = work()
+        except BaseException as error:  # noqa: BLE001 - reported to the parent
+            text = f"{type(error).__name__}: {error}"
+        os.write(write, text.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    return text
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_connects_its_own_servers() -> None:
+    local = MCP(f"{sys.executable} {SERVER}", name="local", timeout=30)
+
+    def run() -> str:
+        return _agent([tool_call("local__add", a=1, b=2), "done"], [local]).run("go")
+
+    assert run() == "done"  # the parent's background loop runs now; the child does not inherit its thread
+    assert _in_a_forked_child(run) == "done"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_connection_open_when_the_process_forks_is_lost_in_the_child() -> None:
+    local = MCP(f"{sys.executable} {SERVER}", name="local", timeout=30)
+    agent = _agent([tool_call("local__add", a=1, b=2), tool_call("local__add", a=2, b=2), "again"], [local])
+
+    def run_inside_then_after() -> str:
+        try:
+            agent.run("go")
+        except MCPConnectionError as error:
+            inside = str(error).split("\n")[0]
+        agent._mcp_close()  # the with block ends in the child too
+        return inside + " | " + agent.run("go")  # connects again in the child, and the call works
+
+    with agent:
+        text = _in_a_forked_child(run_inside_then_after)
+    assert text == (
+        "MCP server 'local' is not connected (connection lost: MCPConnectionError: the process was forked, and a "
+        "connection belongs to the process that opened it) | again"
+    )
+    assert local._conn is None

@@ -5,22 +5,9 @@ A permission subclasses exactly one kind: ``DenyPermission`` (returns ``Denied(.
 ``check`` (sync), ``acheck`` (async) or both. Built-ins: ``DenyByName``, ``AllowByName``, ``AllowByReadOnly``,
 ``DecideByHuman``, ``AllowByDefault``.
 
-Helpers for the Agent and the runner (not in ``__all__``; the spec leaves their shape open):
-
-- ``PermissionList``: the effective list of a run, a ``tuple`` of permissions that also carries, per item, the
-  ``Owner`` (the owner run's human and whether it was inherited) that ``DecideByHuman`` asks by default.
-- ``effective_permissions(own, human, *, inherited=False, above=None, subagent=False)``: builds that list for a
-  run or for ``use_tools``: a subagent never widens a denial of a run above it. Returns a ``PermissionList`` or
-  ``None`` (no check phase).
-- ``check_run_start(permissions, *, method, owners=None, human=None, inherited=False)``: the checks made before a
-  run starts, so that a run that could not ask its permissions never starts (``method`` is ``"run"`` or
-  ``"arun"``); raises ``TypeError``/``NoHumanError``, returns ``None``.
-- ``decide(permissions, state, call, tool, owners=None)`` / ``await adecide(...)``: ask the list about one call
-  (denials first, verdict type check, owner scope, ``ToolError`` -> refusal, note on other exceptions,
-  ``PermissionWarning`` when nobody decides). Returns a ``Decision`` (``verdict``, ``decided_by``, ``error``);
-  the caller records it.
-- ``NOBODY_DECIDED`` and ``DECLINED``: the two fixed result texts of this module.
-- ``check_verdict(permission, verdict)``: a permission may return only the verdicts of its kind.
+For the Agent and the runner (not in ``__all__``): ``effective_permissions`` builds a run's ``PermissionList``
+(each permission paired with its ``Owner``), ``check_run_start`` refuses a run that could not ask its list, and
+``decide``/``adecide`` ask the list about one call and return a ``Decision`` that the caller records.
 """
 
 from __future__ import annotations

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import shlex
 import threading
 import time
+import weakref
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,6 +28,24 @@ T = TypeVar("T")
 
 _LOOP_LOCK = threading.Lock()
 _LOOP: asyncio.AbstractEventLoop | None = None
+_OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
+"""The connections of this process that may still hold a session (so that a forked child can disown them)."""
+
+FORKED = "the process was forked, and a connection belongs to the process that opened it"
+"""Why a connection inherited by a forked child is lost."""
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of the parent's threads: it starts its own background loop when it needs one, and
+    the connections it inherited are lost (their sessions live on the parent's loop)."""
+    global _LOOP, _LOOP_LOCK
+    _LOOP = None
+    _LOOP_LOCK = threading.Lock()
+    for conn in list(_OPEN):
+        conn.disown()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
@@ -165,7 +185,9 @@ class Connection:
         self.ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
         self._closing: asyncio.Event | None = None
         self._running: asyncio.Task[Any] | None = None
+        self._disowned = False
         self._task: concurrent.futures.Future[None] = submit(self._serve())
+        _OPEN.add(self)
 
     async def _serve(self) -> None:
         """The connection's one task: open the session, list the tools, keep it open until closed or lost."""
@@ -237,8 +259,19 @@ class Connection:
         """The error of a call made while this connection has no open session."""
         return not_connected(self.server, self.lost)
 
+    def disown(self) -> None:
+        """In a forked child: this connection's session lives on the parent's loop, so it counts as lost, and
+        closing it has nothing to stop here."""
+        self._disowned = True
+        self.client = None
+        if self.lost is None:
+            self.lost = MCPConnectionError(FORKED)
+
     def close(self) -> None:
         """Stop the session (or the connect in progress); waits at most 5 seconds, ignores shutdown failures."""
+        _OPEN.discard(self)
+        if self._disowned:
+            return
         loop = background_loop()
 
         def stop() -> None:
