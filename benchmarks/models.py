@@ -4,7 +4,7 @@ The fake provider server (tests/servers/provider.py) runs in a subprocess on 127
 messages with tool calls (200 by default), it measures per request:
 
 - bare SDK: the official SDK client streaming the same, pre-built request (what any caller pays);
-- adapter: `Anthropic.respond` / `OpenAICompatible.respond` end to end;
+- adapter: `Anthropic.respond` / `OpenAICompatible.respond` / `OpenAIResponses.respond` end to end;
 - own: the adapter's own work, timed directly: mapping the Request to the SDK's arguments, the per-chunk
   work while streaming, and building the Reply from the SDK's result.
 
@@ -30,7 +30,7 @@ from collections.abc import Callable  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from alpineagents.models import Anthropic, OpenAICompatible  # noqa: E402
+from alpineagents.models import Anthropic, OpenAICompatible, OpenAIResponses  # noqa: E402
 from alpineagents.models.openai_compatible import _StreamReader  # noqa: E402
 from alpineagents.types import Message, Request, TextBlock, ToolCall, ToolResultBlock, ToolSpec  # noqa: E402
 
@@ -154,6 +154,41 @@ def bench_openai(url: str, request: Request, count: int, rounds: int) -> dict[st
     }
 
 
+def bench_responses(url: str, request: Request, count: int, rounds: int) -> dict[str, float]:
+    import openai
+
+    model = OpenAIResponses("gpt-bench", base_url=url + "/v1", retries=0)
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    model._client = lambda: client  # type: ignore[method-assign]
+    kwargs = model._request_kwargs(request)
+
+    def bare() -> None:
+        stream = client.responses.create(**kwargs)
+        for _ in stream:
+            pass
+        stream.close()
+
+    def adapter() -> None:
+        model.respond(request, lambda _t: None)
+
+    events = list(client.responses.create(**kwargs))
+
+    def own() -> None:
+        _kwargs, reader = model._prepared(request, lambda _t: None)
+        for event in events:
+            reader.add(event)
+        model._finish(reader, True)
+
+    for fn in (bare, adapter):
+        for _ in range(5):
+            fn()
+    return {
+        "bare": best_of(rounds, bare, count),
+        "adapter": best_of(rounds, adapter, count),
+        "own": best_of(max(rounds, 10), own, count, low=True),
+    }
+
+
 def scaling(make_own: Callable[[Request], Callable[[], None]], sizes: list[int]) -> list[tuple[int, float]]:
     out = []
     for size in sizes:
@@ -175,7 +210,12 @@ def main() -> int:
         request = context(args.messages)
         print(f"context: {args.messages} messages with tool calls; {args.rounds} rounds x {args.requests} requests")
         print(f"{'adapter':<18}{'bare SDK µs':>14}{'adapter µs':>14}{'own µs':>10}{'own/bare':>10}")
-        for label, bench in (("Anthropic", bench_anthropic), ("OpenAICompatible", bench_openai)):
+        benches = (
+            ("Anthropic", bench_anthropic),
+            ("OpenAICompatible", bench_openai),
+            ("OpenAIResponses", bench_responses),
+        )
+        for label, bench in benches:
             r = bench(url, request, args.requests, args.rounds)
             share = r["own"] / r["bare"]
             failed |= share >= 0.10
@@ -183,11 +223,13 @@ def main() -> int:
 
         anthropic_model = Anthropic("claude-bench", max_tokens=1024)
         openai_model = OpenAICompatible("gpt-bench")
+        responses_model = OpenAIResponses("gpt-bench")
         sizes = [args.messages // 4, args.messages, args.messages * 4]
         print("\nown request mapping per message (µs) as the context grows:")
         for label, rows in (
             ("Anthropic", scaling(lambda r: lambda: anthropic_model._build_request_kwargs(r, 1024), sizes)),
             ("OpenAICompatible", scaling(lambda r: lambda: openai_model._request_kwargs(r), sizes)),
+            ("OpenAIResponses", scaling(lambda r: lambda: responses_model._request_kwargs(r), sizes)),
         ):
             per = [us / size for size, us in rows]
             cells = "  ".join(
