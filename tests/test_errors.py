@@ -1,4 +1,4 @@
-"""Tests for alpineagents.errors (08 §1, §2, checks "Errors" of 08 §6)."""
+"""Tests for alpineagents.errors: the misuse message layout and the error classes."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from alpineagents.errors import (
 from alpineagents.types import Message, Reply, Usage
 
 
-def test_check_1_fix_message_layout() -> None:
+def test_fix_message_lays_out_problem_fix_and_example() -> None:
     assert fix_message("p", "f") == "p\nFix: f"
     assert fix_message("p", "f", "x\n\ny") == "p\nFix: f\nExample:\n    x\n    \n    y"
 
@@ -41,7 +41,7 @@ def test_fix_message_strips_only_newlines_at_the_ends() -> None:
     assert fix_message("p", "f", "") == "p\nFix: f"
 
 
-def test_check_2_class_tree() -> None:
+def test_the_error_classes_form_the_documented_tree() -> None:
     assert issubclass(RateLimitError, ProviderError)
     assert issubclass(ProviderError, AlpineAgentsError)
     assert issubclass(MCPConnectionError, AlpineAgentsError)
@@ -74,7 +74,7 @@ def test_plain_constructors() -> None:
     assert str(PermissionWarning("No permission allowed or denied the call to rm")).startswith("No permission")
 
 
-def test_check_3_tool_error_validation() -> None:
+def test_tool_error_needs_a_non_empty_string() -> None:
     with pytest.raises(TypeError) as info:
         ToolError(404)  # type: ignore[arg-type]
     text = str(info.value)
@@ -97,7 +97,7 @@ def test_tool_error_pickles() -> None:
     assert type(e) is ToolError and str(e) == "HTTP 404"
 
 
-def test_check_4_cut_off_error() -> None:
+def test_cut_off_error_keeps_the_reply() -> None:
     reply = Reply(Message("assistant", (), stop_reason="max_tokens"), Usage(requests=1), stop_reason="max_tokens")
     e = CutOffError("m", reply)
     assert e.reply is reply
@@ -106,7 +106,7 @@ def test_check_4_cut_off_error() -> None:
     assert not isinstance(e, ProviderError)
 
 
-def test_check_5_resume_warning() -> None:
+def test_resume_warning_keeps_its_changes_through_pickle_and_copy() -> None:
     w = ResumeWarning("msg", {"model": ("a", "b")})
     assert str(w) == "msg"
     assert w.args == ("msg",)
@@ -136,7 +136,7 @@ def test_resume_warning_through_warnings_module() -> None:
         warnings.warn(PermissionWarning("silenced"), stacklevel=1)
 
 
-def test_check_6_exports() -> None:
+def test_the_package_exports_every_error() -> None:
     assert "MCPConnectionError" in alpineagents.__all__
     assert errors.__all__[-1] == "fix_message"
     assert "MCPConnectionError" not in errors.__all__

@@ -1,4 +1,4 @@
-"""Tests for alpineagents._frozen (01 §12; checks 42-45 of 01)."""
+"""Tests for alpineagents._frozen: the read-only JSON containers, freeze and thaw."""
 
 from __future__ import annotations
 
@@ -92,7 +92,9 @@ DICT_MUTATIONS: list[tuple[str, Callable[[Any], Any], str]] = [
 
 
 @pytest.mark.parametrize(("label", "mutate", "operation"), DICT_MUTATIONS, ids=[m[0] for m in DICT_MUTATIONS])
-def test_check_42_frozen_dict_mutators_raise(label: str, mutate: Callable[[Any], Any], operation: str) -> None:
+def test_every_frozen_dict_change_raises_the_read_only_error(
+    label: str, mutate: Callable[[Any], Any], operation: str
+) -> None:
     d = FrozenDict({"name": "a", "list": [1, {"b": 2}]})
     before = json.dumps(d)
     with pytest.raises(TypeError) as info:
@@ -104,7 +106,7 @@ def test_check_42_frozen_dict_mutators_raise(label: str, mutate: Callable[[Any],
     assert json.dumps(d) == before
 
 
-def test_check_42_setting_key_message_and_augmented_or() -> None:
+def test_setting_a_key_names_it_and_augmented_or_is_refused() -> None:
     d = FrozenDict({"name": "a"})
     with pytest.raises(TypeError) as info:
         d["name"] = "x"
@@ -146,7 +148,9 @@ LIST_MUTATIONS: list[tuple[str, Callable[[Any], Any], str]] = [
 
 
 @pytest.mark.parametrize(("label", "mutate", "operation"), LIST_MUTATIONS, ids=[m[0] for m in LIST_MUTATIONS])
-def test_check_43_frozen_list_mutators_raise(label: str, mutate: Callable[[Any], Any], operation: str) -> None:
+def test_every_frozen_list_change_raises_the_read_only_error(
+    label: str, mutate: Callable[[Any], Any], operation: str
+) -> None:
     x = FrozenList([2, 1, [3]])
     with pytest.raises(TypeError) as info:
         mutate(x)
@@ -159,7 +163,7 @@ def test_check_43_frozen_list_mutators_raise(label: str, mutate: Callable[[Any],
     assert x == [2, 1, [3]]
 
 
-def test_check_43_augmented_assignment_statements() -> None:
+def test_augmented_assignment_to_a_frozen_list_is_refused() -> None:
     x = FrozenList([1])
     with pytest.raises(TypeError, match="read-only"):
         x += [2]  # type: ignore[operator]
@@ -172,7 +176,7 @@ def test_check_43_augmented_assignment_statements() -> None:
     assert x == [1]
 
 
-def test_check_44_new_values_are_plain_and_copies_keep_frozen() -> None:
+def test_new_values_are_plain_and_copies_stay_frozen() -> None:
     d = FrozenDict({"a": [1, {"b": 2}]})
     x = FrozenList([1, 2, 3])
     assert type(d | {"x": 1}) is dict
@@ -219,7 +223,7 @@ def test_deepcopy_of_plain_container_holding_frozen() -> None:
     assert copied["y"][0] is copied["x"]  # memo keeps shared structure
 
 
-def test_check_45_freeze_and_thaw() -> None:
+def test_freeze_and_thaw_convert_at_every_level() -> None:
     f = freeze({"a": (1, 2)})
     assert type(f) is FrozenDict
     assert type(f["a"]) is FrozenList

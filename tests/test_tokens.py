@@ -1,4 +1,4 @@
-"""Tests for alpineagents._tokens (01 §13; checks 46-47 of 01)."""
+"""Tests for alpineagents._tokens: the character-count estimate of a context's tokens."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def assistant(text: str, tokens: int | None = None) -> Message:
     return Message("assistant", (TextBlock(text),), tokens=tokens)
 
 
-def test_check_46_text_and_message_estimates() -> None:
+def test_text_and_message_estimates_count_characters() -> None:
     assert estimate_text_tokens("") == 0
     assert estimate_text_tokens("a") == 1
     assert estimate_text_tokens("abc") == 1
@@ -40,7 +40,7 @@ def test_check_46_text_and_message_estimates() -> None:
     assert IMAGE_TOKENS == 1600
 
 
-def test_check_47_context_tokens() -> None:
+def test_context_tokens_count_from_the_latest_reported_total() -> None:
     messages = [user("hello world"), assistant("ok", tokens=500), user("next one")]
     assert context_tokens(messages, 100) == 507
     assert context_tokens([user("hello world")], 100) == 108

@@ -1,4 +1,4 @@
-"""Tests for alpineagents.types (01 §1-§11; checks 1-41 of 01)."""
+"""Tests for alpineagents.types: content blocks, Message, requests and replies, usage, stop reasons, history entries."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def sample_entries(at: datetime | None = None) -> list[Any]:
 # --- Image -----------------------------------------------------------------------------------------------------
 
 
-def test_check_1_image_sniffing() -> None:
+def test_an_image_type_is_read_from_its_bytes() -> None:
     assert Image(PNG).media_type == "image/png"
     assert Image(GIF).media_type == "image/gif"
     assert Image(WEBP).media_type == "image/webp"
@@ -120,14 +120,14 @@ def test_check_1_image_sniffing() -> None:
     assert Image(b"\xff\xd8\xff").media_type == "image/jpeg"
 
 
-def test_check_2_image_repr() -> None:
+def test_an_image_prints_its_type_and_size() -> None:
     assert repr(Image(PNG)) == "Image(image/png, 108B)"
     assert str(Image(PNG)) == "Image(image/png, 108B)"
     assert repr(Image(b"x" * 2048, "image/png")) == "Image(image/png, 2.0KB)"
     assert repr(Image(b"x" * (3 * 1024 * 1024), "image/gif")) == "Image(image/gif, 3.0MB)"
 
 
-def test_check_3_unrecognized_bytes() -> None:
+def test_bytes_of_no_known_image_format_are_refused() -> None:
     with pytest.raises(ValueError) as info:
         Image(b"hello")
     text = str(info.value)
@@ -144,7 +144,7 @@ def test_check_3_unrecognized_bytes() -> None:
         Image(b"\x89PNG\r\n\x1a\x00" + bytes(10))
 
 
-def test_check_4_unsupported_media_type() -> None:
+def test_an_unsupported_media_type_is_refused() -> None:
     with pytest.raises(ValueError) as info:
         Image(b"<svg/>", "image/svg+xml")
     assert "'image/svg+xml' is not supported" in str(info.value)
@@ -157,7 +157,7 @@ def test_check_4_unsupported_media_type() -> None:
         Image(PNG, "IMAGE/PNG")
 
 
-def test_check_5_image_needs_bytes() -> None:
+def test_an_image_needs_bytes() -> None:
     text_b64 = base64.b64encode(PNG).decode()
     with pytest.raises(TypeError) as info:
         Image(text_b64)  # type: ignore[arg-type]
@@ -169,7 +169,7 @@ def test_check_5_image_needs_bytes() -> None:
             Image(bad)  # type: ignore[arg-type]
 
 
-def test_check_6_bytes_like_and_given_type() -> None:
+def test_bytes_like_data_becomes_bytes_and_a_given_type_is_kept() -> None:
     img = Image(bytearray(PNG))
     assert type(img.data) is bytes
     assert img == Image(PNG)
@@ -180,7 +180,7 @@ def test_check_6_bytes_like_and_given_type() -> None:
     assert hash(Image(bytearray(PNG))) == hash(Image(PNG))
 
 
-def test_check_7_base64_and_from_path(tmp_path: Path) -> None:
+def test_images_are_read_from_base64_and_from_a_file(tmp_path: Path) -> None:
     assert Image.from_base64(base64.b64encode(PNG).decode()) == Image(PNG)
     assert Image.from_base64(base64.b64encode(b"abc").decode(), "image/png").data == b"abc"
     assert Image(PNG).base64 == base64.b64encode(PNG).decode()
@@ -216,7 +216,7 @@ def test_image_base64_is_cached_and_not_a_field() -> None:
 # --- ToolCall --------------------------------------------------------------------------------------------------
 
 
-def test_check_8_tool_call_args_read_only() -> None:
+def test_tool_call_args_are_read_only() -> None:
     source: dict[str, Any] = {"path": "a.py", "lines": [1, 2]}
     call = ToolCall("edit", source, "c1")
     assert call.args == {"path": "a.py", "lines": [1, 2]}
@@ -236,7 +236,7 @@ def test_check_8_tool_call_args_read_only() -> None:
     assert f(**call.args) == {"path": "a.py", "lines": [1, 2]}
 
 
-def test_check_9_tool_call_hash_by_id() -> None:
+def test_tool_calls_hash_by_their_id() -> None:
     a = ToolCall("a", {}, "c1")
     b = ToolCall("b", {"x": 1}, "c1")
     assert hash(a) == hash(b) == hash("c1")
@@ -245,14 +245,14 @@ def test_check_9_tool_call_hash_by_id() -> None:
     assert {a: 1}[ToolCall("a", {}, "c1")] == 1
 
 
-def test_check_10_tool_call_args_must_be_mapping() -> None:
+def test_tool_call_args_must_be_a_mapping() -> None:
     with pytest.raises(TypeError) as info:
         ToolCall("t", [1], "c")  # type: ignore[arg-type]
     assert "ToolCall args must be a dict (got: list)" in str(info.value)
     assert 'ToolCall("read_file", {"path": "main.py"}, "call_1")' in str(info.value)
 
 
-def test_check_11_tuples_become_lists() -> None:
+def test_tuples_in_tool_call_args_become_lists() -> None:
     args = ToolCall("t", {"a": (1, 2)}, "c").args
     assert args["a"] == [1, 2]
     assert args["a"] != (1, 2)
@@ -269,7 +269,7 @@ def test_tool_call_keeps_frozen_args_and_repr() -> None:
 # --- Message ---------------------------------------------------------------------------------------------------
 
 
-def test_check_12_message_content() -> None:
+def test_message_content_becomes_a_tuple_and_a_string_is_refused() -> None:
     with pytest.raises(TypeError) as info:
         Message("user", "hi")  # type: ignore[arg-type]
     assert "tuple of blocks" in str(info.value)
@@ -278,7 +278,7 @@ def test_check_12_message_content() -> None:
     assert Message("user", iter([TextBlock("a")])).content == (TextBlock("a"),)  # type: ignore[arg-type]
 
 
-def test_check_13_message_user() -> None:
+def test_message_user_puts_the_text_before_the_images() -> None:
     assert Message.user("", Image(PNG)).content == (Image(PNG),)
     assert Message.user("").content == (TextBlock(""),)
     assert Message.user(" ", Image(PNG)).content == (TextBlock(" "), Image(PNG))
@@ -287,7 +287,7 @@ def test_check_13_message_user() -> None:
     assert m.role == "user" and m.tokens is None and m.stop_reason is None
 
 
-def test_check_14_constructor_type_errors() -> None:
+def test_message_constructors_refuse_arguments_of_the_wrong_type() -> None:
     with pytest.raises(TypeError) as info:
         Message.user("x", b"raw")  # type: ignore[arg-type]
     assert "Image objects after the text (got: bytes)" in str(info.value)
@@ -304,7 +304,7 @@ def test_check_14_constructor_type_errors() -> None:
         Message.user("x", "chart.png")  # type: ignore[arg-type]
 
 
-def test_check_15_notice() -> None:
+def test_a_notice_starts_with_the_notice_prefix_once() -> None:
     for text, expected in (("x", "[notice] x"), ("[notice] x", "[notice] x"), ("", "[notice] ")):
         m = Message.notice(text)
         assert m.text == expected
@@ -313,7 +313,7 @@ def test_check_15_notice() -> None:
     assert Message.notice("[NOTICE] x").text == "[notice] [NOTICE] x"
 
 
-def test_check_16_is_notice() -> None:
+def test_is_notice_reads_the_first_text_block_of_a_user_message() -> None:
     assert Message("user", (Image(PNG), TextBlock("[notice] hi"))).is_notice is True
     assert Message("user", (TextBlock("a"), TextBlock("[notice] b"))).is_notice is False
     assert Message.assistant("[notice] x").is_notice is False
@@ -323,7 +323,7 @@ def test_check_16_is_notice() -> None:
     assert Message("user", (ToolResultBlock("c", "[notice] x"), TextBlock("[notice] y"))).is_notice is True
 
 
-def test_check_17_text_and_tool_calls() -> None:
+def test_message_text_joins_the_text_blocks_and_tool_calls_keep_their_order() -> None:
     m = Message("assistant", (TextBlock("a"), ToolCall("t", {}, "1"), TextBlock("b")))
     assert m.text == "ab"
     assert m.tool_calls == (ToolCall("t", {}, "1"),)
@@ -332,14 +332,14 @@ def test_check_17_text_and_tool_calls() -> None:
 
 
 @pytest.mark.parametrize("reason", ["max_tokens", "model_context_window_exceeded", "length", "max_output_tokens"])
-def test_check_18_cut_off(reason: str) -> None:
+def test_an_output_limit_stop_reason_is_a_cut_off(reason: str) -> None:
     assert Message("assistant", (), stop_reason=reason).cut_off
     assert Reply(Message.assistant("x"), Usage(), stop_reason=reason).cut_off
     assert reason in CUT_OFF_STOP_REASONS
 
 
 @pytest.mark.parametrize("reason", ["end_turn", None])
-def test_check_18_not_cut_off(reason: str | None) -> None:
+def test_other_stop_reasons_are_not_a_cut_off(reason: str | None) -> None:
     assert not Message("assistant", (), stop_reason=reason).cut_off
     assert not Reply(Message.assistant("x"), Usage(), stop_reason=reason).cut_off
 
@@ -351,7 +351,7 @@ def test_reply_cut_off_reads_its_own_stop_reason() -> None:
     assert reply.text == "a" and reply.tool_calls == (ToolCall("t", {}, "1"),) and reply.cut_off
 
 
-def test_check_19_message_equality_includes_tokens_and_stop_reason() -> None:
+def test_message_equality_includes_tokens_and_stop_reason() -> None:
     assert Message("user", (TextBlock("a"),), tokens=3) != Message("user", (TextBlock("a"),))
     assert Message("assistant", (), stop_reason="end_turn") != Message("assistant", ())
     assert Message("user", (TextBlock("a"),), 3, "x") == Message("user", (TextBlock("a"),), 3, "x")
@@ -361,7 +361,7 @@ def test_check_19_message_equality_includes_tokens_and_stop_reason() -> None:
 # --- Usage and Price -------------------------------------------------------------------------------------------
 
 
-def test_check_20_usage_cost_rule() -> None:
+def test_a_usage_sum_keeps_the_cost_of_the_side_with_requests() -> None:
     assert Usage(requests=1, cost=0.5) + Usage(requests=2, cost=0.25) == Usage(requests=3, cost=0.75)
     assert (Usage(requests=1, cost=0.5) + Usage(requests=1)).cost is None
     assert (Usage(requests=1, cost=0.5) + Usage()).cost == 0.5
@@ -376,7 +376,7 @@ def test_usage_cost_rule_edges() -> None:
     assert (Usage(requests=1) + Usage(requests=1, cost=0.5)).cost is None
 
 
-def test_check_21_usage_counts_add() -> None:
+def test_usage_counts_add_up() -> None:
     total = Usage(input_tokens=1, output_tokens=2, cache_read_tokens=3, cache_write_tokens=4, requests=1) + Usage(
         input_tokens=10, output_tokens=20, cache_read_tokens=30, cache_write_tokens=40, requests=1
     )
@@ -384,7 +384,7 @@ def test_check_21_usage_counts_add() -> None:
     assert total.cost is None
 
 
-def test_check_22_usage_add_types() -> None:
+def test_usage_adds_only_to_usage() -> None:
     with pytest.raises(TypeError):
         Usage() + 1  # type: ignore[operator]
     with pytest.raises(TypeError):
@@ -394,14 +394,14 @@ def test_check_22_usage_add_types() -> None:
     assert sum([Usage(requests=1, cost=1.0)] * 2, Usage()).cost == 2.0
 
 
-def test_check_23_cache_hit_rate() -> None:
+def test_cache_hit_rate_is_cache_reads_over_the_total_input() -> None:
     assert Usage(input_tokens=100, cache_read_tokens=300).cache_hit_rate == 0.75
     assert Usage().cache_hit_rate is None
     assert Usage(output_tokens=50).cache_hit_rate is None
     assert Usage(cache_write_tokens=100).cache_hit_rate == 0.0
 
 
-def test_check_24_price_cost() -> None:
+def test_price_cost_uses_the_input_price_for_unset_cache_prices() -> None:
     assert (
         Price(input=2, output=10).cost(Usage(input_tokens=500_000, output_tokens=100_000, cache_read_tokens=250_000))
         == 2.5
@@ -447,7 +447,7 @@ def test_property_usage_sum_counts(usages: list[Usage]) -> None:
 # --- stopped values --------------------------------------------------------------------------------------------
 
 
-def test_check_25_stopped_str() -> None:
+def test_each_stop_reason_prints_its_fixed_text() -> None:
     assert str(StoppedByUntil("waiting_for_user")) == "stopped by waiting_for_user"
     assert str(StoppedByLimit(30)) == "stopped at limit 30"
     assert str(StoppedByFinish({"a": 1})) == "stopped by finish"
@@ -457,7 +457,7 @@ def test_check_25_stopped_str() -> None:
     assert repr(StoppedByLimit(30)) == "StoppedByLimit(turns=30)"
 
 
-def test_check_26_stopped_equality_and_frozen() -> None:
+def test_stop_reasons_compare_by_value_and_are_frozen() -> None:
     assert StoppedByLimit(30) == StoppedByLimit(30) != StoppedByLimit(31)
     with pytest.raises(AttributeError):
         StoppedByLimit(3).turns = 4  # type: ignore[misc]
@@ -467,7 +467,7 @@ def test_check_26_stopped_equality_and_frozen() -> None:
     assert StoppedByFinish().answer is None
 
 
-def test_check_27_stopped_by_finish_answer() -> None:
+def test_a_finish_answer_is_deep_frozen() -> None:
     s = StoppedByFinish({"files": ["a"]})
     assert s.answer == {"files": ["a"]}
     with pytest.raises(TypeError):
@@ -484,7 +484,7 @@ def test_check_27_stopped_by_finish_answer() -> None:
 # --- ToolOutcome -----------------------------------------------------------------------------------------------
 
 
-def test_check_28_tool_outcome() -> None:
+def test_a_tool_outcome_kind_given_as_a_string_becomes_its_member() -> None:
     err = RuntimeError("x")
     assert ToolOutcome("aborted", err).kind is ToolOutcomeKind.ABORTED  # type: ignore[arg-type]
     with pytest.raises(ValueError):
@@ -526,7 +526,7 @@ def test_tool_outcome_equality_by_exception_identity() -> None:
 # --- entries ---------------------------------------------------------------------------------------------------
 
 
-def test_check_29_message_entry_content() -> None:
+def test_a_message_entry_of_one_text_block_holds_the_text() -> None:
     assert MessageEntry(kind="user", content=(TextBlock("hi"),), turn=0).content == "hi"
     both = (TextBlock("hi"), Image(PNG))
     assert MessageEntry(kind="user", content=both, turn=0).content == both
@@ -536,7 +536,7 @@ def test_check_29_message_entry_content() -> None:
     assert MessageEntry(kind="user", content=two, turn=0).content == two
 
 
-def test_check_30_entries_ignore_at() -> None:
+def test_entries_compare_and_hash_without_their_time_stamp() -> None:
     a = MessageEntry(kind="user", content="Find the bug", turn=0, at=datetime(2024, 1, 1, tzinfo=UTC))
     b = MessageEntry(kind="user", content="Find the bug", turn=0, at=datetime(2025, 6, 1, tzinfo=UTC))
     c = MessageEntry(kind="user", content="Find the bug", turn=0)
@@ -545,7 +545,7 @@ def test_check_30_entries_ignore_at() -> None:
     assert "at=datetime.datetime(2024" in repr(a)
 
 
-def test_check_31_from_message_and_message() -> None:
+def test_a_message_entry_is_made_from_a_user_message_and_gives_it_back() -> None:
     e = MessageEntry.from_message(Message.notice("x"), turn=2)
     assert e.kind == "notice" and e.content == "[notice] x" and e.turn == 2
     with pytest.raises(ValueError) as info:
@@ -560,7 +560,7 @@ def test_check_31_from_message_and_message() -> None:
     assert MessageEntry.from_message(Message.user("plain"), turn=1).kind == "user"
 
 
-def test_check_32_keyword_only_and_required() -> None:
+def test_entries_are_keyword_only_and_need_a_turn() -> None:
     with pytest.raises(TypeError):
         MessageEntry("user", "x", 0)  # type: ignore[misc]
     with pytest.raises(TypeError):
@@ -577,7 +577,7 @@ def test_check_32_keyword_only_and_required() -> None:
         ExchangeEntry(content=Exchange("q", "a"), turn=0)  # type: ignore[call-arg]
 
 
-def test_check_33_tool_result_outcome() -> None:
+def test_a_tool_result_is_an_error_unless_its_outcome_is_done() -> None:
     c = ToolCall("rm", {}, "c")
     e = ToolResultEntry(content="x", call=c, outcome="denied", turn=1)  # type: ignore[arg-type]
     assert e.outcome is ToolOutcomeKind.DENIED
@@ -589,7 +589,7 @@ def test_check_33_tool_result_outcome() -> None:
         assert ToolResultEntry(content="x", call=c, outcome=kind, turn=1).is_error is (kind != "done")
 
 
-def test_check_34_child_ids_and_error() -> None:
+def test_child_ids_become_a_tuple_and_the_error_is_ignored_by_equality() -> None:
     c = ToolCall("task", {}, "c")
     with pytest.raises(TypeError) as info:
         ToolResultEntry(content="x", call=c, outcome="done", child_ids="kid", turn=1)  # type: ignore[arg-type]
@@ -605,7 +605,7 @@ def test_check_34_child_ids_and_error() -> None:
     assert hash(a) == hash(b)
 
 
-def test_check_35_normalization() -> None:
+def test_lists_given_to_values_become_tuples() -> None:
     e = ExtraDataEntry(content={"a": [1]}, removed=["b"], turn=0)  # type: ignore[arg-type]
     assert type(e.content) is FrozenDict
     assert type(e.content["a"]) is FrozenList
@@ -620,7 +620,7 @@ def test_check_35_normalization() -> None:
     assert imported.messages == (Message.user("a"),)
 
 
-def test_check_36_frozen_json_fields() -> None:
+def test_json_fields_are_deep_frozen() -> None:
     event = ModelEvent("fallback", "a failed")
     assert type(event.data) is FrozenDict and event.data == {}
     with pytest.raises(TypeError):
@@ -639,7 +639,7 @@ def test_check_36_frozen_json_fields() -> None:
         hash(ExtraDataEntry(content={}, turn=0))
 
 
-def test_check_37_now_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entries_read_the_clock_hook_once_when_built_without_a_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
     assert StopEntry(content=None, turn=0).at.tzinfo is UTC
     assert StopEntry(content=None, turn=0).at.tzinfo is timezone.utc  # noqa: UP017
     fixed = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -670,7 +670,7 @@ def test_default_now_is_current_utc() -> None:
     assert abs(stamped - datetime.now(UTC)) < timedelta(seconds=5)
 
 
-def test_check_38_history_entry_union_and_kinds() -> None:
+def test_every_history_kind_belongs_to_exactly_one_entry_class() -> None:
     assert typing.get_args(HistoryEntry) == ENTRY_CLASSES
     kinds: list[str] = []
     for cls in typing.get_args(HistoryEntry):
@@ -694,7 +694,7 @@ def test_check_38_history_entry_union_and_kinds() -> None:
     )
 
 
-def test_check_39_exports() -> None:
+def test_the_package_exports_the_user_facing_types_only() -> None:
     assert alpineagents.Image is types_module.Image  # type: ignore[attr-defined]
     assert not hasattr(alpineagents, "Stopped")
     assert not hasattr(alpineagents, "TextBlock")
@@ -759,7 +759,7 @@ def test_constants_and_aliases() -> None:
 # --- display helpers -------------------------------------------------------------------------------------------
 
 
-def test_check_40_format_call() -> None:
+def test_format_call_shows_the_arguments_as_json() -> None:
     assert format_call(ToolCall("read_file", {"path": "main.py"}, "c1")) == 'read_file(path="main.py")'
     assert format_call(ToolCall("ping", {}, "c")) == "ping()"
     assert format_call(ToolCall("w", {"b": True, "z": None, "l": [1, "é"]}, "c")) == 'w(b=true, z=null, l=[1, "é"])'
@@ -772,7 +772,7 @@ def test_check_40_format_call() -> None:
     assert format_call(ToolCall("e", {"s": 'a"b\nc'}, "c")) == 'e(s="a\\"b\\nc")'
 
 
-def test_check_41_result_text() -> None:
+def test_result_text_joins_texts_and_shows_images_by_type_and_size() -> None:
     assert result_text("plain") == "plain"
     assert result_text((TextBlock("Loaded"), Image(PNG))) == "Loaded\n(image/png, 108B)"
     assert result_text(()) == ""
@@ -780,7 +780,7 @@ def test_check_41_result_text() -> None:
 
 
 def test_size_display() -> None:
-    size = content_module._format_size
+    size = content_module.format_size
     assert [size(0), size(1023), size(1024), size(1536), size(1048575), size(1048576)] == [
         "0B",
         "1023B",

@@ -50,6 +50,13 @@ _list_new = list.__new__
 _list_extend = list.extend
 
 
+def _merged(first: dict[Any, Any], second: dict[Any, Any]) -> dict[Any, Any]:
+    """``first | second`` as a plain dict: the result of ``|`` on a frozen dict is editable."""
+    result = dict(first)
+    result.update(second)
+    return result
+
+
 def _freeze_values(d: dict[Any, Any]) -> None:
     """Freeze, in place, the values of a dict being built (``d`` is not shared yet)."""
     for value in _dict_values(d):
@@ -104,18 +111,10 @@ class FrozenDict(dict[K, V]):
         return dict(self)
 
     def __or__(self, other: Any) -> dict[Any, Any]:  # type: ignore[override]
-        if not isinstance(other, dict):
-            return NotImplemented
-        result = dict(self)
-        result.update(other)
-        return result
+        return _merged(self, other) if isinstance(other, dict) else NotImplemented
 
     def __ror__(self, other: Any) -> dict[Any, Any]:  # type: ignore[override]
-        if not isinstance(other, dict):
-            return NotImplemented
-        result = dict(other)
-        result.update(self)
-        return result
+        return _merged(other, self) if isinstance(other, dict) else NotImplemented
 
     def __setitem__(self, key: K, value: V) -> NoReturn:
         _read_only("FrozenDict", f"setting key {key!r}")

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
-from alpineagents._frozen import FrozenDict, freeze
-from alpineagents._values.construct import maker, value
+from alpineagents._frozen import FrozenDict
+from alpineagents._values.construct import as_tuples, freeze_fields, maker, value
 from alpineagents._values.content import (
     CUT_OFF_STOP_REASONS,
     IMAGE_TYPES,
@@ -103,7 +103,6 @@ ContextChangeKind = Literal["compact", "clear_tool_results", "import", "restore"
 """The ``kind`` of a ``ContextChange``."""
 
 _set = object.__setattr__
-_KEEP: frozenset[type] = frozenset({str, int, float, bool, type(None)})  # values freeze() returns as they are
 
 
 def _now() -> datetime:
@@ -273,9 +272,7 @@ class Exchange:
     answer: Any
 
     def __post_init__(self) -> None:
-        answer = self.answer
-        if type(answer) not in _KEEP:
-            _set(self, "answer", freeze(answer))
+        freeze_fields(self, "answer")
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -325,10 +322,7 @@ class ContextChange:
         ) -> None: ...
 
     def __post_init__(self) -> None:
-        if type(self.cleared) is not tuple:
-            _set(self, "cleared", tuple(self.cleared))
-        if type(self.messages) is not tuple:
-            _set(self, "messages", tuple(self.messages))
+        as_tuples(self, "cleared", "messages")
 
 
 @value(kw_only=True)
@@ -359,10 +353,7 @@ class AgentInfo:
         ) -> None: ...
 
     def __post_init__(self) -> None:
-        if type(self.tools) is not tuple:
-            _set(self, "tools", tuple(self.tools))
-        if type(self.mcp_servers) is not tuple:
-            _set(self, "mcp_servers", tuple(self.mcp_servers))
+        as_tuples(self, "tools", "mcp_servers")
 
 
 @value
@@ -380,8 +371,7 @@ class ModelEvent:
     """Extra values."""
 
     def __post_init__(self) -> None:
-        if type(self.data) is not FrozenDict:
-            _set(self, "data", freeze(self.data))
+        freeze_fields(self, "data")
 
 
 class ToolOutcomeKind(StrEnum):
@@ -474,9 +464,7 @@ class StoppedByFinish:
     """The answer given to ``finish`` as JSON (deep-frozen), or ``None``."""
 
     def __post_init__(self) -> None:
-        answer = self.answer
-        if type(answer) not in _KEEP:
-            _set(self, "answer", freeze(answer))
+        freeze_fields(self, "answer")
 
     def __str__(self) -> str:
         return "stopped by finish"
@@ -501,9 +489,15 @@ Stopped = StoppedByUntil | StoppedByLimit | StoppedByFinish | StoppedByPermissio
 
 # ---------------------------------------------------------------------------------------------------------------
 # History entries
+#
+# Every entry is keyword-only and has ``kind`` (a single-kind class defaults it to its kind), ``content``, ``turn``
+# (``state.turn`` when recorded, unless the class says otherwise) and ``at``: when the entry was recorded, a
+# timezone-aware UTC datetime read from ``_now()`` once when the entry is built without one, and ignored by ``==``
+# and ``hash``. Other fields exist only where they mean something.
 
 
 def _at() -> Any:
+    """The ``at`` field of every entry (see above)."""
     return field(default_factory=_stamp, compare=False)
 
 
@@ -520,9 +514,7 @@ class MessageEntry:
     content: str | tuple[TextBlock | Image, ...]
     """The text, or the blocks when the message has images."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
-    """When the entry was recorded, as a timezone-aware UTC datetime."""
 
     if TYPE_CHECKING:  # the generated __init__ also takes the forms that are normalized
 
@@ -580,13 +572,11 @@ class ModelRequestEntry:
     """``think`` is sending a request. With an ``ErrorEntry`` after it instead of a reply, the turn was taken back."""
 
     kind: Literal["model_request"] = "model_request"
-    """Always ``"model_request"``."""
     content: str
     """The model name asked (``provider/name``)."""
     turn: int
     """The turn this request starts."""
     at: datetime = _at()
-    """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
 @value(kw_only=True)
@@ -594,11 +584,9 @@ class ModelReplyEntry:
     """A model reply from ``think``."""
 
     kind: Literal["model_reply"] = "model_reply"
-    """Always ``"model_reply"``."""
     content: Reply
     """The Reply, including ``reply.model``, the model that answered."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
     """When the reply finished, as a timezone-aware UTC datetime."""
 
@@ -608,13 +596,10 @@ class ModelEventEntry:
     """Something the Model went through, such as a fallback or a retry."""
 
     kind: Literal["model_event"] = "model_event"
-    """Always ``"model_event"``."""
     content: ModelEvent
     """The event."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
-    """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
 @value(kw_only=True)
@@ -627,7 +612,6 @@ class ToolResultEntry:
     """
 
     kind: Literal["tool_result"] = "tool_result"
-    """Always ``"tool_result"``."""
     content: ToolResultContent
     """The result sent to the model: a ``str``, or a tuple of ``TextBlock`` and ``Image``."""
     call: ToolCall
@@ -643,9 +627,7 @@ class ToolResultEntry:
     usage: Usage | None = None
     """The subagents' usage this State has not counted yet; ``None`` when the call started no subagent."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
-    """When the entry was recorded, as a timezone-aware UTC datetime."""
 
     if TYPE_CHECKING:  # the generated __init__ also takes the forms that are normalized
 
@@ -696,7 +678,6 @@ class ExchangeEntry:
     usage: Usage | None = None
     """The usage of the model request behind an ``"ask"``. ``None`` for ``"human"``."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
     """When the answer came, as a timezone-aware UTC datetime."""
 
@@ -706,13 +687,10 @@ class ContextChangeEntry:
     """The context was imported, compacted, had tool results cleared, or was restored (``content.kind``)."""
 
     kind: Literal["context_change"] = "context_change"
-    """Always ``"context_change"``."""
     content: ContextChange
     """What changed."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
-    """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
 @value(kw_only=True)
@@ -720,7 +698,6 @@ class RunStartEntry:
     """A run started. ``content`` is the Agent that runs it, compared with a later resume of this State."""
 
     kind: Literal["run_start"] = "run_start"
-    """Always ``"run_start"``."""
     content: AgentInfo
     """The Agent that runs it."""
     parent_id: str | None = None
@@ -728,9 +705,7 @@ class RunStartEntry:
     parent_call_id: str | None = None
     """The ``ToolCall.id`` of that call, or ``None`` together with ``parent_id``."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
-    """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
 @value(kw_only=True)
@@ -738,13 +713,10 @@ class StopEntry:
     """The current run is set to stop, and why; ``content`` is ``None`` for a record that clears an earlier stop."""
 
     kind: Literal["stop"] = "stop"
-    """Always ``"stop"``."""
     content: Stopped | None
     """Why it stopped, or ``None``."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
-    """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
 @value(kw_only=True)
@@ -752,15 +724,12 @@ class ExtraDataEntry:
     """``state.extra_data`` changed (``State(extra_data=...)`` or ``edit_extra_data()``)."""
 
     kind: Literal["extra_data"] = "extra_data"
-    """Always ``"extra_data"``."""
     content: Mapping[str, Any]
     """The keys that were set, with their new JSON values (a ``FrozenDict``)."""
     removed: tuple[str, ...] = ()
     """The keys that were deleted."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
-    """When the entry was recorded, as a timezone-aware UTC datetime."""
 
     if TYPE_CHECKING:  # the generated __init__ also takes the forms that are normalized
 
@@ -775,10 +744,8 @@ class ExtraDataEntry:
         ) -> None: ...
 
     def __post_init__(self) -> None:
-        if type(self.content) is not FrozenDict:
-            _set(self, "content", freeze(self.content))
-        if type(self.removed) is not tuple:
-            _set(self, "removed", tuple(self.removed))
+        freeze_fields(self, "content")
+        as_tuples(self, "removed")
 
 
 @value(kw_only=True)
@@ -789,7 +756,6 @@ class ErrorEntry:
     """
 
     kind: Literal["error"] = "error"
-    """Always ``"error"``."""
     content: str
     """Its type and message, e.g. ``"TimeoutError: timed out"`` (only the type if the message is empty)."""
     error: BaseException | None = field(default=None, compare=False)
@@ -797,9 +763,7 @@ class ErrorEntry:
     call: ToolCall | None = None
     """The call whose tool or permission raised it, or ``None``."""
     turn: int
-    """``state.turn`` when recorded."""
     at: datetime = _at()
-    """When the entry was recorded, as a timezone-aware UTC datetime."""
 
 
 HistoryEntry = (

@@ -35,7 +35,9 @@ from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
 from typing import Any, TypeVar, dataclass_transform, overload
 
-__all__ = ["maker", "value"]
+from alpineagents._frozen import freeze
+
+__all__ = ["as_tuples", "freeze_fields", "maker", "value"]
 
 C = TypeVar("C", bound=type)
 T = TypeVar("T")
@@ -117,6 +119,26 @@ def value(cls: Any = None, /, *, kw_only: bool = False) -> Any:
         return made
 
     return declare if cls is None else declare(cls)
+
+
+_set = object.__setattr__
+
+
+def as_tuples(obj: object, *names: str) -> None:
+    """In a ``__post_init__``: make each named field a tuple (a list or any other iterable is copied into one)."""
+    for name in names:
+        current = getattr(obj, name)
+        if type(current) is not tuple:
+            _set(obj, name, tuple(current))
+
+
+def freeze_fields(obj: object, *names: str) -> None:
+    """In a ``__post_init__``: deep-freeze each named JSON field with ``freeze`` (a frozen value is kept as is)."""
+    for name in names:
+        current = getattr(obj, name)
+        frozen = freeze(current)
+        if frozen is not current:
+            _set(obj, name, frozen)
 
 
 _makers: dict[type, Callable[..., Any]] = {}

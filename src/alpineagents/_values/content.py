@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._frozen import FrozenDict, freeze
-from alpineagents._values.construct import value
+from alpineagents._values.construct import freeze_fields, value
 from alpineagents.errors import fix_message
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -41,7 +41,7 @@ IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _set = object.__setattr__
 
 
-def _format_size(n: int) -> str:
+def format_size(n: int) -> str:
     """A byte count for display: ``108B``, ``2.0KB``, ``3.0MB``."""
     if n < 1024:
         return f"{n}B"
@@ -147,7 +147,7 @@ class Image:
         return _b64.b64encode(self.data).decode("ascii")
 
     def __repr__(self) -> str:
-        return f"Image({self.media_type}, {_format_size(len(self.data))})"
+        return f"Image({self.media_type}, {format_size(len(self.data))})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Image, (self.data, self.media_type))
@@ -219,8 +219,7 @@ class RawBlock:
     data: Mapping[str, Any]
 
     def __post_init__(self) -> None:
-        if type(self.data) is not FrozenDict:
-            _set(self, "data", freeze(self.data))
+        freeze_fields(self, "data")
 
 
 ToolResultContent = str | tuple[TextBlock | Image, ...]
@@ -236,6 +235,12 @@ Block = TextBlock | Image | ToolCall | ToolResultBlock | RawBlock
 
 def _type_error(method: str, what: str, value: Any, fix: str, example: str) -> TypeError:
     return TypeError(fix_message(f"Message.{method} takes {what} (got: {type(value).__name__})", fix, example))
+
+
+def _check_text(method: str, text: object, fix: str, example: str) -> None:
+    """Raise the misuse ``TypeError`` of ``Message.{method}`` unless ``text`` is a string."""
+    if not isinstance(text, str):
+        raise _type_error(method, "the text as a string", text, fix, example)
 
 
 _USER_EXAMPLE = 'Message.user("What is in this picture?", Image.from_path("photo.png"))'
@@ -288,10 +293,7 @@ class Message:
         Raises:
             TypeError: ``text`` is not a string, or an image is not an ``Image``.
         """
-        if not isinstance(text, str):
-            raise _type_error(
-                "user", "the text as a string", text, "Pass the text first, then any Image objects", _USER_EXAMPLE
-            )
+        _check_text("user", text, "Pass the text first, then any Image objects", _USER_EXAMPLE)
         if not images:
             return cls("user", (TextBlock(text),))
         for image in images:
@@ -314,10 +316,7 @@ class Message:
         Raises:
             TypeError: ``text`` is not a string.
         """
-        if not isinstance(text, str):
-            raise _type_error(
-                "notice", "the text as a string", text, "Pass the notice text", 'Message.notice("The tests failed")'
-            )
+        _check_text("notice", text, "Pass the notice text", 'Message.notice("The tests failed")')
         if not text.startswith(NOTICE_PREFIX):
             text = NOTICE_PREFIX + text
         return cls("user", (TextBlock(text),))
@@ -329,14 +328,7 @@ class Message:
         Raises:
             TypeError: ``text`` is not a string.
         """
-        if not isinstance(text, str):
-            raise _type_error(
-                "assistant",
-                "the text as a string",
-                text,
-                "Pass the text of the reply",
-                'Message.assistant("The bug is in line 12.")',
-            )
+        _check_text("assistant", text, "Pass the text of the reply", 'Message.assistant("The bug is in line 12.")')
         return cls("assistant", (TextBlock(text),))
 
     @property
@@ -398,7 +390,7 @@ def result_text(content: ToolResultContent) -> str:
         if isinstance(block, TextBlock):
             lines.append(block.text)
         elif isinstance(block, Image):
-            lines.append(f"({block.media_type}, {_format_size(len(block.data))})")
+            lines.append(f"({block.media_type}, {format_size(len(block.data))})")
         else:
             lines.append(str(block))
     return "\n".join(lines)
