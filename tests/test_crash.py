@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -75,6 +76,7 @@ class Zygote:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
+        assert select.select([self.proc.stdout], [], [], 60)[0], "the crash zygote did not answer within 60 s"
         line = self.proc.stdout.readline()
         assert line, "the crash zygote died"
         return json.loads(line)

@@ -1,7 +1,7 @@
-"""Stores (06): the Store role, save/load, StateInfo, FileStore and SQLiteStore.
+"""Stores: the Store role, save/load, StateInfo, FileStore and SQLiteStore.
 
-Each `test_check_N_*` is item N of the Checks of 06; the ones that apply to any store run against both
-`FileStore` and `SQLiteStore` (the `store` fixture).
+The checks that apply to any store run once per kind of store (the `store` fixture, over `KINDS`); a new store
+joins them by adding one `StoreKind` to `KINDS`. Checks of one store's own layout or failure modes name it.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import base64
 import dataclasses
 import json
 import os
+import select
 import shutil
 import sqlite3
 import stat
@@ -62,7 +63,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(100)
 
 
 class MemoryStore(Store):
-    """The minimal store of 06 §4.4 that records every write as (state_id, [seq...], create)."""
+    """The minimal store the Store contract describes (a dict of Records), that records every write as (state_id, [seq...], create)."""
 
     def __init__(self) -> None:
         self.records: dict[str, Record] = {}
@@ -112,75 +113,185 @@ def make_agent(replies: list[Any], store: Store | None = None, tools: Sequence[A
     return Agent(fake, tools=list(tools), store=store, reporter=None, human=None, **kw), fake
 
 
+class StoreKind:
+    """One kind of store in the suite: how to make one, and how to reach its raw data (to look at it or damage it
+    the way a crash, a loss of data or a careless hand would). A new store joins every check of the `store`
+    fixture by adding a subclass to `KINDS`."""
+
+    name: str
+    store_type: type[Store]
+
+    def make(self, request: pytest.FixtureRequest, folder: Path) -> Store:
+        """A new, empty store (`request` reaches fixtures a store may need, such as a database server)."""
+        raise NotImplementedError
+
+    def reopen(self, store: Store) -> Store:
+        """Another store object for the same storage."""
+        raise NotImplementedError
+
+    def raw_info(self, store: Store, state_id: str) -> str:
+        raise NotImplementedError
+
+    def set_info(self, store: Store, state_id: str, text: str) -> None:
+        raise NotImplementedError
+
+    def raw_lines(self, store: Store, state_id: str) -> list[str]:
+        raise NotImplementedError
+
+    def set_lines(self, store: Store, state_id: str, lines: list[str]) -> None:
+        """Replace the State's stored entries (the store's own count of them follows)."""
+        raise NotImplementedError
+
+    def copy(self, store: Store, state_id: str, target: Path) -> Store:
+        """A copy of the store's data as it is right now (what a crash at this moment leaves)."""
+        raise NotImplementedError
+
+    def bad_line_named(self, index: int) -> str:
+        """How the damaged error names the stored entry at `index`."""
+        raise NotImplementedError
+
+    def growing_file(self, store: Store, state_id: str) -> Path:
+        """The file a save of the State makes longer."""
+        raise NotImplementedError
+
+    def opener(self, store: Store) -> str:
+        """Python source of an expression that opens this store in another process."""
+        raise NotImplementedError
+
+
+class FileKind(StoreKind):
+    name = "file"
+    store_type = FileStore
+
+    def make(self, request: pytest.FixtureRequest, folder: Path) -> Store:
+        return FileStore(folder / "runs")
+
+    def _folder(self, store: Store, state_id: str) -> Path:
+        assert isinstance(store, FileStore)
+        return store._root / state_id  # pyright: ignore[reportPrivateUsage]
+
+    def reopen(self, store: Store) -> Store:
+        return FileStore(store._root)  # pyright: ignore[reportAttributeAccessIssue]
+
+    def raw_info(self, store: Store, state_id: str) -> str:
+        return (self._folder(store, state_id) / "info.json").read_text()
+
+    def set_info(self, store: Store, state_id: str, text: str) -> None:
+        (self._folder(store, state_id) / "info.json").write_text(text)
+
+    def raw_lines(self, store: Store, state_id: str) -> list[str]:
+        text = (self._folder(store, state_id) / "log.jsonl").read_text()
+        assert text == "" or text.endswith("\n")
+        return text.split("\n")[:-1]
+
+    def set_lines(self, store: Store, state_id: str, lines: list[str]) -> None:
+        (self._folder(store, state_id) / "log.jsonl").write_text("".join(line + "\n" for line in lines))
+
+    def copy(self, store: Store, state_id: str, target: Path) -> Store:
+        # Temporary files (".info.json.*") come and go while a save runs; a crash would leave at most one, which
+        # loading ignores, so they are not copied (copying one that vanished midway would fail).
+        shutil.copytree(self._folder(store, state_id), target / state_id, ignore=shutil.ignore_patterns(".*"))
+        return FileStore(target)
+
+    def bad_line_named(self, index: int) -> str:
+        return f"line {index + 1}"
+
+    def growing_file(self, store: Store, state_id: str) -> Path:
+        return self._folder(store, state_id) / "log.jsonl"
+
+    def opener(self, store: Store) -> str:
+        return f"FileStore({str(store._root)!r})"  # pyright: ignore[reportAttributeAccessIssue]
+
+
+class SQLiteKind(StoreKind):
+    name = "sqlite"
+    store_type = SQLiteStore
+
+    def make(self, request: pytest.FixtureRequest, folder: Path) -> Store:
+        return SQLiteStore(folder / "runs.db")
+
+    def _connect(self, store: Store) -> sqlite3.Connection:
+        assert isinstance(store, SQLiteStore)
+        return sqlite3.connect(store._given)  # pyright: ignore[reportPrivateUsage]
+
+    def reopen(self, store: Store) -> Store:
+        return SQLiteStore(store._given)  # pyright: ignore[reportAttributeAccessIssue]
+
+    def raw_info(self, store: Store, state_id: str) -> str:
+        with self._connect(store) as conn:
+            return conn.execute("SELECT info FROM alpine_states WHERE id = ?", (state_id,)).fetchone()[0]
+
+    def set_info(self, store: Store, state_id: str, text: str) -> None:
+        with self._connect(store) as conn:
+            conn.execute("UPDATE alpine_states SET info = ? WHERE id = ?", (text, state_id))
+
+    def raw_lines(self, store: Store, state_id: str) -> list[str]:
+        with self._connect(store) as conn:
+            rows = conn.execute("SELECT line FROM alpine_entries WHERE state_id = ? ORDER BY seq", (state_id,))
+            return [row[0] for row in rows]
+
+    def set_lines(self, store: Store, state_id: str, lines: list[str]) -> None:
+        with self._connect(store) as conn:
+            conn.execute("DELETE FROM alpine_entries WHERE state_id = ?", (state_id,))
+            conn.executemany(
+                "INSERT INTO alpine_entries VALUES (?, ?, ?)", [(state_id, i, line) for i, line in enumerate(lines)]
+            )
+            conn.execute("UPDATE alpine_states SET count = ? WHERE id = ?", (len(lines), state_id))
+
+    def copy(self, store: Store, state_id: str, target: Path) -> Store:
+        target.mkdir(parents=True, exist_ok=True)
+        dst = sqlite3.connect(target / "copy.db")
+        with self._connect(store) as src:
+            src.backup(dst)
+        dst.close()
+        return SQLiteStore(target / "copy.db")
+
+    def bad_line_named(self, index: int) -> str:
+        return f"entry {index}"
+
+    def growing_file(self, store: Store, state_id: str) -> Path:
+        return Path(store._given)  # pyright: ignore[reportAttributeAccessIssue]
+
+    def opener(self, store: Store) -> str:
+        return f"SQLiteStore({store._given!r})"  # pyright: ignore[reportAttributeAccessIssue]
+
+
+KINDS: list[StoreKind] = [FileKind(), SQLiteKind()]
+
+
+@pytest.fixture(params=KINDS, ids=[kind.name for kind in KINDS])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    return request.param.make(request, tmp_path)
+
+
+def kind_of(store: Store) -> StoreKind:
+    return next(kind for kind in KINDS if isinstance(store, kind.store_type))
+
+
 def reopen(store: Store) -> Store:
     """Another store object for the same storage."""
-    if isinstance(store, FileStore):
-        return FileStore(store._root)  # pyright: ignore[reportPrivateUsage]
-    return SQLiteStore(store._given)  # pyright: ignore
-
-
-@pytest.fixture(params=["file", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    if request.param == "file":
-        return FileStore(tmp_path / "runs")
-    return SQLiteStore(tmp_path / "runs.db")
+    return kind_of(store).reopen(store)
 
 
 def raw_info(store: Store, state_id: str) -> Any:
-    if isinstance(store, FileStore):
-        return json.loads((store._root / state_id / "info.json").read_text())  # pyright: ignore[reportPrivateUsage]
-    with sqlite3.connect(store._given) as conn:  # pyright: ignore
-        return json.loads(conn.execute("SELECT info FROM alpine_states WHERE id = ?", (state_id,)).fetchone()[0])
+    return json.loads(kind_of(store).raw_info(store, state_id))
 
 
 def set_info(store: Store, state_id: str, info: Any) -> None:
-    text = info if isinstance(info, str) else json.dumps(info)
-    if isinstance(store, FileStore):
-        (store._root / state_id / "info.json").write_text(text)  # pyright: ignore[reportPrivateUsage]
-        return
-    with sqlite3.connect(store._given) as conn:  # pyright: ignore
-        conn.execute("UPDATE alpine_states SET info = ? WHERE id = ?", (text, state_id))
+    kind_of(store).set_info(store, state_id, info if isinstance(info, str) else json.dumps(info))
 
 
 def raw_lines(store: Store, state_id: str) -> list[str]:
-    if isinstance(store, FileStore):
-        text = (store._root / state_id / "log.jsonl").read_text()  # pyright: ignore[reportPrivateUsage]
-        assert text == "" or text.endswith("\n")
-        return text.split("\n")[:-1]
-    with sqlite3.connect(store._given) as conn:  # pyright: ignore
-        rows = conn.execute("SELECT line FROM alpine_entries WHERE state_id = ? ORDER BY seq", (state_id,))
-        return [row[0] for row in rows]
+    return kind_of(store).raw_lines(store, state_id)
 
 
 def set_lines(store: Store, state_id: str, lines: list[str]) -> None:
-    if isinstance(store, FileStore):
-        (store._root / state_id / "log.jsonl").write_text("".join(line + "\n" for line in lines))  # pyright: ignore
-        return
-    with sqlite3.connect(store._given) as conn:  # pyright: ignore
-        conn.execute("DELETE FROM alpine_entries WHERE state_id = ?", (state_id,))
-        conn.executemany(
-            "INSERT INTO alpine_entries VALUES (?, ?, ?)", [(state_id, i, line) for i, line in enumerate(lines)]
-        )
-        conn.execute("UPDATE alpine_states SET count = ? WHERE id = ?", (len(lines), state_id))
+    kind_of(store).set_lines(store, state_id, lines)
 
 
 def copy_state(store: Store, state_id: str, target: Path) -> Store:
     """A copy of the store's data as it is right now (what a crash at this moment leaves)."""
-    if isinstance(store, FileStore):
-        # Temporary files (".info.json.*") come and go while a save runs; a crash would leave at most one, which
-        # loading ignores, so they are not copied (copying one that vanished midway would fail).
-        shutil.copytree(
-            store._root / state_id,  # pyright: ignore[reportPrivateUsage]
-            target / state_id,
-            ignore=shutil.ignore_patterns(".*"),
-        )
-        return FileStore(target)
-    target.mkdir(parents=True, exist_ok=True)
-    dst = sqlite3.connect(target / "copy.db")
-    with sqlite3.connect(store._given) as src:  # pyright: ignore
-        src.backup(dst)
-    dst.close()
-    return SQLiteStore(target / "copy.db")
+    return kind_of(store).copy(store, state_id, target)
 
 
 def texts(state: State) -> list[str]:
@@ -206,7 +317,7 @@ def assert_same(loaded: State, state: State) -> None:
 # Checks of 06
 
 
-def test_check_1_exports() -> None:
+def test_the_store_module_exports_its_four_names() -> None:
     assert store_module.__all__ == ["Store", "FileStore", "Record", "StateInfo"]
     assert alpineagents.FileStore is store_module.FileStore
     assert hasattr(alpineagents, "Record") is False
@@ -214,7 +325,7 @@ def test_check_1_exports() -> None:
     assert store_module.SQLiteStore.__name__ == "SQLiteStore"
 
 
-def test_check_2_run_then_load(store: Store) -> None:
+def test_a_run_saved_then_loaded_is_the_same_state(store: Store) -> None:
     state, _ = run_sum(store, extra_data={"seen": ["x", {"n": 1}]})
     loaded = reopen(store).load("sum")
     assert_same(loaded, state)
@@ -227,7 +338,7 @@ def test_check_2_run_then_load(store: Store) -> None:
     assert type(loaded) is State
 
 
-def test_check_3_everything_round_trips(store: Store) -> None:
+def test_every_kind_of_entry_survives_save_and_load(store: Store) -> None:
     state = State(id="rich", messages=[Message.user("Look at this", Image(PNG))])
     state.add_message(Message.notice("a note"))
     with state.edit_extra_data() as data:
@@ -250,7 +361,7 @@ def test_check_3_everything_round_trips(store: Store) -> None:
     assert loaded.finished and loaded.answer == {"summary": "done"}
 
 
-def test_check_4_empty_state(store: Store) -> None:
+def test_a_state_with_no_history_is_saved_and_listed(store: Store) -> None:
     store.save(State(id="empty"))
     loaded = store.load("empty")
     assert loaded.history == ()
@@ -261,7 +372,7 @@ def test_check_4_empty_state(store: Store) -> None:
     assert info.turn == 0 and info.stopped is None and info.finished is False
 
 
-def test_check_5_writes_only_what_is_new() -> None:
+def test_save_writes_only_the_new_entries() -> None:
     store = MemoryStore()
     state = State(id="s", messages=[Message.user("hi")])
     store.save(state)
@@ -275,7 +386,7 @@ def test_check_5_writes_only_what_is_new() -> None:
     assert store.writes[-1] == ("s", [1, 2], False)
 
 
-def test_check_6_failed_write_is_sent_again() -> None:
+def test_entries_of_a_failed_write_are_sent_again() -> None:
     class Flaky(MemoryStore):
         fail = True
 
@@ -295,7 +406,7 @@ def test_check_6_failed_write_is_sent_again() -> None:
     assert len(store.load("r").history) == 2
 
 
-def test_check_7_save_takes_a_state() -> None:
+def test_save_refuses_what_is_not_a_state() -> None:
     with pytest.raises(TypeError, match="takes a State") as info:
         MemoryStore().save("not a state")  # type: ignore[arg-type]
     assert str(info.value).startswith("save() takes a State (got: 'not a state')")
@@ -307,7 +418,7 @@ def test_check_7_save_takes_a_state() -> None:
     asyncio.run(main())
 
 
-def test_check_8_instantiation_check_and_optional_methods() -> None:
+def test_a_store_must_implement_write_and_read_and_may_omit_list_and_delete() -> None:
     class Nothing(Store):
         pass
 
@@ -342,7 +453,7 @@ def test_check_8_instantiation_check_and_optional_methods() -> None:
     asyncio.run(main())
 
 
-def test_check_9_async_only_store() -> None:
+def test_an_async_only_store_works_only_asynchronously() -> None:
     store = AsyncMemoryStore()
     state = State(id="a", messages=[Message.user("hi")])
 
@@ -371,7 +482,7 @@ def test_check_9_async_only_store() -> None:
     assert_same(asyncio.run(reload()), running)
 
 
-def test_check_10_sync_store_under_arun(tmp_path: Path) -> None:
+def test_a_sync_store_under_arun_writes_off_the_event_loop_thread(tmp_path: Path) -> None:
     threads: list[int] = []
 
     class Watched(FileStore):
@@ -392,7 +503,7 @@ def test_check_10_sync_store_under_arun(tmp_path: Path) -> None:
     assert store.load("t").snapshot() == state.snapshot()
 
 
-def test_check_11_sync_save_inside_async_run(store: Store) -> None:
+def test_a_sync_save_inside_an_async_run_is_refused(store: Store) -> None:
     async def main() -> None:
         ASYNC_RUN.set(asyncio.get_running_loop())
         with pytest.raises(TypeError, match="asave") as info:
@@ -411,7 +522,7 @@ def test_check_11_sync_save_inside_async_run(store: Store) -> None:
     asyncio.run(notebook())
 
 
-def test_check_12_info_keys() -> None:
+def test_the_info_has_exactly_the_eight_keys() -> None:
     store = MemoryStore()
     agent, _ = make_agent([tool_call("add", a=1, b=2), "It is 3"], store)
     agent.run(State(id="c", messages=[Message.user("Sum")]))
@@ -433,7 +544,7 @@ def test_check_12_info_keys() -> None:
     assert info["parent_id"] is None
 
 
-def test_check_13_info_follows_finish() -> None:
+def test_the_info_follows_finish() -> None:
     infos: list[dict[str, Any]] = []
 
     class Spy(MemoryStore):
@@ -450,7 +561,7 @@ def test_check_13_info_follows_finish() -> None:
     assert infos[1]["stopped"] == {"kind": "finish", "answer": "done"}
 
 
-def test_check_14_state_info_from_list(store: Store) -> None:
+def test_list_shows_the_full_first_message_and_the_stop(store: Store) -> None:
     state = State(id="multi", messages=[Message.user("First\nwith a second line")])
     store.save(state)
     fin = State(id="fin", messages=[Message.user("x")])
@@ -465,7 +576,7 @@ def test_check_14_state_info_from_list(store: Store) -> None:
     assert hasattr(infos["fin"], "task") is False
 
 
-def test_check_15_first_message() -> None:
+def test_first_message_is_the_first_user_text() -> None:
     store = MemoryStore()
     store.save(State(id="a", messages=[Message.user("imported first"), Message.assistant("ok")]))
     store.save(State(id="b", messages=[Message.user("", Image(PNG))]))
@@ -475,7 +586,7 @@ def test_check_15_first_message() -> None:
     assert [store.records[i].info["first_message"] for i in "abc"] == ["imported first", None, "starts here"]
 
 
-def test_check_16_from_info() -> None:
+def test_state_info_from_info_checks_version_and_keys() -> None:
     store = MemoryStore()
     store.save(State(id="x", messages=[Message.user("hi")]))
     info = store.records["x"].info
@@ -498,7 +609,7 @@ def test_check_16_from_info() -> None:
         plain_info.turn = 3  # type: ignore[misc]
 
 
-def test_check_17_same_id_twice(store: Store) -> None:
+def test_a_new_state_with_a_saved_id_is_refused_before_the_model_is_called(store: Store) -> None:
     run_sum(store, "dup")
     second = State(id="dup", messages=[Message.user("another task")])
     agent, fake = make_agent(["never"], store)
@@ -509,7 +620,7 @@ def test_check_17_same_id_twice(store: Store) -> None:
     assert store.load("dup").messages[0].text == "What is 1+2?"
 
 
-def test_check_18_one_store_per_state(tmp_path: Path) -> None:
+def test_a_state_is_saved_in_one_store_only(tmp_path: Path) -> None:
     state = State(id="bound", messages=[Message.user("hi")])
     FileStore(tmp_path / "a").save(state)
     with pytest.raises(ValueError, match="saved in another store"):
@@ -531,7 +642,7 @@ def test_check_18_one_store_per_state(tmp_path: Path) -> None:
     assert SQLiteStore(tmp_path / "x.db") == SQLiteStore(str(tmp_path) + "/./x.db")
 
 
-def test_check_19_format_versions(store: Store) -> None:
+def test_older_and_newer_formats_are_refused_with_their_version(store: Store) -> None:
     store.save(State(id="old", messages=[Message.user("hi")]))
     store.save(State(id="new", messages=[Message.user("hi")]))
     info = raw_info(store, "old")
@@ -557,7 +668,7 @@ def test_check_19_format_versions(store: Store) -> None:
         store.load("new")
 
 
-def test_check_20_version_before_entries() -> None:
+def test_the_version_is_checked_before_any_entry() -> None:
     store = MemoryStore()
     store.records["m"] = Record([{"seq": 0, "kind": "something_new"}], {"v": 3})
     with pytest.raises(ValueError, match="older alpineagents"):
@@ -570,7 +681,7 @@ def test_check_20_version_before_entries() -> None:
         store.load("o")
 
 
-def test_check_21_old_folders(tmp_path: Path) -> None:
+def test_a_0_4_folder_is_refused_and_not_listed(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     store.save(State(id="real", messages=[Message.user("hi")]))
     old = tmp_path / "old"
@@ -584,17 +695,17 @@ def test_check_21_old_folders(tmp_path: Path) -> None:
     assert [i.id for i in store.list()] == ["real"]
 
 
-def test_check_22_missing_info(store: Store, tmp_path: Path) -> None:
+def test_a_missing_or_unreadable_info_is_damaged(store: Store, tmp_path: Path) -> None:
     store.save(State(id="x", messages=[Message.user("hi")]))
     if isinstance(store, FileStore):
-        (tmp_path / "runs" / "x" / "info.json").unlink()
+        (tmp_path / "runs" / "x" / "info.json").unlink()  # a file store's info can go missing on its own
     else:
         set_info(store, "x", "not json {")
     with pytest.raises(ValueError, match="damaged"):
         store.load("x")
 
 
-def test_check_23_damaged_entries(store: Store) -> None:
+def test_entries_with_a_gap_or_that_cannot_follow_are_damaged(store: Store) -> None:
     state = State(id="gap", messages=[Message.user("hi")])
     state.add_message(Message.user("b"))
     state.add_message(Message.user("c"))
@@ -628,7 +739,7 @@ def test_check_23_damaged_entries(store: Store) -> None:
     assert str(missing.value) == f"no saved State with id 'nope' in {store!r}"
 
 
-def test_check_24_saved_while_waiting(store: Store) -> None:
+def test_a_state_saved_while_waiting_for_the_model_is_closed_on_load(store: Store) -> None:
     state = State(id="w", messages=[Message.user("Find the bug")])
     state._begin_think("fake/fake")  # pyright: ignore[reportPrivateUsage]
     store.save(state)
@@ -653,7 +764,7 @@ def pending_state(state_id: str, *calls: ToolCall) -> State:
     return state
 
 
-def test_check_25_pending_calls_are_closed(store: Store) -> None:
+def test_pending_calls_are_closed_with_the_unknown_result_on_load(store: Store) -> None:
     c1, c2 = ToolCall("add", {"a": 1, "b": 2}, "c1"), ToolCall("add", {"a": 3, "b": 4}, "c2")
     store.save(pending_state("p", c1, c2))
     loaded = store.load("p")
@@ -667,7 +778,7 @@ def test_check_25_pending_calls_are_closed(store: Store) -> None:
     assert loaded.pending_calls == ()
 
 
-def test_check_26_closing_entries_are_saved_by_the_next_save() -> None:
+def test_closing_entries_are_written_by_the_next_save() -> None:
     store = MemoryStore()
     store.save(pending_state("n", ToolCall("add", {"a": 1, "b": 2}, "c1")))
     assert len(store.records["n"].entries) == 3
@@ -689,7 +800,7 @@ def test_check_26_closing_entries_are_saved_by_the_next_save() -> None:
     assert_same(store.load("wt"), resumed)
 
 
-def test_check_27_crash_copy_from_inside_a_tool(store: Store, tmp_path: Path) -> None:
+def test_a_copy_taken_inside_a_running_tool_loads_with_the_call_closed(store: Store, tmp_path: Path) -> None:
     copies: list[Store] = []
 
     @tool
@@ -713,7 +824,7 @@ def test_check_27_crash_copy_from_inside_a_tool(store: Store, tmp_path: Path) ->
     assert_same(copies[0].load("crash"), loaded)
 
 
-def test_check_27_parallel_fast_and_slow(store: Store, tmp_path: Path) -> None:
+def test_a_copy_taken_inside_a_slow_parallel_tool_keeps_the_fast_result(store: Store, tmp_path: Path) -> None:
     copies: list[Store] = []
 
     @tool
@@ -739,7 +850,7 @@ def test_check_27_parallel_fast_and_slow(store: Store, tmp_path: Path) -> None:
     assert [b.name for b in loaded.messages[-1].content if isinstance(b, ToolResultBlock)] == ["slow", "fast"]
 
 
-def test_check_28_entries_without_info(tmp_path: Path) -> None:
+def test_entries_written_without_their_info_still_load(tmp_path: Path) -> None:
     class Half(FileStore):
         fail = False
 
@@ -764,7 +875,7 @@ def test_check_28_entries_without_info(tmp_path: Path) -> None:
     assert FileStore(tmp_path).list()[0].turn == turn_before
 
 
-def test_check_28_sqlite_failure_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sqlite_a_failed_transaction_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = SQLiteStore(tmp_path / "r.db")
     state = State(id="h", messages=[Message.user("hi")])
     store.save(state)
@@ -784,7 +895,7 @@ def test_check_28_sqlite_failure_keeps_nothing(tmp_path: Path, monkeypatch: pyte
     assert_same(SQLiteStore(tmp_path / "r.db").load("h"), state)
 
 
-def test_check_29_torn_last_line(tmp_path: Path) -> None:
+def test_a_torn_last_line_is_ignored_then_cut_off(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     state, _ = run_sum(store, "torn")
     log = tmp_path / "torn" / "log.jsonl"
@@ -802,7 +913,7 @@ def test_check_29_torn_last_line(tmp_path: Path) -> None:
     assert FileStore(tmp_path).load("torn").answer == "It is 4"
 
 
-def test_check_30_strange_texts(store: Store) -> None:
+def test_unusual_characters_survive_save_and_load(store: Store) -> None:
     odd = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg"
     state = State(id="odd", messages=[Message.user(odd)], extra_data={"k": odd})
     store.save(state)
@@ -820,7 +931,7 @@ def test_check_30_strange_texts(store: Store) -> None:
         assert "안녕하세요" in (store._root / "odd" / "log.jsonl").read_bytes().decode("utf-8")  # pyright: ignore
 
 
-def test_check_31_layout(tmp_path: Path) -> None:
+def test_file_store_layout_is_a_folder_with_info_and_log(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     run_sum(store, "lay")
     assert os.listdir(tmp_path) == ["lay"]
@@ -838,14 +949,14 @@ def test_check_31_layout(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(tmp_path / "lay").st_mode) == 0o700
 
 
-def test_check_32_file_modes(tmp_path: Path) -> None:
+def test_file_store_files_are_private_to_their_owner(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     run_sum(store, "m")
     for name in ("log.jsonl", "info.json"):
         assert stat.S_IMODE(os.stat(tmp_path / "m" / name).st_mode) == 0o600
 
 
-def test_check_33_two_saves_append(tmp_path: Path) -> None:
+def test_file_store_saves_append_to_the_log(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     state = State(id="two", messages=[Message.user("hi")])
     store.save(state)
@@ -859,7 +970,7 @@ def test_check_33_two_saves_append(tmp_path: Path) -> None:
     assert not any(name.startswith(".") for name in os.listdir(tmp_path / "two"))
 
 
-def test_check_34_write_contract(store: Store, tmp_path: Path) -> None:
+def test_write_refuses_existing_ids_missing_ids_and_gaps(store: Store, tmp_path: Path) -> None:
     state = State(id="x", messages=[Message.user("hi")])
     entries = [_serial.entry_to_dict(state.history[0], 0)]
     info = {"v": 5, **_info_like()}
@@ -889,7 +1000,7 @@ def _info_like() -> dict[str, Any]:
     }
 
 
-def test_check_35_delete_and_list(store: Store) -> None:
+def test_delete_removes_a_state_and_list_is_newest_first(store: Store) -> None:
     state = State(id="gone", messages=[Message.user("hi")])
     store.save(state)
     store.delete("gone")
@@ -907,7 +1018,7 @@ def test_check_35_delete_and_list(store: Store) -> None:
     assert store.list() == []
 
 
-def test_check_35_missing_root(tmp_path: Path) -> None:
+def test_a_store_that_was_never_written_lists_nothing(tmp_path: Path) -> None:
     assert FileStore(tmp_path / "missing").list() == []
     assert SQLiteStore(tmp_path / "missing.db").list() == []
     assert FileStore(tmp_path / "missing").read("x") is None
@@ -923,7 +1034,7 @@ def delegate_tool(helper: Agent, child_id: str = "kid1") -> Any:
     return delegate
 
 
-def test_check_36_subagent_keys_in_the_log(store: Store) -> None:
+def test_subagent_keys_are_written_only_when_set(store: Store) -> None:
     helper, _ = make_agent(["kid answer"], None)
     agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[delegate_tool(helper)])
     parent_state = State(id="parent", messages=[Message.user("go")])
@@ -941,7 +1052,7 @@ def test_check_36_subagent_keys_in_the_log(store: Store) -> None:
     assert loaded.usage.requests == 3
 
 
-def test_check_37_format_4(store: Store) -> None:
+def test_format_4_loads_and_its_next_save_writes_format_5(store: Store) -> None:
     helper, _ = make_agent(["kid answer"], None)
     agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[delegate_tool(helper)])
     state = State(id="p4", messages=[Message.user("go")])
@@ -970,7 +1081,7 @@ def test_check_37_format_4(store: Store) -> None:
         )
 
 
-def test_check_38_stops_survive(store: Store) -> None:
+def test_each_kind_of_stop_survives_save_and_load(store: Store) -> None:
     call = ToolCall("add", {"a": 1, "b": 2}, "c1")
     stops: list[Any] = [StoppedByUntil("waiting_for_user"), StoppedByLimit(3), StoppedByFinish({"x": [1]})]
     for index, stopped in enumerate(stops):
@@ -989,7 +1100,7 @@ def test_check_38_stops_survive(store: Store) -> None:
     assert store.load("perm").stopped == StoppedByUntil("waiting_for_user")
 
 
-def test_check_39_stop_reason(store: Store) -> None:
+def test_a_replys_stop_reason_is_saved_in_the_reply(store: Store) -> None:
     cut = Reply(Message.assistant("partial answ"), Usage(requests=1), context_tokens=7, stop_reason="max_tokens")
     agent, _ = make_agent([cut], store)
     agent.run(State(id="cut", messages=[Message.user("write")]))
@@ -1000,7 +1111,7 @@ def test_check_39_stop_reason(store: Store) -> None:
     assert last.stop_reason == "max_tokens" and last.cut_off
 
 
-def test_check_40_images(store: Store) -> None:
+def test_images_survive_save_and_load_as_base64(store: Store) -> None:
     @tool
     def screenshot(url: str) -> Any:
         """Take a screenshot."""
@@ -1014,7 +1125,7 @@ def test_check_40_images(store: Store) -> None:
     assert sum(json.dumps(image, separators=(",", ":")) in line for line in raw_lines(store, "img")) >= 2
 
 
-def test_check_41_exceptions_are_not_saved(store: Store) -> None:
+def test_exceptions_are_not_saved_only_their_text(store: Store) -> None:
     class Secret(RuntimeError):
         token = "sk-very-secret"
 
@@ -1033,7 +1144,7 @@ def test_check_41_exceptions_are_not_saved(store: Store) -> None:
     assert "sk-very-secret" not in everything and "Traceback" not in everything
 
 
-def test_check_42_times(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_times_are_saved_as_iso_text_in_utc(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     import alpineagents.types as types_module
 
     fixed = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
@@ -1043,7 +1154,7 @@ def test_check_42_times(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     assert store.load("t").history[0].at.tzinfo is UTC
 
 
-def test_check_43_value_that_json_cannot_hold(store: Store) -> None:
+def test_a_value_json_cannot_hold_fails_the_save_and_writes_nothing(store: Store) -> None:
     state = State(id="set", messages=[Message.user("hi")])
     state._begin_think("fake/fake")  # pyright: ignore[reportPrivateUsage]
     state._record_reply(  # pyright: ignore[reportPrivateUsage]
@@ -1055,7 +1166,7 @@ def test_check_43_value_that_json_cannot_hold(store: Store) -> None:
     assert store.list() == []
 
 
-def test_check_44_answers_load_as_json(store: Store) -> None:
+def test_answers_load_as_plain_frozen_json(store: Store) -> None:
     @dataclasses.dataclass
     class Verdict:
         ok: bool
@@ -1077,7 +1188,7 @@ def test_check_44_answers_load_as_json(store: Store) -> None:
         loaded.answer["score"] = 4
 
 
-def test_check_45_children_from_the_store(store: Store, tmp_path: Path) -> None:
+def test_children_are_opened_from_the_store_the_parent_was_bound_to(store: Store, tmp_path: Path) -> None:
     helper, _ = make_agent(["kid answer"], None)
     agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[delegate_tool(helper)])
     parent = State(id="parent", messages=[Message.user("go")])
@@ -1101,7 +1212,7 @@ def test_check_45_children_from_the_store(store: Store, tmp_path: Path) -> None:
     assert "kid2" not in [i.id for i in store.list()]  # a subagent with its own store is listed only there
 
 
-def test_check_45_async_only_children() -> None:
+def test_children_of_an_async_only_store_open_only_with_achild() -> None:
     store = AsyncMemoryStore()
     helper, _ = make_agent(["kid answer"], None)
     agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[_async_delegate(helper)])
@@ -1128,7 +1239,7 @@ def _async_delegate(helper: Agent) -> Any:
     return delegate
 
 
-def test_check_46_subagents_in_the_listing(store: Store) -> None:
+def test_subagent_states_are_listed_with_their_parent(store: Store) -> None:
     seen: dict[str, tuple[int, int]] = {}
 
     @tool
@@ -1148,7 +1259,7 @@ def test_check_46_subagents_in_the_listing(store: Store) -> None:
     assert [i.id for i in store.list() if i.parent_id is None] == ["lead"]
 
 
-def test_check_47_resume_warning(store: Store) -> None:
+def test_a_loaded_state_run_with_other_tools_warns_once(store: Store) -> None:
     @tool
     def search_web(q: str) -> str:
         """Search the web."""
@@ -1177,7 +1288,7 @@ def test_check_47_resume_warning(store: Store) -> None:
         make_agent(["b"], None, tools=[search_web])[0].run(fork)
 
 
-def test_check_48_cost(tmp_path: Path) -> None:
+def test_saving_is_one_write_per_save_point_and_loading_is_fast(tmp_path: Path) -> None:
     writes: list[tuple[int, int]] = []
 
     class Counting(FileStore):
@@ -1223,16 +1334,13 @@ def _slowness() -> float:
     return max(1.0, took / 0.006)
 
 
-def test_check_49_damaged_lines(store: Store) -> None:
+def test_an_entry_or_info_that_is_not_json_is_damaged(store: Store) -> None:
     state, _ = run_sum(store, "dmg")
     lines = raw_lines(store, "dmg")
     set_lines(store, "dmg", [lines[0], "not json", *lines[2:]])
     with pytest.raises(ValueError, match="is damaged") as error:
         store.load("dmg")
-    if isinstance(store, FileStore):
-        assert "line 2" in str(error.value)
-    else:
-        assert "entry 1" in str(error.value)
+    assert kind_of(store).bad_line_named(1) in str(error.value)
     set_lines(store, "dmg", lines)
     set_info(store, "dmg", "{")
     with pytest.raises(ValueError, match="is damaged"):
@@ -1241,7 +1349,7 @@ def test_check_49_damaged_lines(store: Store) -> None:
         store.list()
 
 
-def test_check_50_list_order(store: Store) -> None:
+def test_list_puts_states_without_history_last_by_id(store: Store) -> None:
     for state_id in ("c", "a", "b"):
         store.save(State(id=state_id))
     for state_id in ("older", "newer"):
@@ -1288,7 +1396,8 @@ def test_threads_saving_different_states(store: Store) -> None:
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=60)
+        assert not t.is_alive(), "a saving thread did not finish within 60 s"
     for state in states:
         assert_same(reopen(store).load(state.id), state)
 
@@ -1313,7 +1422,7 @@ def test_full_disk_keeps_what_was_saved(store: Store, tmp_path: Path) -> None:
     store.save(state)
     old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    path = Path(store._root / "full" / "log.jsonl") if isinstance(store, FileStore) else Path(store._given)  # pyright: ignore
+    path = kind_of(store).growing_file(store, "full")
     try:
         resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path) + 300, hard))
         state.add_message(Message.user("x" * 2000))
@@ -1397,7 +1506,7 @@ HOLDER = """
 import sys
 from alpineagents.store import FileStore, SQLiteStore
 from alpineagents.types import Message
-store = FileStore(sys.argv[2]) if sys.argv[1] == "file" else SQLiteStore(sys.argv[2])
+store = eval(sys.argv[1])
 state = store.load("held")
 state.add_message(Message.user("from the other process"))
 store.save(state)
@@ -1415,13 +1524,16 @@ def test_a_second_process_gets_a_clear_error(store: Store) -> None:
     store.save(state)
     del state
     gc.collect()  # this process drops the State, and with it its lock
-    kind = "file" if isinstance(store, FileStore) else "sqlite"
-    path = str(store._root) if isinstance(store, FileStore) else store._given  # pyright: ignore
     other = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, kind, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, kind_of(store).opener(store)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
-        assert other.stdout is not None and other.stdout.readline() == "holding\n"
+        assert other.stdout is not None
+        assert select.select([other.stdout], [], [], 60)[0], "the other process did not report within 60 s"
+        assert other.stdout.readline() == "holding\n"
         mine = store.load("held")
         mine.add_message(Message.user("from this process"))
         with pytest.raises(store_module.StateLockedError, match="is being written by another process") as error:
