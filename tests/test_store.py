@@ -1764,3 +1764,30 @@ def test_importing_the_package_does_not_load_sqlite3() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "False\n"
+
+
+def _save_then_exit_with_whether_it_was_refused(store: Store, state: State) -> None:
+    state.add_message(Message.user("from the child"))
+    try:
+        store.save(state)
+    except store_module.StateLockedError:
+        raise SystemExit(0) from None
+    raise SystemExit(1)
+
+
+def test_a_multiprocessing_fork_child_cannot_write_a_state_its_parent_holds(store: Store) -> None:
+    import multiprocessing
+
+    state = State(id="held", messages=[Message.user("hi")])
+    store.save(state)
+    child = multiprocessing.get_context("fork").Process(
+        target=_save_then_exit_with_whether_it_was_refused, args=(store, state)
+    )
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+        child.join(timeout=10)
+        raise AssertionError("the child process did not finish within 60 s")
+    assert child.exitcode == 0  # StateLockedError
+    assert texts(reopen(store).load("held")) == ["hi"]
