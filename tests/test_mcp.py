@@ -17,7 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
 from mcp.types import CallToolResult, ImageContent, TextContent
@@ -561,3 +563,37 @@ def test_a_connection_open_when_the_process_forks_is_lost_in_the_child() -> None
         "connection belongs to the process that opened it) | again"
     )
     assert local._conn is None
+
+
+# --- servers that describe themselves badly --------------------------------------------------------------------
+
+
+def _lowlevel(tools: list[types.Tool], cursor: str | None = None) -> Server:
+    """An in-process server that lists `tools` (with `cursor` as the next page's cursor) and answers every call."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools, next_cursor=cursor)
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"ran {params.name}")])
+
+    return Server("odd", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+@pytest.mark.timeout(30)
+def test_a_server_that_repeats_its_tool_list_cursor_cannot_connect() -> None:
+    odd = MCP(server=_lowlevel([types.Tool(name="t", input_schema={"type": "object"})], cursor="again"), name="odd")
+    agent = _agent(["never"], [odd])
+    with pytest.raises(MCPConnectionError) as info:
+        agent.run("go")
+    assert str(info.value).endswith("ValueError: the server sent the tool-list cursor 'again' twice")
+    assert odd._conn is None
+
+
+def test_a_malformed_required_list_from_a_server_is_left_to_the_server() -> None:
+    schema = {"type": "object", "required": [1, "a"]}  # a name that is not a string: only "a" is checked here
+    odd = MCP(server=_lowlevel([types.Tool(name="t", input_schema=schema)]), name="odd")
+    agent = _agent([tool_call("odd__t", b=1), tool_call("odd__t", a=1), "done"], [odd])
+    state = task("go")
+    assert agent.run(state) == "done"
+    assert [entry.content for entry in results(state)] == ["(input error: missing required arguments: a)", "ran t"]

@@ -216,8 +216,9 @@ class MCPTool(Tool):
             ToolError: The server answered with an error (a protocol error or an error result).
             MCPConnectionError: The server is not connected, or the connection broke during the call.
         """
-        required = self.input_schema.get("required") or []
-        missing = [name for name in required if name not in args]
+        required = self.input_schema.get("required")
+        names = required if isinstance(required, list) else []  # the server describes its own tools: trust no shape
+        missing = [name for name in names if isinstance(name, str) and name not in args]
         if missing:
             raise ToolInputError(f"missing required arguments: {', '.join(missing)}")
         conn = self.server._conn

@@ -91,15 +91,23 @@ def _innermost(error: BaseException) -> BaseException:
 
 
 async def _list_tools(client: Any) -> list[Any]:
-    """Every tool of the server, following the pagination cursors until none is returned."""
+    """Every tool of the server, following the pagination cursors until none is returned.
+
+    Raises:
+        ValueError: The server sent a cursor it had sent before (following it would never end).
+    """
     tools: list[Any] = []
     cursor = None
+    seen: set[str] = set()
     while True:
         listed = await client.list_tools(cursor=cursor)
         tools.extend(listed.tools)
         cursor = listed.next_cursor
         if not cursor:
             return tools
+        if cursor in seen:
+            raise ValueError(f"the server sent the tool-list cursor {cursor!r} twice")
+        seen.add(cursor)
 
 
 def describe(error: BaseException) -> str:
