@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from alpineagents import store as store_module
-from alpineagents._readlog import entries_from_dicts
+from alpineagents._history.decode import entries_from_dicts
 from alpineagents.agent import Agent
 from alpineagents.loop import default_loop
 from alpineagents.state import State

@@ -16,7 +16,7 @@ from typing import Any
 
 import test_serial as ts
 from alpineagents import _serial
-from alpineagents._readlog import entries_from_dicts
+from alpineagents._history.decode import entries_from_dicts
 from alpineagents.types import (
     Message,
     MessageEntry,

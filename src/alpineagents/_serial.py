@@ -10,32 +10,30 @@ values are frozen again, and a loaded value compares equal to the saved one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NotRequired, TypedDict
 
+from alpineagents._history.decode import (
+    agent_info_from_dict,
+    entry_from_dict,
+    message_from_dict,
+    stopped_from_dict,
+    time_from_str,
+    usage_from_dict,
+)
 from alpineagents._history.json_values import answer, plain
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
-    ContextChange,
-    ContextChangeEntry,
     ErrorEntry,
-    Exchange,
     ExchangeEntry,
     ExtraDataEntry,
     HistoryEntry,
     Image,
     Message,
-    MessageEntry,
-    ModelEvent,
-    ModelEventEntry,
-    ModelReplyEntry,
-    ModelRequestEntry,
     RawBlock,
-    Reply,
     RunStartEntry,
-    StopEntry,
     Stopped,
     StoppedByFinish,
     StoppedByLimit,
@@ -43,7 +41,6 @@ from alpineagents.types import (
     StoppedByUntil,
     TextBlock,
     ToolCall,
-    ToolOutcomeKind,
     ToolResultBlock,
     ToolResultEntry,
     Usage,
@@ -91,8 +88,6 @@ class InfoDict(TypedDict):
     finished: bool
     parent_id: NotRequired[str | None]
 
-
-_fromiso = datetime.fromisoformat
 
 _INFO_KEYS = ("first_message", "created_at", "updated_at", "turn", "stopped", "finished")
 
@@ -188,75 +183,12 @@ def info_from_dict(state_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Small checked readers (a wrong type is a damaged entry; entry_from_dict wraps these TypeErrors)
-
-
-def _int(value: Any, name: str) -> int:
-    if type(value) is not int:
-        raise TypeError(f"{name} is not an integer (got: {type(value).__name__})")
-    return value
-
-
-def _opt_int(value: Any, name: str) -> int | None:
-    return None if value is None else _int(value, name)
-
-
-def _str(value: Any, name: str) -> str:
-    if type(value) is not str:
-        raise TypeError(f"{name} is not a string (got: {type(value).__name__})")
-    return value
-
-
-def _opt_str(value: Any, name: str) -> str | None:
-    return None if value is None else _str(value, name)
-
-
-def _list(value: Any, name: str) -> list[Any]:
-    if type(value) is not list:
-        raise TypeError(f"{name} is not a list (got: {type(value).__name__})")
-    return value  # pyright: ignore[reportUnknownVariableType]
-
-
-def _dict(value: Any, name: str) -> Mapping[str, Any]:
-    if type(value) is dict:
-        return value  # pyright: ignore[reportUnknownVariableType]
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name} is not an object (got: {type(value).__name__})")
-    return value  # pyright: ignore[reportUnknownVariableType]
-
-
-def _bool(value: Any, name: str) -> bool:
-    if type(value) is not bool:
-        raise TypeError(f"{name} is not true or false (got: {type(value).__name__})")
-    return value
-
-
-def _strs(value: Any, name: str) -> tuple[str, ...]:
-    items = _list(value, name)
-    for item in items:
-        _str(item, f"an item of {name}")
-    return tuple(items)
-
-
-# ---------------------------------------------------------------------------------------------------------------
 # Times, usage, calls, stops, agent info
 
 
 def time_to_str(at: datetime) -> str:
     """`at.isoformat()`, e.g. `"2026-01-01T09:00:00+00:00"`."""
     return at.isoformat()
-
-
-def time_from_str(text: str) -> datetime:
-    """`datetime.fromisoformat(text)`: a `+00:00` stamp reads back with `tzinfo is timezone.utc`.
-
-    Raises:
-        TypeError: `text` is not a string.
-        ValueError: `text` is not an ISO time.
-    """
-    if type(text) is not str:
-        raise TypeError(f"a time is not a string (got: {type(text).__name__})")
-    return datetime.fromisoformat(text)
 
 
 def usage_to_dict(usage: Usage) -> dict[str, Any]:
@@ -271,41 +203,8 @@ def usage_to_dict(usage: Usage) -> dict[str, Any]:
     }
 
 
-def usage_from_dict(data: Mapping[str, Any]) -> Usage:
-    """A `Usage` from its object; absent counts take the `Usage` defaults."""
-    data = _dict(data, "usage")
-    get = data.get
-    i, o, r, w, n, cost = (
-        get("input_tokens", 0),
-        get("output_tokens", 0),
-        get("cache_read_tokens", 0),
-        get("cache_write_tokens", 0),
-        get("requests", 0),
-        get("cost"),
-    )
-    if type(i) is not int or type(o) is not int or type(r) is not int or type(w) is not int or type(n) is not int:
-        for name, value in (("input_tokens", i), ("output_tokens", o), ("cache_read_tokens", r)):
-            _int(value, name)
-        _int(w, "cache_write_tokens")
-        _int(n, "requests")
-    if cost is not None and (type(cost) is bool or not isinstance(cost, (int, float))):
-        raise TypeError(f"usage cost is not a number (got: {type(cost).__name__})")
-    return Usage(i, o, r, w, n, cost)
-
-
 def _call_to_dict(call: ToolCall) -> dict[str, Any]:
     return {"name": call.name, "args": plain(call.args, f"tool call {call.name} args"), "id": call.id}
-
-
-def _call_from_dict(data: Any) -> ToolCall:
-    if type(data) is not dict:
-        data = _dict(data, "call")
-    name, args, call_id = data["name"], data["args"], data["id"]
-    if type(name) is not str or type(call_id) is not str or type(args) is not dict:
-        _str(name, "call name")
-        _dict(args, "call args")
-        _str(call_id, "call id")
-    return ToolCall(name, args, call_id)
 
 
 def stopped_to_dict(stopped: Stopped | None) -> dict[str, Any] | None:
@@ -332,27 +231,6 @@ def stopped_to_dict(stopped: Stopped | None) -> dict[str, Any] | None:
     raise TypeError(f"cannot save a stop reason of type {cls.__name__}")
 
 
-def stopped_from_dict(data: Mapping[str, Any] | None) -> Stopped | None:
-    """The stop value of a stop object (`None` for `null`).
-
-    Raises:
-        ValueError: `unknown stop kind {kind!r}`.
-    """
-    if data is None:
-        return None
-    data = _dict(data, "stop")
-    kind = data["kind"]
-    if kind == "until":
-        return StoppedByUntil(_str(data["name"], "stop name"))
-    if kind == "limit":
-        return StoppedByLimit(_int(data["turns"], "stop turns"))
-    if kind == "finish":
-        return StoppedByFinish(data.get("answer"))
-    if kind == "permission":
-        return StoppedByPermission(_call_from_dict(data["call"]), _str(data["permission"], "stop permission"))
-    raise ValueError(f"unknown stop kind {kind!r}")
-
-
 def agent_info_to_dict(info: AgentInfo) -> dict[str, Any]:
     """The agent object of a `run_start` entry."""
     return {
@@ -364,18 +242,6 @@ def agent_info_to_dict(info: AgentInfo) -> dict[str, Any]:
     }
 
 
-def agent_info_from_dict(data: Mapping[str, Any]) -> AgentInfo:
-    """An `AgentInfo` from its agent object."""
-    data = _dict(data, "agent info")
-    return AgentInfo(
-        name=_opt_str(data["name"], "agent name"),
-        model=_str(data["model"], "agent model"),
-        system_sha256=_opt_str(data["system_sha256"], "agent system_sha256"),
-        tools=_strs(data["tools"], "agent tools"),
-        mcp_servers=_strs(data["mcp_servers"], "agent mcp_servers"),
-    )
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Blocks and messages
 
@@ -384,32 +250,12 @@ def _image_to_dict(image: Image) -> dict[str, Any]:
     return {"type": "image", "media_type": image.media_type, "data": image.base64}
 
 
-def _image_from_dict(data: Mapping[str, Any]) -> Image:
-    return Image.from_base64(_str(data["data"], "image data"), _str(data["media_type"], "image media_type"))
-
-
 def _result_to_json(content: Any) -> Any:
     if type(content) is str:
         return content
     return [
         _image_to_dict(block) if isinstance(block, Image) else {"type": "text", "text": block.text} for block in content
     ]
-
-
-def _result_from_json(content: Any) -> str | tuple[TextBlock | Image, ...]:
-    if type(content) is str:
-        return content
-    blocks: list[TextBlock | Image] = []
-    for item in _list(content, "tool result content"):
-        item = _dict(item, "a tool result block")
-        kind = item["type"]
-        if kind == "text":
-            blocks.append(TextBlock(_str(item["text"], "text")))
-        elif kind == "image":
-            blocks.append(_image_from_dict(item))
-        else:
-            raise ValueError(f"unknown message block type {kind!r}")
-    return tuple(blocks)
 
 
 def _block_to_dict(block: Any) -> dict[str, Any]:
@@ -438,34 +284,6 @@ def _block_to_dict(block: Any) -> dict[str, Any]:
     raise TypeError(f"cannot save a message block of type {cls.__name__}")
 
 
-def block_from_dict(data: Any) -> Any:
-    if type(data) is not dict:
-        data = _dict(data, "a message block")
-    kind = data["type"]
-    if kind == "text":
-        text = data["text"]
-        return TextBlock(text if type(text) is str else _str(text, "text"))
-    if kind == "tool_call":
-        name, args, call_id = data["name"], data["args"], data["id"]
-        if type(name) is not str or type(call_id) is not str or type(args) is not dict:
-            _str(name, "call name")
-            _dict(args, "call args")
-            _str(call_id, "call id")
-        return ToolCall(name, args, call_id)
-    if kind == "tool_result":
-        return ToolResultBlock(
-            _str(data["call_id"], "call_id"),
-            _result_from_json(data["content"]),
-            _str(data["name"], "name"),
-            _bool(data["is_error"], "is_error"),
-        )
-    if kind == "image":
-        return _image_from_dict(data)
-    if kind == "raw":
-        return RawBlock(_str(data["provider"], "provider"), _dict(data["data"], "raw data"))
-    raise ValueError(f"unknown message block type {kind!r}")
-
-
 def message_to_dict(message: Message) -> dict[str, Any]:
     """The message object; `stop_reason` only when it is set.
 
@@ -480,21 +298,6 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     if message.stop_reason is not None:
         result["stop_reason"] = message.stop_reason
     return result
-
-
-def message_from_dict(data: Mapping[str, Any]) -> Message:
-    """A `Message` from its object (`stop_reason` is `None` without the key)."""
-    if type(data) is not dict:
-        data = _dict(data, "message")
-    role, content, tokens, stop_reason = data["role"], data["content"], data["tokens"], data.get("stop_reason")
-    if type(role) is not str or type(content) is not list:
-        _str(role, "role")
-        _list(content, "message content")
-    if tokens is not None and type(tokens) is not int:
-        _int(tokens, "tokens")
-    if stop_reason is not None and type(stop_reason) is not str:
-        _str(stop_reason, "stop_reason")
-    return Message(role, tuple([block_from_dict(block) for block in content]), tokens, stop_reason)  # pyright: ignore
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -580,157 +383,3 @@ def entry_to_dict(entry: HistoryEntry, seq: int) -> dict[str, Any]:
         if entry.removed:
             result["removed"] = list(entry.removed)
     return result
-
-
-def _read_message(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    return MessageEntry(kind=kind, content=_result_from_json(d["content"]), turn=turn, at=at)  # pyright: ignore
-
-
-def _read_request(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    content = d["content"]
-    return ModelRequestEntry(content=content if type(content) is str else _str(content, "content"), turn=turn, at=at)
-
-
-def _read_reply(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    c = d["content"]
-    if type(c) is not dict:
-        c = _dict(c, "content")
-    context_tokens, stop_reason, model = c["context_tokens"], c["stop_reason"], c["model"]
-    if context_tokens is not None and type(context_tokens) is not int:
-        _int(context_tokens, "context_tokens")
-    if (stop_reason is not None and type(stop_reason) is not str) or (model is not None and type(model) is not str):
-        _opt_str(stop_reason, "stop_reason")
-        _opt_str(model, "model")
-    reply = Reply(message_from_dict(c["message"]), usage_from_dict(c["usage"]), context_tokens, stop_reason, model)
-    return ModelReplyEntry(content=reply, turn=turn, at=at)
-
-
-def _read_event(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    c = _dict(d["content"], "content")
-    event = ModelEvent(_str(c["kind"], "event kind"), _str(c["message"], "event message"), _dict(c["data"], "data"))
-    return ModelEventEntry(content=event, turn=turn, at=at)
-
-
-def _read_result(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    call = d.get("call")
-    if call is None:
-        raise ValueError("a saved tool_result history entry has no call")
-    usage = d.get("usage")
-    outcome = OUTCOMES.get(d["outcome"]) or ToolOutcomeKind(d["outcome"])
-    late = d.get("late", False)
-    return ToolResultEntry(
-        content=_result_from_json(d["content"]),
-        call=_call_from_dict(call),
-        outcome=outcome,
-        late=late if type(late) is bool else _bool(late, "late"),
-        child_ids=_strs(d["child_ids"], "child_ids") if "child_ids" in d else (),
-        usage=None if usage is None else usage_from_dict(usage),
-        turn=turn,
-        at=at,
-    )
-
-
-def _read_exchange(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    c = _dict(d["content"], "content")
-    usage = d.get("usage")
-    return ExchangeEntry(
-        kind=kind,  # pyright: ignore[reportArgumentType]
-        content=Exchange(_str(c["question"], "question"), c["answer"]),
-        usage=None if usage is None else usage_from_dict(usage),
-        turn=turn,
-        at=at,
-    )
-
-
-def _read_change(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    c = _dict(d["content"], "content")
-    usage = c["usage"]
-    change = ContextChange(
-        _str(c["kind"], "change kind"),  # pyright: ignore[reportArgumentType]
-        _int(c["before_tokens"], "before_tokens"),
-        _int(c["after_tokens"], "after_tokens"),
-        _opt_str(c["summary"], "summary"),
-        _int(c["kept"], "kept"),
-        _strs(c["cleared"], "cleared"),
-        tuple(message_from_dict(m) for m in _list(c["messages"], "messages")),
-        _opt_int(c["restored_to"], "restored_to"),
-        None if usage is None else usage_from_dict(usage),
-    )
-    return ContextChangeEntry(content=change, turn=turn, at=at)
-
-
-def _read_run_start(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    return RunStartEntry(
-        content=agent_info_from_dict(d["content"]),
-        parent_id=_opt_str(d.get("parent_id"), "parent_id"),
-        parent_call_id=_opt_str(d.get("parent_call_id"), "parent_call_id"),
-        turn=turn,
-        at=at,
-    )
-
-
-def _read_stop(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    return StopEntry(content=stopped_from_dict(d["content"]), turn=turn, at=at)
-
-
-def _read_extra(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    removed = d.get("removed")
-    return ExtraDataEntry(
-        content=_dict(d["content"], "content"),
-        removed=() if removed is None else _strs(removed, "removed"),
-        turn=turn,
-        at=at,
-    )
-
-
-def _read_error(d: Mapping[str, Any], kind: str, turn: int, at: datetime) -> HistoryEntry:
-    call = d.get("call")
-    return ErrorEntry(
-        content=_str(d["content"], "content"),
-        call=None if call is None else _call_from_dict(call),
-        turn=turn,
-        at=at,
-    )
-
-
-OUTCOMES: dict[Any, ToolOutcomeKind] = {kind.value: kind for kind in ToolOutcomeKind}
-
-_READERS: dict[str, Callable[[Mapping[str, Any], str, int, datetime], HistoryEntry]] = {
-    "user": _read_message,
-    "notice": _read_message,
-    "model_request": _read_request,
-    "model_reply": _read_reply,
-    "model_event": _read_event,
-    "tool_result": _read_result,
-    "ask": _read_exchange,
-    "human": _read_exchange,
-    "context_change": _read_change,
-    "run_start": _read_run_start,
-    "stop": _read_stop,
-    "extra_data": _read_extra,
-    "error": _read_error,
-}
-
-
-def entry_from_dict(data: Mapping[str, Any]) -> HistoryEntry:
-    """The history entry of one saved JSON object (06 §8.6). Unknown keys are ignored; `error` is `None`.
-
-    Raises:
-        ValueError: An unknown kind, stop kind, block type or outcome; a `tool_result` without a call; a bad time,
-            base64 or image type; or `saved history entry {seq!r} is damaged (...)` for a missing key or a value
-            of the wrong type.
-    """
-    try:
-        reader = _READERS.get(data["kind"])
-        if reader is None:
-            raise ValueError(f"unknown history entry kind {data['kind']!r}")
-        turn = data["turn"]
-        if type(turn) is not int:
-            raise TypeError(f"turn is not an integer (got: {type(turn).__name__})")
-        at = data["at"]
-        if type(at) is not str:
-            raise TypeError(f"at is not a string (got: {type(at).__name__})")
-        return reader(data, data["kind"], turn, _fromiso(at))
-    except (KeyError, TypeError, AttributeError, IndexError) as error:
-        seq = data.get("seq") if isinstance(data, Mapping) else None
-        raise ValueError(f"saved history entry {seq!r} is damaged ({type(error).__name__}: {error})") from error

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from alpineagents._async import blocks_event_loop, run_in_thread
-from alpineagents._readlog import entries_from_dicts
+from alpineagents._history.decode import entries_from_dicts
 from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
 from alpineagents._stores import files
 from alpineagents._stores.batch import check_write, entries_to_add
