@@ -20,7 +20,7 @@ import pytest
 
 from alpineagents import _runner
 from alpineagents._turn.context import RunContext
-from alpineagents._scope import CALL_SCOPE
+from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents.agent import Agent
 from alpineagents.errors import PermissionWarning, ToolError, ToolInputError
 from alpineagents.permissions import (

@@ -1,14 +1,19 @@
-"""How one turn's tool calls run (04 §11–§12, 07 §1.4–§1.6).
+"""How one turn's tool calls run.
 
 `run_tool_calls(state, tools, context)` and `await arun_tool_calls(state, tools, context)` close every pending
 call of `state`: input errors first, then the permission phase (when `context.permissions` is not `None`), then the
 parallel group (daemon worker threads, at most 32 at once; under `arun_tool_calls` async tools run as Tasks on the
 loop), then the serial group; the first tool exception in completion order is re-raised with a note.
 
+That order is written once, as the generator `_steps`: it yields each thing a turn waits for (the next finished
+calls, a save, a permission decision, one pass of the event loop) and the two entry points perform them, one by
+blocking and one by awaiting. Nothing else differs between them.
+
 All records and Reporter calls happen on the calling thread (the loop thread for the async twin); worker threads
 only run tools and format their results. Each call gets a daemon worker thread of its own; a worker whose call
-ended parks for a few seconds and may take a later call (starting a thread costs more than a turn's whole budget). Fixed internal names (04 §12): `_Job`, `_Executor.submit` (looked up on
-the class at call time), `_finish`.
+ended parks for a few seconds and may take a later call (starting a thread costs more than a turn's whole budget).
+Names other modules and tests use directly: `_Job`, `_Executor.submit` (looked up on the class at call time, so a
+replacement takes effect), `_finish`.
 """
 
 from __future__ import annotations
@@ -17,41 +22,41 @@ import asyncio
 import contextvars
 import functools
 import inspect
-import os
 import threading
 import types
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import CancelledError as FutureCancelledError
 from concurrent.futures import Future
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
 
-from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
 from alpineagents._frozen import thaw
-from alpineagents._scope import CALL_SCOPE, CallScope
+from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
+from alpineagents._tools.scope import CALL_SCOPE, CallScope, RunSettings
+from alpineagents._turn.workers import WorkerPool
 from alpineagents.errors import ToolError, ToolInputError
 from alpineagents.tool import Tool, format_result, invalid_args_message
-from alpineagents.types import INVALID_ARGS_KEY, ToolCall, ToolOutcome, ToolOutcomeKind, format_call
+from alpineagents.types import INVALID_ARGS_KEY, ToolCall, ToolOutcome, ToolOutcomeKind, ToolResultContent, format_call
 
 if TYPE_CHECKING:
+    from alpineagents.permissions import Decision
+    from alpineagents.reporter import Reporter
     from alpineagents.state import State
+    from alpineagents.store import Store
 
 __all__ = ["run_tool_calls", "arun_tool_calls", "MAX_WORKERS"]
 
 MAX_WORKERS = 32
-"""At most this many tools run on worker threads at once (04 §11.1)."""
+"""At most this many tools run on worker threads at once; the others start as slots free up."""
 
+# Module-level copies of the enum members read for every call (an enum member read costs ~0.15 µs each on 3.11).
 _DONE = ToolOutcomeKind.DONE
 _ERROR = ToolOutcomeKind.ERROR
 _INPUT_ERROR = ToolOutcomeKind.INPUT_ERROR
-_ABORTED = ToolOutcomeKind.ABORTED
-_INTERRUPTED = ToolOutcomeKind.INTERRUPTED
-_DENIED = ToolOutcomeKind.DENIED
-_CANCELLED = ToolOutcomeKind.CANCELLED
-_INPUT_ERROR_OUTCOME = ToolOutcome(_INPUT_ERROR)
 _DONE_OUTCOME = ToolOutcome(_DONE)
 _ERROR_OUTCOME = ToolOutcome(_ERROR)
+_INPUT_ERROR_OUTCOME = ToolOutcome(_INPUT_ERROR)
 
 _HANDOFF = threading.Lock()
 """Makes "the result arrived" and "the waiter gave up on the call" one atomic decision per job."""
@@ -87,10 +92,10 @@ class _Job:
     future: Future[Any] | None
     error: BaseException | None
     runner: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None
-    handed: tuple[Any, BaseException | None] | None
+    handed: tuple[ToolResultContent | None, BaseException | None] | None
     notify: Callable[[_Job], None] | None
 
-    def __init__(self, call: ToolCall, tool: Tool | None = None, context: Any = None) -> None:
+    def __init__(self, call: ToolCall, tool: Tool | None = None, context: RunSettings | None = None) -> None:
         self.call = call
         self.tool = tool
         self.context = context
@@ -106,7 +111,7 @@ class _Job:
 # --- running one tool (worker thread or Task) ----------------------------------------------------------------
 
 
-def _error_result(job: _Job, error: Exception) -> Any:
+def _error_result(job: _Job, error: Exception) -> str:
     if isinstance(error, ToolError):
         job.outcome = _ERROR
         job.error = error
@@ -160,7 +165,7 @@ def _work(job: _Job, state: State) -> tuple[Any, BaseException | None]:
             value = tool.run(thaw(job.call.args), state)
             if type(value) not in _PLAIN and inspect.isawaitable(value):
                 value = _drive(job, value)
-            content: Any = format_result(value)
+            content: ToolResultContent = format_result(value)
         except (ToolError, ToolInputError) as error:
             content = _error_result(job, error)
     except BaseException as error:  # noqa: BLE001 - handed to the calling thread unchanged
@@ -178,7 +183,7 @@ async def _task_body(job: _Job, state: State, arrivals: _Arrivals) -> None:
             value = tool.run(thaw(job.call.args), state)
             if type(value) is _COROUTINE or inspect.isawaitable(value):  # the exact-type test is the cheap common case
                 value = await value
-            content: Any = format_result(value)
+            content: ToolResultContent = format_result(value)
         except (ToolError, ToolInputError) as error:
             content = _error_result(job, error)
     except BaseException as error:  # noqa: BLE001 - handed to the loop unchanged (CancelledError included)
@@ -187,7 +192,9 @@ async def _task_body(job: _Job, state: State, arrivals: _Arrivals) -> None:
     _settle(job, state, arrivals, content, None)
 
 
-def _settle(job: _Job, state: State, arrivals: _Arrivals, content: Any, error: BaseException | None) -> None:
+def _settle(
+    job: _Job, state: State, arrivals: _Arrivals, content: ToolResultContent | None, error: BaseException | None
+) -> None:
     if job.abandoned:  # only ever set on this (the loop) thread
         _record_late(job, state, content, error)
         return
@@ -219,7 +226,10 @@ class _Outcome:
         return self.value
 
 
-def _complete(job: _Job, state: State, content: Any, error: BaseException | None) -> None:
+def _complete(job: _Job, state: State, result: tuple[ToolResultContent | None, BaseException | None]) -> None:
+    """Hand a worker's result to the waiter (the job's future, then `job.notify`), or record it as late when the
+    waiter gave up on the call."""
+    content, error = result
     future = job.future
     with _HANDOFF:
         late = job.abandoned
@@ -235,72 +245,21 @@ def _complete(job: _Job, state: State, content: Any, error: BaseException | None
         job.notify(job)
 
 
-def _record_late(job: _Job, state: State, content: Any, error: BaseException | None) -> None:
-    """A call nobody waited for ended: record its result (04 §11.5 "Late results")."""
+def _record_late(job: _Job, state: State, content: ToolResultContent | None, error: BaseException | None) -> None:
+    """A call nobody waited for ended: record its result as a late result (or as the call's own result when the
+    very same call is still pending). A call dropped before it started, or a coroutine that ended in the cancel it
+    was sent, records nothing."""
     if job.dropped:
         return
     if error is None:
+        assert content is not None  # a call that returned has its formatted result
         state._late_result(job.call, content, job.outcome, error=job.error)
         return
     if job.cancel_sent and isinstance(error, asyncio.CancelledError):
         return
     text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    outcome = _INTERRUPTED if is_interrupt(error) else _ABORTED
+    outcome = ToolOutcomeKind.INTERRUPTED if is_interrupt(error) else ToolOutcomeKind.ABORTED
     state._late_result(job.call, f"(exception: {text})", outcome, error=error)
-
-
-class _Worker:
-    """A daemon worker thread that runs one job at a time and parks (idle) between jobs for a few seconds."""
-
-    __slots__ = ("wake", "task")
-
-    def __init__(self, task: tuple[contextvars.Context, _Job, State]) -> None:
-        self.wake = threading.Lock()
-        self.wake.acquire()
-        self.task: tuple[contextvars.Context, _Job, State] | None = task
-
-
-_IDLE: list[_Worker] = []
-_IDLE_LOCK = threading.Lock()
-_IDLE_SECONDS = 10.0
-
-
-def _forget_workers() -> None:
-    """In a forked child the parked workers do not exist: start afresh."""
-    global _IDLE_LOCK
-    _IDLE.clear()
-    _IDLE_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_workers)
-
-
-def _worker_main(worker: _Worker) -> None:
-    while True:
-        task = worker.task
-        worker.task = None
-        if task is not None:
-            context, job, state = task
-            content, error = context.run(_work, job, state)
-            del task, context
-            # Park first, then complete: the waiting thread wakes while this one is about to block, so the two
-            # do not contend for the GIL. A submit may take this worker before the completion below; its job is
-            # read on the next pass.
-            with _IDLE_LOCK:
-                _IDLE.append(worker)
-            _complete(job, state, content, error)
-            del job, state, content, error
-        else:
-            with _IDLE_LOCK:
-                _IDLE.append(worker)
-        if worker.wake.acquire(timeout=_IDLE_SECONDS):
-            continue
-        with _IDLE_LOCK:
-            if worker in _IDLE:
-                _IDLE.remove(worker)
-                return
-        worker.wake.acquire()  # taken by a submit right at the timeout: its job is on the way
 
 
 class _Executor:
@@ -316,16 +275,11 @@ class _Executor:
     def submit(self, job: _Job, state: State) -> None:
         """Set `job.future`, then run the tool on a daemon worker thread in a copy of the caller's contextvars."""
         job.future = Future()
-        task = (contextvars.copy_context(), job, state)
-        with _IDLE_LOCK:
-            worker = _IDLE.pop() if _IDLE else None
-        if worker is not None:
-            worker.task = task
-            worker.wake.release()
-            return
-        thread = threading.Thread(target=_worker_main, args=(_Worker(task),), name="alpineagents-tool", daemon=True)
-        thread.start()
+        _WORKERS.start(contextvars.copy_context(), job, state)
 
+
+_WORKERS = WorkerPool(_work, _complete)
+"""The worker threads of every turn (`_Executor.submit` hands jobs to them)."""
 
 _SUBMIT = _Executor.submit
 """The executor's own `submit`, whose worker notifies the waiter itself (no done-callback on the future)."""
@@ -337,12 +291,17 @@ _EXECUTOR = _Executor(MAX_WORKERS)
 # --- recording -----------------------------------------------------------------------------------------------
 
 
-def _finish(state: State, reporter: Any, job: _Job, failures: list[Any]) -> None:
-    """Record one job whose future is done, on the calling thread (04 §11.3, §11.4)."""
+def _finish(state: State, reporter: Reporter | None, job: _Job, failures: list[_Job]) -> None:
+    """Record one job whose future is done, on the calling thread.
+
+    A result is recorded only if its call is still pending (one atomic step), then `on_tool_end` follows when the
+    job was announced. An exception is recorded as an `error` entry with the call, and the job joins `failures`
+    (once); the call stays pending. Finishing a job twice, or one whose future is not done, does nothing.
+    """
     if job.finished:
         return
     future = job.future
-    content: Any
+    content: ToolResultContent | None
     if type(future) is _Outcome:  # a Task's result, already on this thread: no lock to take
         error = future.error
         content = future.value
@@ -361,6 +320,7 @@ def _finish(state: State, reporter: Any, job: _Job, failures: list[Any]) -> None
     job.finished = True
     call = job.call
     if error is None:
+        assert content is not None
         outcome = job.outcome
         recorded = state._tool_result(call, content, outcome, error=job.error, if_pending=True)
         if recorded and job.announced and reporter is not None:
@@ -383,8 +343,11 @@ def _raise_first(failures: list[_Job]) -> None:
     raise error
 
 
-def _input_errors(state: State, tools: Any, context: Any, reporter: Any, calls: tuple[ToolCall, ...]) -> list[_Job]:
-    """Step 1: close unknown tools and unreadable arguments; return the jobs of the other calls."""
+def _input_errors(
+    state: State, tools: Mapping[str, Tool], context: RunSettings, calls: tuple[ToolCall, ...]
+) -> list[_Job]:
+    """Close the calls to unknown tools and with unreadable arguments; return the jobs of the other calls."""
+    reporter = context.reporter
     jobs: list[_Job] = []
     for call in calls:
         tool = tools.get(call.name)
@@ -404,97 +367,178 @@ def _input_errors(state: State, tools: Any, context: Any, reporter: Any, calls: 
     return jobs
 
 
-def _apply_decision(state: State, reporter: Any, job: _Job, decision: Any) -> bool | None:
-    """Record one permission decision (07 §1.5). True: allowed; False: refused; None: the turn was stopped."""
-    from alpineagents.permissions import Allowed
+def _apply_decision(state: State, reporter: Reporter | None, job: _Job, decision: Decision) -> bool | None:
+    """Record one permission decision. True: allowed; False: refused; None: the turn was stopped.
+
+    A refusal is recorded as a `denied` result, then `on_tool_end` follows. A refusal with `stop=True` closes the
+    whole turn in one atomic step (this call denied, every other pending call cancelled, the stop recorded), and
+    only then are the Reporter's `on_tool_end` calls made, the denied call first.
+    """
+    from alpineagents.permissions import Allowed  # lazy: permissions imports the tool layer this module sits on
 
     verdict = decision.verdict
     if isinstance(verdict, Allowed):
         return True
     call = job.call
     decided_by = decision.decided_by
+    denied = ToolOutcome(ToolOutcomeKind.DENIED, decision.error, decided_by)
     if verdict.stop:
+        assert decided_by is not None  # a stop is always some permission's verdict
         cancelled = state._stop_turn(call, verdict.reason, decided_by)
         if reporter is not None:
-            reporter.on_tool_end(state, call, verdict.reason, ToolOutcome(_DENIED, decision.error, decided_by))
+            reporter.on_tool_end(state, call, verdict.reason, denied)
             for other in cancelled:
-                reporter.on_tool_end(state, other, STOPPED_TURN, ToolOutcome(_CANCELLED, None, decided_by))
+                reporter.on_tool_end(
+                    state, other, STOPPED_TURN, ToolOutcome(ToolOutcomeKind.CANCELLED, None, decided_by)
+                )
         return None
-    recorded = state._tool_result(call, verdict.reason, _DENIED, error=decision.error, if_pending=True)
+    recorded = state._tool_result(call, verdict.reason, ToolOutcomeKind.DENIED, error=decision.error, if_pending=True)
     if recorded and reporter is not None:
-        reporter.on_tool_end(state, call, verdict.reason, ToolOutcome(_DENIED, decision.error, decided_by))
+        reporter.on_tool_end(state, call, verdict.reason, denied)
     return False
 
 
-def _owners(context: Any) -> Any:
-    return getattr(context, "owners", None) or None
+# --- one turn, written once ----------------------------------------------------------------------------------
+#
+# `_steps` yields what the turn waits for; the driver performs it and sends back the answer, or throws in what it
+# raised (a save that failed, Ctrl+C, the cancellation of the task). A `_Job` yielded asks for the permission
+# decision about its call.
+
+_WAIT = "wait for the next finished calls"  # answer: a non-empty list of jobs
+_SAVE = "save the State"  # answer: None
+_PASS = "let the event loop run once"  # answer: None (only yielded under arun_tool_calls)
+
+_Action = _Job | str
+_Steps = Generator[_Action, Any, None]
 
 
-# --- the sync driver -----------------------------------------------------------------------------------------
-
-
-def run_tool_calls(state: State, tools: Any, context: Any) -> None:
-    """Close every pending call of `state` (04 §11.2 steps 1–6): input errors, permissions, parallel, serial.
-
-    Re-raises the first tool exception (in completion order) with the note `exception raised in tool ...`.
-    """
-    calls = state.pending_calls
-    if not calls:
-        return
-    reporter = getattr(context, "reporter", None)
-    store = getattr(context, "store", None)
-    jobs = _input_errors(state, tools, context, reporter, calls)
-    permissions = getattr(context, "permissions", None)
-    if jobs and permissions is not None:
-        from alpineagents.permissions import decide
-
-        owners = _owners(context)
-        before = state.snapshot()
-        allowed: list[_Job] = []
-        for job in jobs:
-            assert job.tool is not None
-            try:
-                decision = decide(permissions, state, job.call, job.tool, owners)
-            except Exception as error:
-                state._record_error(error, job.call)
-                raise
-            verdict = _apply_decision(state, reporter, job, decision)
-            if verdict is None:
-                allowed = []
-                break
-            if verdict:
-                allowed.append(job)
-        jobs = allowed
-        if store is not None and state.snapshot() is not before:
-            store.save(state)
+def _steps(
+    state: State,
+    calls: tuple[ToolCall, ...],
+    tools: Mapping[str, Tool],
+    context: RunSettings,
+    arrivals: _Queue | _Arrivals,
+) -> _Steps:
+    """The order of one turn: input errors, the permission phase, the parallel group, then the serial calls one
+    at a time (only while no call has raised), and last the first exception in completion order."""
+    jobs = _input_errors(state, tools, context, calls)
+    if jobs and context.permissions is not None:
+        jobs = yield from _permission_phase(state, context, jobs)
     if not jobs:
         return
     failures: list[_Job] = []
-    if len(jobs) == 1:  # one call: its parallel or serial group is the same group of one
-        _run_group(state, reporter, store, jobs, failures, _EXECUTOR)
+    for group in _groups(jobs):
+        yield from _run_group(state, context, group, failures, arrivals)
         if failures:
             _raise_first(failures)
-        return
-    parallel = [job for job in jobs if job.tool is not None and job.tool.parallel]
-    if parallel:
-        _run_group(state, reporter, store, parallel, failures, _EXECUTOR)
-    if not failures and len(parallel) < len(jobs):
+
+
+def _permission_phase(state: State, context: RunSettings, jobs: list[_Job]) -> Generator[_Action, Any, list[_Job]]:
+    """Ask about every call in request order before any tool runs; return the allowed jobs. A phase that recorded
+    anything saves before any tool starts. A permission's exception is recorded with its call, then raised."""
+    before = state.snapshot()
+    allowed: list[_Job] = []
+    for job in jobs:
+        try:
+            decision = yield job
+        except Exception as error:
+            state._record_error(error, job.call)
+            raise
+        verdict = _apply_decision(state, context.reporter, job, decision)
+        if verdict is None:
+            allowed = []
+            break
+        if verdict:
+            allowed.append(job)
+    if context.store is not None and state.snapshot() is not before:
+        yield _SAVE
+    return allowed
+
+
+def _groups(jobs: list[_Job]) -> list[list[_Job]]:
+    """The parallel group (calls whose tool has `parallel=True`), then each serial call as a group of its own."""
+    if len(jobs) == 1:  # one call: its parallel or serial group is the same group of one
+        return [jobs]
+    parallel = [job for job in jobs if _tool(job).parallel]
+    groups = [parallel] if parallel else []
+    groups += [[job] for job in jobs if not _tool(job).parallel]
+    return groups
+
+
+def _tool(job: _Job) -> Tool:
+    tool = job.tool
+    assert tool is not None  # every job of a turn has its tool
+    return tool
+
+
+def _run_group(
+    state: State, context: RunSettings, jobs: list[_Job], failures: list[_Job], arrivals: _Queue | _Arrivals
+) -> Generator[_Action, Any, None]:
+    """Announce and start `jobs`, then record them in completion order, saving after each batch.
+
+    A Reporter's exception does not abandon the group: what runs is waited for and recorded (each announced call
+    still gets its `on_tool_end`), calls not yet announced are not started, and the exception is raised at the end.
+    Any other exception reaching the group (Ctrl+C, the task's cancellation) is an interrupt: `_give_up`.
+    """
+    reporter = context.reporter
+    store = context.store
+    waiting: deque[_Job] = deque()
+    free = _EXECUTOR.max_workers
+    announced = 0
+    tasks = False
+    broke: Exception | None = None  # the Reporter's first exception
+    try:
         for job in jobs:
-            if job.tool is not None and not job.tool.parallel:
-                _run_group(state, reporter, store, [job], failures, _EXECUTOR)
-                if failures:
+            if reporter is not None:
+                try:
+                    reporter.on_tool_start(state, job.call)
+                except Exception as error:  # noqa: BLE001 - raised once the announced calls are recorded
+                    broke = error
                     break
-    if failures:
-        _raise_first(failures)
+            job.announced = True
+            announced += 1
+            if type(arrivals) is _Arrivals and _tool(job).is_async:
+                _start_task(job, state, arrivals)
+                tasks = True
+            elif free > 0:
+                free -= 1
+                _start(job, state, arrivals.from_thread)
+            else:
+                waiting.append(job)
+        if tasks:
+            # The Tasks just created run their first step before this one resumes, in the same pass of the event
+            # loop, so a tool that ends without waiting is recorded without a waiter (one loop pass per turn, not two).
+            yield _PASS
+        while announced:
+            batch: list[_Job] = yield _WAIT
+            for job in batch:
+                try:
+                    _finish(state, reporter, job, failures)
+                except Exception as error:  # noqa: BLE001 - raised once the announced calls are recorded
+                    broke = broke or error
+                announced -= 1
+                if job.threaded and waiting:
+                    _start(waiting.popleft(), state, arrivals.from_thread)
+            if store is not None:
+                try:
+                    yield _SAVE
+                except Exception:  # noqa: BLE001 - a batch save may fail; the save at the end of the turn reports
+                    pass
+        if broke is not None:
+            raise broke
+    except BaseException as interrupt:
+        if interrupt is not broke:
+            _give_up(state, reporter, jobs, arrivals.drain(), failures, interrupt)
+        raise
 
 
-def _start(job: _Job, state: State, executor: _Executor, notify: Callable[[_Job], None]) -> None:
+def _start(job: _Job, state: State, notify: Callable[[_Job], None]) -> None:
     """Hand `job` to a worker through `_Executor.submit`; `notify(job)` once its future is done."""
     job.started = True
-    own = _Executor.submit is _SUBMIT  # looked up at call time (04 §12): a replacement may not use our worker
+    own = _Executor.submit is _SUBMIT  # looked up at call time: a replacement may not use our worker
     if own:
         job.notify = notify  # our worker calls it right after completing the future
-    _Executor.submit(executor, job, state)
+    _Executor.submit(_EXECUTOR, job, state)
     if not own:
         future = job.future
         assert future is not None
@@ -505,102 +549,23 @@ def _notify_done(notify: Callable[[_Job], None], job: _Job, _future: Future[Any]
     notify(job)
 
 
-def _save_quietly(store: Any, state: State) -> None:
-    try:
-        store.save(state)
-    except Exception:  # noqa: BLE001 - batch saves may fail (03 §2.9); the final save reports
-        pass
-
-
-def _run_group(
-    state: State,
-    reporter: Any,
-    store: Any,
-    jobs: list[_Job],
-    failures: list[_Job],
-    executor: _Executor,
-) -> None:
-    """Announce and start `jobs`, then record them in completion order, one batch at a time."""
-    done: SimpleQueue[_Job] = SimpleQueue()
-    waiting: deque[_Job] = deque()
-    limit = max(1, executor.max_workers)
-    started = 0
-    broke = _Broke()
-    try:
-        for job in jobs:
-            if reporter is not None and not broke.call(reporter.on_tool_start, state, job.call):
-                break
-            job.announced = True
-            if started < limit:
-                started += 1
-                _start(job, state, executor, done.put)
-            else:
-                waiting.append(job)
-        outstanding = sum(1 for job in jobs if job.announced)
-        while outstanding:
-            try:
-                first = done.get(timeout=0.1)
-            except Empty:
-                continue
-            batch = [first]
-            while not done.empty():
-                batch.append(done.get_nowait())
-            for job in batch:
-                broke.call(_finish, state, reporter, job, failures)
-                outstanding -= 1
-                if waiting:
-                    _start(waiting.popleft(), state, executor, done.put)
-            if store is not None:
-                _save_quietly(store, state)
-        broke.reraise()
-    except BaseException as interrupt:
-        if interrupt is not broke.error:
-            _give_up(state, reporter, jobs, list(_drain(done)), failures, interrupt)
-        raise
-
-
-class _Broke:
-    """The first exception a Reporter raised during a group. The group goes on (what is running is waited for and
-    recorded, each announced call still gets its `on_tool_end`); the exception is raised once the group is done."""
-
-    __slots__ = ("error",)
-
-    def __init__(self) -> None:
-        self.error: Exception | None = None
-
-    def call(self, fn: Callable[..., Any], *args: Any) -> bool:
-        """Call `fn(*args)`; False if it raised an `Exception` (kept, if it is the first)."""
-        try:
-            fn(*args)
-        except Exception as error:  # noqa: BLE001 - a Reporter's exception propagates after the group
-            if self.error is None:
-                self.error = error
-            return False
-        return True
-
-    def reraise(self) -> None:
-        if self.error is not None:
-            raise self.error
-
-
-def _drain(done: SimpleQueue[_Job]) -> list[_Job]:
-    items: list[_Job] = []
-    while True:
-        try:
-            items.append(done.get_nowait())
-        except Empty:
-            return items
+def _start_task(job: _Job, state: State, arrivals: _Arrivals) -> None:
+    loop = arrivals.loop
+    job.started = True
+    job.threaded = False
+    job.runner = (loop, loop.create_task(_task_body(job, state, arrivals)))
 
 
 def _give_up(
     state: State,
-    reporter: Any,
+    reporter: Reporter | None,
     jobs: list[_Job],
     arrived: list[_Job],
     failures: list[_Job],
     interrupt: BaseException,
 ) -> None:
-    """The waiting thread was interrupted (04 §11.5): record what finished, let go of the rest, pair every
+    """The waiting thread was interrupted: record what finished, let go of the rest (running coroutines are
+    cancelled, running sync tools are not waited for, calls not started never run), and pair every
     `on_tool_start` with an `on_tool_end`. Never raises; a failure here becomes a note on `interrupt`."""
     finished: list[_Job] = []
     to_cancel: list[_Job] = []
@@ -661,64 +626,45 @@ def _safely(interrupt: BaseException, fn: Callable[..., Any], *args: Any) -> Non
         interrupt.add_note(f"while handling it, {fn.__name__} also raised {type(error).__name__}: {error}")
 
 
-# --- the async driver ----------------------------------------------------------------------------------------
+# --- where finished calls arrive -----------------------------------------------------------------------------
 
 
-async def arun_tool_calls(state: State, tools: Any, context: Any) -> None:
-    """Async twin of `run_tool_calls`: async tools run as Tasks on this loop, the others on worker threads;
-    permissions are asked with `acheck`; cancellation is the interrupt."""
-    calls = state.pending_calls
-    if not calls:
-        return
-    reporter = getattr(context, "reporter", None)
-    store = getattr(context, "store", None)
-    jobs = _input_errors(state, tools, context, reporter, calls)
-    permissions = getattr(context, "permissions", None)
-    if jobs and permissions is not None:
-        from alpineagents.permissions import adecide
+class _Queue:
+    """Finished jobs, delivered by worker threads to the thread that called `run_tool_calls`."""
 
-        owners = _owners(context)
-        before = state.snapshot()
-        allowed: list[_Job] = []
-        for job in jobs:
-            assert job.tool is not None
+    __slots__ = ("queue", "from_thread", "loop")
+
+    def __init__(self) -> None:
+        self.queue: SimpleQueue[_Job] = SimpleQueue()
+        self.from_thread: Callable[[_Job], None] = self.queue.put  # the queue's own method: no call of ours between
+        self.loop: None = None  # no event loop: every tool runs on a worker thread
+
+    def wait(self) -> list[_Job]:
+        """Block until at least one job arrived; return every job that did. Waits in 0.1 s slices, so that Ctrl+C
+        gets through."""
+        queue = self.queue
+        while True:
             try:
-                decision = await adecide(permissions, state, job.call, job.tool, owners)
-            except Exception as error:
-                state._record_error(error, job.call)
-                raise
-            verdict = _apply_decision(state, reporter, job, decision)
-            if verdict is None:
-                allowed = []
-                break
-            if verdict:
-                allowed.append(job)
-        jobs = allowed
-        if store is not None and state.snapshot() is not before:
-            await store.asave(state)
-    if not jobs:
-        return
-    failures: list[_Job] = []
-    if len(jobs) == 1:  # one call: its parallel or serial group is the same group of one
-        await _arun_group(state, reporter, store, jobs, failures, _EXECUTOR)
-        if failures:
-            _raise_first(failures)
-        return
-    parallel = [job for job in jobs if job.tool is not None and job.tool.parallel]
-    if parallel:
-        await _arun_group(state, reporter, store, parallel, failures, _EXECUTOR)
-    if not failures and len(parallel) < len(jobs):
-        for job in jobs:
-            if job.tool is not None and not job.tool.parallel:
-                await _arun_group(state, reporter, store, [job], failures, _EXECUTOR)
-                if failures:
-                    break
-    if failures:
-        _raise_first(failures)
+                first = queue.get(timeout=0.1)
+            except Empty:
+                continue
+            batch = [first]
+            while not queue.empty():
+                batch.append(queue.get_nowait())
+            return batch
+
+    def drain(self) -> list[_Job]:
+        items: list[_Job] = []
+        while True:
+            try:
+                items.append(self.queue.get_nowait())
+            except Empty:
+                return items
 
 
 class _Arrivals:
-    """Completed jobs delivered to the loop thread, with one waiter to wake."""
+    """Finished jobs, delivered to the event loop's thread (Tasks directly, worker threads thread-safely), where
+    async tools run as Tasks."""
 
     __slots__ = ("loop", "items", "waiter")
 
@@ -733,83 +679,111 @@ class _Arrivals:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def put_threadsafe(self, job: _Job) -> None:
+    def from_thread(self, job: _Job) -> None:
         try:
             self.loop.call_soon_threadsafe(self.put, job)
         except RuntimeError:  # the loop is closed: nobody waits any more
             pass
 
+    async def wait(self) -> list[_Job]:
+        """Wait until at least one job arrived; return every job that did."""
+        items = self.items
+        while not items:
+            self.waiter = waiter = self.loop.create_future()
+            await waiter
+        self.waiter = None
+        batch = list(items)
+        items.clear()
+        return batch
+
+    def drain(self) -> list[_Job]:
+        items = list(self.items)
+        self.items.clear()
+        return items
+
 
 @types.coroutine
-def _yield_once() -> Any:
+def _yield_once() -> Generator[None, None, None]:
     """`asyncio.sleep(0)` without its two extra frames: give the event loop one pass."""
     yield
 
 
-def _start_task(job: _Job, state: State, arrivals: _Arrivals) -> None:
-    job.started = True
-    job.threaded = False
-    job.runner = (arrivals.loop, arrivals.loop.create_task(_task_body(job, state, arrivals)))
+# --- the two drivers ---------------------------------------------------------------------------------------------
 
 
-async def _arun_group(
-    state: State,
-    reporter: Any,
-    store: Any,
-    jobs: list[_Job],
-    failures: list[_Job],
-    executor: _Executor,
-) -> None:
+def run_tool_calls(state: State, tools: Mapping[str, Tool], context: RunSettings) -> None:
+    """Close every pending call of `state`: input errors, permissions (asked with `check`), the parallel group on
+    worker threads, the serial calls. Re-raises the first tool exception (in completion order) with the note
+    `exception raised in tool ...`; Ctrl+C while waiting is the interrupt."""
+    calls = state.pending_calls
+    if not calls:
+        return
+    arrivals = _Queue()
+    steps = _steps(state, calls, tools, context, arrivals)
+    action = next(steps, None)
+    while action is not None:
+        answer = raised = None
+        try:
+            if action is _WAIT:
+                answer = arrivals.wait()
+            elif action is _SAVE:
+                _store(context).save(state)
+            elif type(action) is _Job:
+                answer = _decide(state, context, action)
+        except BaseException as error:  # noqa: BLE001 - thrown into the steps, which decide what propagates
+            raised = error
+        action = _advance(steps, answer, raised)
+
+
+async def arun_tool_calls(state: State, tools: Mapping[str, Tool], context: RunSettings) -> None:
+    """Async twin of `run_tool_calls`: async tools run as Tasks on this loop, the others on worker threads;
+    permissions are asked with `acheck`, the store saves with `asave`; cancellation is the interrupt."""
+    calls = state.pending_calls
+    if not calls:
+        return
     arrivals = _Arrivals(asyncio.get_running_loop())
-    waiting: deque[_Job] = deque()
-    limit = max(1, executor.max_workers)
-    threads = 0
-    tasks = False
-    broke = _Broke()
+    steps = _steps(state, calls, tools, context, arrivals)
+    action = next(steps, None)
+    while action is not None:
+        answer = raised = None
+        try:
+            if action is _WAIT:
+                answer = await arrivals.wait()
+            elif action is _PASS:
+                await _yield_once()
+            elif action is _SAVE:
+                await _store(context).asave(state)
+            elif type(action) is _Job:
+                answer = await _adecide(state, context, action)
+        except BaseException as error:  # noqa: BLE001 - thrown into the steps, which decide what propagates
+            raised = error
+        action = _advance(steps, answer, raised)
+
+
+def _advance(steps: _Steps, answer: object, raised: BaseException | None) -> _Action | None:
+    """Give the steps what they waited for (or throw in what its performing raised); their next action, or
+    `None` when the turn is over."""
     try:
-        for job in jobs:
-            if reporter is not None and not broke.call(reporter.on_tool_start, state, job.call):
-                break
-            job.announced = True
-            assert job.tool is not None
-            if job.tool.is_async:
-                _start_task(job, state, arrivals)
-                tasks = True
-            elif threads < limit:
-                threads += 1
-                _start(job, state, executor, arrivals.put_threadsafe)
-            else:
-                waiting.append(job)
-        outstanding = sum(1 for job in jobs if job.announced)
-        items = arrivals.items
-        create_future = arrivals.loop.create_future
-        if tasks:
-            # Yield once: the Tasks just created run their first step before this one resumes, in the same pass
-            # of the event loop, so a tool that ends without waiting is recorded without a waiter (one loop pass
-            # per turn instead of two).
-            await _yield_once()
-        while outstanding:
-            while not items:
-                arrivals.waiter = waiter = create_future()
-                await waiter
-            arrivals.waiter = None
-            batch = list(items)
-            items.clear()
-            for job in batch:
-                broke.call(_finish, state, reporter, job, failures)
-                outstanding -= 1
-                if job.threaded and waiting:
-                    _start(waiting.popleft(), state, executor, arrivals.put_threadsafe)
-            if store is not None:
-                try:
-                    await store.asave(state)
-                except Exception:  # noqa: BLE001 - batch saves may fail (03 §2.9)
-                    pass
-        broke.reraise()
-    except BaseException as interrupt:
-        if interrupt is broke.error:
-            raise
-        arrived = list(arrivals.items)
-        arrivals.items.clear()
-        _give_up(state, reporter, jobs, arrived, failures, interrupt)
-        raise
+        return steps.send(answer) if raised is None else steps.throw(raised)
+    except StopIteration:
+        return None
+
+
+def _store(context: RunSettings) -> Store:
+    store = context.store
+    assert store is not None  # `_SAVE` is yielded only when there is a store
+    return store
+
+
+def _decide(state: State, context: RunSettings, job: _Job) -> Decision:
+    from alpineagents.permissions import decide  # lazy: permissions imports the tool layer this module sits on
+
+    assert context.permissions is not None and job.tool is not None
+    return decide(context.permissions, state, job.call, job.tool, context.owners or None)
+
+
+async def _adecide(state: State, context: RunSettings, job: _Job) -> Decision:
+    from alpineagents.permissions import adecide  # lazy: see `_decide`
+
+    assert context.permissions is not None and job.tool is not None
+    return await adecide(context.permissions, state, job.call, job.tool, context.owners or None)

@@ -1,8 +1,10 @@
-"""Tools: what the model can call (04 §1–§10).
+"""Tools: what the model can call.
 
 `Tool` is the base of every tool; `@tool` / `FunctionTool` make one from a typed Python function, with its JSON
 Schema built from the signature and its Google-style docstring, and its arguments validated by Pydantic.
-`format_result` turns what a tool returned into what the model receives.
+`format_result` turns what a tool returned into what the model receives. The parts behind `FunctionTool` live in
+`alpineagents._tools`: the parameters and schema (`schema`), the docstring parser (`docstring`) and the checks of
+its `exception_handler=` and `hints_for=` functions (`callbacks`).
 """
 
 from __future__ import annotations
@@ -13,20 +15,20 @@ import inspect
 import json
 import re
 import types
-import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, TypedDict, overload
 
 import pydantic
 import pydantic_core
+from typing_extensions import Unpack
 
-from alpineagents._docstring import parse_docstring as _parse_docstring
-from alpineagents._schema import SUPPORTED_TYPES_TEXT, StdlibTypedDict, build_args_model, error_message
-from alpineagents._schema import unsupported_reason as _unsupported
+from alpineagents._tools.callbacks import HANDLER_EXAMPLE, HINTS_FOR_EXAMPLE, check_hints_for, handled_classes
+from alpineagents._tools.docstring import parse_docstring as _parse_docstring
+from alpineagents._tools.schema import SUPPORTED_TYPES_TEXT, error_message, read_parameters
 from alpineagents.errors import ToolError, ToolInputError, fix_message
 from alpineagents.types import INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, Image, TextBlock, ToolResultContent, ToolSpec
 
-if typing.TYPE_CHECKING:
+if TYPE_CHECKING:
     from alpineagents.state import State
 
 __all__ = [
@@ -47,23 +49,6 @@ DONE = "(done)"
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _HINTS = ("read_only", "destructive", "idempotent", "open_world")
-_OPTIONS = (
-    "name",
-    "description",
-    "parallel",
-    "exception_handler",
-    "hints_for",
-    "read_only",
-    "destructive",
-    "idempotent",
-    "open_world",
-)
-
-
-def _state_class() -> type:
-    from alpineagents.state import State
-
-    return State
 
 
 # --- hints ------------------------------------------------------------------------------------------------------
@@ -247,106 +232,28 @@ class Tool:
 
 # --- FunctionTool -------------------------------------------------------------------------------------------------
 
-_HANDLER_EXAMPLE = """\
-def http_errors(error: HTTPError) -> str:
-    return f"request failed: {error}"
 
-@tool(exception_handler=http_errors)
-def fetch(url: str) -> str: ..."""
+class ToolOptions(TypedDict, total=False):
+    """The options of `@tool(...)`, `FunctionTool(fn, ...)` and `FunctionTool.copy(...)` (each left out: its
+    default, as in `FunctionTool`'s signature)."""
 
-_HINTS_FOR_EXAMPLE = """\
-def bash_hints(args: dict) -> Hints | None:
-    if args.get("command") == "ls":
-        return Hints(read_only=True)
-    return None
-
-@tool(hints_for=bash_hints)
-def bash(command: str) -> str: ..."""
-
-
-def _is_async_callable(fn: Any) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    if inspect.isroutine(fn):
-        return False
-    call = vars(type(fn)).get("__call__") or getattr(type(fn), "__call__", None)  # noqa: B004
-    return call is not None and inspect.iscoroutinefunction(call)
+    name: str | None
+    description: str | None
+    parallel: bool
+    exception_handler: Callable[[Any], str] | None
+    hints_for: Callable[[dict[str, Any]], Hints | None] | None
+    read_only: bool | None
+    destructive: bool | None
+    idempotent: bool | None
+    open_world: bool | None
 
 
-def _handled_classes(name: str, handler: Any) -> tuple[type[BaseException], ...]:
-    where = f"Tool {name}: exception_handler={handler!r}"
-
-    def fail(ending: str, fix: str) -> TypeError:
-        return TypeError(fix_message(where + ending, fix, _HANDLER_EXAMPLE))
-
-    if not callable(handler) or isinstance(handler, type):
-        raise fail(" is not a function", "Pass a function that takes the exception and returns the model's message")
-    if _is_async_callable(handler):
-        raise fail(" is async", "Use a regular def: the handler only turns the exception into a message")
-    one = " must take exactly one argument, the exception"
-    try:
-        signature = inspect.signature(handler)
-    except (TypeError, ValueError):
-        raise fail(one, "Take the exception as the only required parameter")
-    required = [
-        p
-        for p in signature.parameters.values()
-        if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-    if len(required) != 1 or required[0].kind is inspect.Parameter.KEYWORD_ONLY:
-        raise fail(one, "Take the exception as the only required parameter")
-    param = required[0].name
-    target = handler if inspect.isroutine(handler) else type(handler).__call__
-    try:
-        hints = typing.get_type_hints(target)
-    except Exception as error:
-        raise fail(
-            f": cannot resolve the type hint of {param}: {error}", "Check that the exception classes are imported"
-        )
-    if param not in hints:
-        raise fail(
-            f" has no type hint on its parameter {param}", "Name the exception classes it handles in the type hint"
-        )
-    hint = hints[param]
-    origin = typing.get_origin(hint)
-    members = typing.get_args(hint) if origin is typing.Union or origin is types.UnionType else (hint,)
-    if not all(isinstance(m, type) and issubclass(m, BaseException) for m in members):
-        raise fail(
-            f": the type hint of {param} must name exception classes (got: {hint!r})",
-            "Type the parameter with an exception class, or several joined with |",
-        )
-    for member in members:
-        if not issubclass(member, Exception):
-            raise fail(
-                f": {member.__name__} cannot be handled. KeyboardInterrupt, SystemExit and other exceptions that "
-                "are not Exception subclasses always stop the run",
-                "Handle Exception subclasses only",
-            )
-    return tuple(members)
+_OPTIONS = tuple(ToolOptions.__annotations__)
 
 
-def _check_hints_fn(name: str, fn: Any) -> None:
-    where = f"Tool {name}: hints_for={fn!r}"
-    if not callable(fn) or isinstance(fn, type):
-        raise TypeError(
-            fix_message(where + " is not a function", "Pass a function of the call's arguments", _HINTS_FOR_EXAMPLE)
-        )
-    if _is_async_callable(fn):
-        raise TypeError(fix_message(where + " is async", "Use a regular def", _HINTS_FOR_EXAMPLE))
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return
-    try:
-        signature.bind(None)
-    except TypeError:
-        raise TypeError(
-            fix_message(
-                where + " must take exactly one argument, the call's arguments as a dict",
-                "Take one parameter, the arguments dict, and return Hints or None",
-                _HINTS_FOR_EXAMPLE,
-            )
-        )
+def _options(names: Mapping[str, Any]) -> ToolOptions:
+    """The tool options among a function's local names (`locals()` read before any other local is bound)."""
+    return {key: names[key] for key in _OPTIONS}  # type: ignore[return-value]
 
 
 class FunctionTool(Tool):
@@ -375,6 +282,7 @@ class FunctionTool(Tool):
         idempotent: bool | None = None,
         open_world: bool | None = None,
     ) -> None:
+        self._given = _options(locals())
         if isinstance(fn, Tool):
             raise TypeError(
                 fix_message(
@@ -391,127 +299,43 @@ class FunctionTool(Tool):
                     "@tool\ndef search(query: str) -> str: ...",
                 )
             )
-        self._given: dict[str, Any] = {
-            "name": name,
-            "description": description,
-            "parallel": parallel,
-            "exception_handler": exception_handler,
-            "hints_for": hints_for,
-            "read_only": read_only,
-            "destructive": destructive,
-            "idempotent": idempotent,
-            "open_world": open_world,
-        }
-        fn_name = fn.__name__
         if name is None:
             _check_name(
-                fn_name,
-                f"function name {fn_name!r} cannot be used as a tool name. It must be 1-64 characters of letters, "
-                "digits, _ and -",
+                fn.__name__,
+                f"function name {fn.__name__!r} cannot be used as a tool name. It must be 1-64 characters of "
+                "letters, digits, _ and -",
             )
-            name = fn_name
-        else:
-            _check_name(name)
+            name = fn.__name__
         summary, param_docs = _parse_docstring(fn.__doc__)
-        if description is None:
-            description = summary
         Tool.__init__(
             self,
             name=name,
-            description=description,
+            description=summary if description is None else description,
             parallel=parallel,
             read_only=read_only,
             destructive=destructive,
             idempotent=idempotent,
             open_world=open_world,
         )
-        self._handled = _handled_classes(name, exception_handler) if exception_handler is not None else ()
+        self._handled = handled_classes(name, exception_handler) if exception_handler is not None else ()
         if hints_for is not None:
-            _check_hints_fn(name, hints_for)
+            check_hints_for(name, hints_for)
         self.fn = fn
-        self.bound_to = None
         self.exception_handler = exception_handler
         self._hints_fn = hints_for
         self._is_async = inspect.iscoroutinefunction(fn)
-        self._analyse(fn, name, param_docs)
+        self._bind(None)
+        found = read_parameters(fn, name, param_docs)
+        self.needs_self = found.needs_self
+        self.input_schema = found.input_schema
+        self._validate = found.validate
+        self._param_names = found.names
+        self._state_params = found.state_params
 
-    def _analyse(self, fn: Callable[..., Any], name: str, param_docs: dict[str, str]) -> None:
-        params = list(inspect.signature(fn).parameters.values())
-        self.needs_self = bool(params) and params[0].name == "self" and params[0].annotation is inspect.Parameter.empty
-        if self.needs_self:
-            params = params[1:]
-        for p in params:
-            if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-                raise TypeError(
-                    fix_message(
-                        f"Tool {name}: parameter {p.name} is of an unsupported kind",
-                        "Use only named parameters, without *args, **kwargs or positional-only parameters",
-                        f"@tool\ndef {fn.__name__}(query: str, limit: int = 10) -> str: ...",
-                    )
-                )
-        State = _state_class()
-        try:
-            try:
-                hints = typing.get_type_hints(fn)
-            except NameError:
-                if "State" in fn.__globals__:
-                    raise
-                hints = typing.get_type_hints(fn, localns={"State": State})
-        except Exception as error:
-            raise TypeError(
-                fix_message(
-                    f"Tool {name}: cannot resolve type hints: {error}",
-                    "Check that the types are imported in the function's module",
-                )
-            )
-        visible: list[tuple[str, Any, Any, str | None]] = []
-        state_params: list[str] = []
-        for p in params:
-            if p.name not in hints:
-                raise TypeError(
-                    fix_message(
-                        f"Tool {name}: parameter {p.name} has no type hint",
-                        "Add a type hint. To receive State, use state: State",
-                        f"@tool\ndef {fn.__name__}({p.name}: str) -> str: ...",
-                    )
-                )
-            tp = hints[p.name]
-            if isinstance(tp, type) and issubclass(tp, State):
-                state_params.append(p.name)
-                continue
-            try:
-                bad = _unsupported(tp)
-            except StdlibTypedDict as error:
-                raise TypeError(
-                    fix_message(
-                        f"Tool {name}, parameter {p.name}: typing.TypedDict ({error.cls.__name__}) cannot be used on "
-                        "Python 3.11",
-                        "Use typing_extensions.TypedDict",
-                        "from typing_extensions import TypedDict",
-                    )
-                )
-            if bad:
-                raise TypeError(
-                    fix_message(
-                        f"Tool {name}: parameter {p.name} has unsupported type {tp!r}",
-                        f"Only these types can be used: {SUPPORTED_TYPES_TEXT}",
-                    )
-                )
-            default = ... if p.default is inspect.Parameter.empty else p.default
-            visible.append((p.name, tp, default, param_docs.get(p.name)))
-        try:
-            _model, schema, validate = build_args_model(visible)
-        except Exception as error:
-            raise TypeError(
-                fix_message(
-                    f"Tool {name}: cannot build the input schema: {error}",
-                    f"Pick parameter types from: {SUPPORTED_TYPES_TEXT}",
-                )
-            )
-        self.input_schema = schema
-        self._validate = validate
-        self._param_names = tuple(v[0] for v in visible)
-        self._state_params = tuple(state_params)
+    def _bind(self, obj: object) -> None:
+        """Make this tool's function a method of `obj` (`None`: unbound). `_target` is what a call calls."""
+        self.bound_to = obj
+        self._target: Callable[..., Any] = self.fn if obj is None else types.MethodType(self.fn, obj)
 
     @property
     def is_async(self) -> bool:
@@ -531,47 +355,36 @@ class FunctionTool(Tool):
             raise ToolInputError(error_message(error)) from error
         return dict(zip(self._param_names, instance.__dict__.values(), strict=True))
 
-    def invoke(self, kwargs: Mapping[str, Any], state: Any) -> Any:
+    def invoke(self, kwargs: Mapping[str, Any], state: State) -> Any:
         """Call the function with validated arguments, injecting `state` and the bound object.
 
         An `async def` function's awaitable is returned. The `exception_handler` applies to the body's exceptions.
         """
         return self._call(dict(kwargs), state)
 
-    def _call(self, call: dict[str, Any], state: Any) -> Any:
+    def _call(self, kwargs: dict[str, Any], state: State) -> Any:
         for param in self._state_params:
-            call[param] = state
-        fn = self.fn
-        bound = self.bound_to
-        if self._is_async:
-            coro = fn(bound, **call) if self.needs_self and bound is not None else fn(**call)
-            return self._ahandled(coro) if self._handled else coro
+            kwargs[param] = state
         if not self._handled:
-            if self.needs_self and bound is not None:
-                return fn(bound, **call)
-            return fn(**call)
+            return self._target(**kwargs)
+        if self._is_async:
+            return self._ahandled(self._target(**kwargs))
         try:
-            if self.needs_self and bound is not None:
-                return fn(bound, **call)
-            return fn(**call)
-        except ToolError:
-            raise
+            return self._target(**kwargs)
         except Exception as error:
-            if isinstance(error, self._handled):
-                raise self._handle(error) from error
-            raise
+            raise self._handled_error(error) from error
 
     async def _ahandled(self, coro: Any) -> Any:
         try:
             return await coro
-        except ToolError:
-            raise
         except Exception as error:
-            if isinstance(error, self._handled):
-                raise self._handle(error) from error
-            raise
+            raise self._handled_error(error) from error
 
-    def _handle(self, error: Exception) -> Exception:
+    def _handled_error(self, error: Exception) -> Exception:
+        """What the tool raises for `error`: the exception handler's `ToolError` when the handler takes it (never a
+        `ToolError`, which is already the model's message), else `error` itself."""
+        if isinstance(error, ToolError) or not isinstance(error, self._handled):
+            return error
         handler = self.exception_handler
         assert handler is not None
         message = handler(error)
@@ -581,7 +394,7 @@ class FunctionTool(Tool):
                     f"Tool {self.name}: exception_handler {handler!r} returned {message!r} for "
                     f"{type(error).__name__}, not a message",
                     "Return a non-empty string for the model, or raise to stop the run",
-                    _HANDLER_EXAMPLE,
+                    HANDLER_EXAMPLE,
                 )
             )
             problem.__cause__ = error
@@ -608,14 +421,12 @@ class FunctionTool(Tool):
             fix_message(
                 f"Tool {self.name}: hints_for {fn!r} returned {value!r}, not Hints",
                 "Return a Hints object, or None when unsure (the tool's own hints then apply)",
-                _HINTS_FOR_EXAMPLE,
+                HINTS_FOR_EXAMPLE,
             )
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.needs_self and self.bound_to is not None:
-            return self.fn(self.bound_to, *args, **kwargs)
-        return self.fn(*args, **kwargs)
+        return self._target(*args, **kwargs)
 
     @overload
     def __get__(self, obj: None, objtype: type | None = None) -> FunctionTool: ...
@@ -625,10 +436,10 @@ class FunctionTool(Tool):
         if obj is None or not self.needs_self:
             return self
         bound = _copy.copy(self)
-        bound.bound_to = obj
+        bound._bind(obj)
         return bound
 
-    def copy(self, **changes: Any) -> FunctionTool:
+    def copy(self, **changes: Unpack[ToolOptions]) -> FunctionTool:
         """A new tool from the same function with the options as originally given, updated by `changes`."""
         unknown = [key for key in changes if key not in _OPTIONS]
         if unknown:
@@ -639,9 +450,9 @@ class FunctionTool(Tool):
                     'shell = bash.copy(name="shell", read_only=False)',
                 )
             )
-        options = {**self._given, **changes}
-        new = FunctionTool(self.fn, **options)
-        new.bound_to = self.bound_to
+        new = FunctionTool(self.fn, **(self._given | changes))
+        if self.bound_to is not None:
+            new._bind(self.bound_to)
         return new
 
     def __repr__(self) -> str:
@@ -651,35 +462,9 @@ class FunctionTool(Tool):
 
 
 @overload
-def tool(
-    fn: Callable[..., Any],
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parallel: bool = True,
-    exception_handler: Callable[[Any], str] | None = None,
-    hints_for: Callable[[dict[str, Any]], Hints | None] | None = None,
-    read_only: bool | None = None,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    open_world: bool | None = None,
-) -> FunctionTool: ...
+def tool(fn: Callable[..., Any], /, **options: Unpack[ToolOptions]) -> FunctionTool: ...
 @overload
-def tool(
-    fn: None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parallel: bool = True,
-    exception_handler: Callable[[Any], str] | None = None,
-    hints_for: Callable[[dict[str, Any]], Hints | None] | None = None,
-    read_only: bool | None = None,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    open_world: bool | None = None,
-) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
     /,
@@ -695,17 +480,7 @@ def tool(
     open_world: bool | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a typed function: `@tool` or `@tool(name=..., read_only=True, ...)`."""
-    options: dict[str, Any] = {
-        "name": name,
-        "description": description,
-        "parallel": parallel,
-        "exception_handler": exception_handler,
-        "hints_for": hints_for,
-        "read_only": read_only,
-        "destructive": destructive,
-        "idempotent": idempotent,
-        "open_world": open_world,
-    }
+    options = _options(locals())
     if fn is None:
 
         def decorate(function: Callable[..., Any]) -> FunctionTool:
@@ -809,7 +584,7 @@ def _tool_methods(cls: type) -> Iterator[str]:
 
 
 def collect_tools(items: Iterable[Any]) -> dict[str, Tool]:
-    """Flatten the items of `tools=` into a `name -> Tool` dict, in order (04 §9)."""
+    """Flatten the items of `tools=` into a `name -> Tool` dict, in order ."""
     found: dict[str, Tool] = {}
     sources: dict[str, Any] = {}
 
@@ -949,7 +724,7 @@ class ToolMap(Mapping[str, Tool]):
 
 # The package root re-exports the decorator as `alpineagents.tool`, which hides this module behind it: the decorator
 # also carries the module's names, so `alpineagents.tool.Hints is alpineagents.Hints` and
-# `alpineagents.tool.__all__` read as they do on the module (04 §1).
+# `alpineagents.tool.__all__` read as they do on the module .
 def _mirror_module_names() -> None:
     names = globals()
     for name in (*__all__, "__all__", "_parse_docstring"):

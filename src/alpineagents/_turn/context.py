@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextvars
 from typing import TYPE_CHECKING
 
-from alpineagents._scope import CALL_SCOPE
+from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.seams import AgentSeam, Default
 from alpineagents.permissions import PermissionList, effective_permissions
 

@@ -11,7 +11,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import ASYNC_RUN
-from alpineagents._scope import CALL_SCOPE
+from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.context import RUNS, RunContext, run_context
 from alpineagents._turn.driver import Steps, save_after_error, save_point
 from alpineagents.errors import ResumeWarning, fix_message

@@ -1,0 +1,70 @@
+"""The call scope: which State and call the running tool belongs to.
+
+The tool runner sets `CALL_SCOPE` around each tool run (in the worker thread's or Task's own context copy), so a
+`run`/`arun` started inside the tool finds its parent. The value is a `CallScope`: a `(state, call)` tuple that
+also carries `.context`, the settings of the `use_tools`/`ause_tools` that ran the tool (or `None`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from alpineagents.human import Human
+    from alpineagents.permissions import Owner, Permission, PermissionList
+    from alpineagents.reporter import Reporter
+    from alpineagents.state import State
+    from alpineagents.store import Store
+    from alpineagents.types import ToolCall
+
+__all__ = ["CALL_SCOPE", "CallScope", "RunSettings"]
+
+
+class RunSettings(Protocol):
+    """What applies while one turn's calls run: who is told (`reporter`), who answers (`human`), where the State is
+    saved (`store`), and which permissions are asked (`permissions`, `None` for no check phase) with the owner of
+    each (`owners`). The run context of the turn machinery is one."""
+
+    @property
+    def reporter(self) -> Reporter | None: ...
+
+    @property
+    def human(self) -> Human | None: ...
+
+    @property
+    def store(self) -> Store | None: ...
+
+    @property
+    def permissions(self) -> PermissionList | tuple[Permission, ...] | None: ...
+
+    @property
+    def owners(self) -> Sequence[Owner]: ...
+
+
+_tuple_new = tuple.__new__
+
+
+class CallScope(tuple[Any, Any]):
+    """`(state, call)` of the tool call running in this context, plus `.context` (its settings, or `None`)."""
+
+    context: RunSettings | None
+
+    def __new__(cls, state: State, call: ToolCall, context: RunSettings | None = None) -> CallScope:
+        self = _tuple_new(cls, (state, call))  # not super(): one is made per tool call
+        self.context = context
+        return self
+
+    @property
+    def state(self) -> State:
+        """The State whose call is running."""
+        return self[0]
+
+    @property
+    def call(self) -> ToolCall:
+        """The `ToolCall` being run."""
+        return self[1]
+
+
+CALL_SCOPE: contextvars.ContextVar[CallScope | None] = contextvars.ContextVar("alpineagents_call_scope", default=None)
