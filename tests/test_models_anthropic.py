@@ -1,7 +1,7 @@
-"""`Anthropic` (05 §3): construction, request mapping, streaming, reply mapping, output limit, errors.
+"""`Anthropic`: construction, request mapping, streaming, reply mapping, output limit, errors.
 
 Most tests drive the real `anthropic` SDK against the fake provider server on 127.0.0.1 (`tests/servers/`);
-some replace the SDK client through the seams of 05 §7.
+some replace the SDK client through the fixed seams (`_client()`, `_async_client()`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def model(srv: ProviderServer, name: str = "claude-test", **kwargs: Any) -> Anth
     return Anthropic(name, base_url=srv.url, **kwargs)
 
 
-# -- fakes for the §7 seams ----------------------------------------------------------------------------------------
+# -- fakes for the seams -------------------------------------------------------------------------------------------
 
 
 class FakeStream:
@@ -127,10 +127,10 @@ def _empty_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(adapter, "_OUTPUT_LIMITS", {})
 
 
-# -- construction (checks 11-17) -------------------------------------------------------------------------------------
+# -- construction ----------------------------------------------------------------------------------------------------
 
 
-def test_check_11_defaults() -> None:
+def test_anthropic_defaults_strip_the_prefix_and_declare_thinking_cache_vision() -> None:
     m = Anthropic("anthropic/claude-x")
     assert m.name == "claude-x"
     assert m.provider == "anthropic"
@@ -143,7 +143,7 @@ def test_check_11_defaults() -> None:
     assert Anthropic("c", context_window=1000).context_window == 1000
 
 
-def test_check_12_constructs_without_credentials(no_credentials: None) -> None:  # noqa: F811
+def test_anthropic_constructs_without_credentials_or_a_client(no_credentials: None) -> None:  # noqa: F811
     from alpineagents.models import OpenAICompatible
 
     m = Anthropic("claude-sonnet-5")
@@ -151,14 +151,14 @@ def test_check_12_constructs_without_credentials(no_credentials: None) -> None: 
     assert m._sdk_client is None
 
 
-def test_check_13_thinking_and_temperature() -> None:
+def test_thinking_with_a_temperature_is_refused() -> None:
     with pytest.raises(ValueError, match="temperature") as info:
         Anthropic("c", thinking=True, temperature=0.5)
     assert "thinking is on, but temperature was also given" in str(info.value)
     assert "\nFix: " in str(info.value)
 
 
-def test_check_14_thinking_budget_bounds() -> None:
+def test_a_thinking_budget_must_be_at_least_1024_and_below_max_tokens() -> None:
     for budget in (0, 1023):
         with pytest.raises(ValueError, match="at least 1024") as info:
             Anthropic("c", thinking=budget)
@@ -173,7 +173,7 @@ def test_check_14_thinking_budget_bounds() -> None:
         Anthropic("c", thinking=1)  # 1 is a budget, not True
 
 
-def test_check_15_unsupported_features() -> None:
+def test_thinking_or_cache_without_the_declared_feature_is_refused() -> None:
     with pytest.raises(ValueError) as info:
         Anthropic("c", supports=[], thinking=True)
     assert "does not support" in str(info.value) and "(none)" in str(info.value)
@@ -184,29 +184,29 @@ def test_check_15_unsupported_features() -> None:
         Anthropic("c", supports=[], thinking=4096)
 
 
-def test_check_15_order_supported_before_temperature() -> None:
+def test_the_feature_check_comes_before_the_temperature_check() -> None:
     with pytest.raises(ValueError, match="does not support"):
         Anthropic("c", supports=[], thinking=True, temperature=0.1)
 
 
-def test_check_16_cache_setting() -> None:
+def test_cache_follows_the_declared_features_unless_given() -> None:
     assert Anthropic("c", supports=[]).cache is False
     assert "cache_control" not in Anthropic("c", cache=False)._build_request_kwargs(req())
     assert Anthropic("c")._build_request_kwargs(req())["cache_control"] == {"type": "ephemeral"}
     assert Anthropic("c", supports={"cache"}, cache=True).cache is True
 
 
-def test_check_17_temperature_goes_in_extra_body() -> None:
+def test_temperature_goes_in_extra_body() -> None:
     kwargs = Anthropic("c", temperature=0.2)._build_request_kwargs(req())
     assert "temperature" not in kwargs
     assert kwargs["extra_body"] == {"temperature": 0.2}
     assert "extra_body" not in Anthropic("c")._build_request_kwargs(req())
 
 
-# -- request mapping (checks 18-22) -------------------------------------------------------------------------------
+# -- request mapping ----------------------------------------------------------------------------------------------
 
 
-def test_check_18_kwargs() -> None:
+def test_request_kwargs_carry_thinking_system_and_tools_only_when_set() -> None:
     assert Anthropic("c", thinking=True)._build_request_kwargs(req())["thinking"] == {"type": "adaptive"}
     assert Anthropic("c", thinking=4096)._build_request_kwargs(req())["thinking"] == {
         "type": "enabled",
@@ -234,7 +234,7 @@ def test_tools_and_choice() -> None:
     assert m._tool_defs_and_choice(req()) == ([], None)
 
 
-def test_check_19_placeholder_tool_definitions() -> None:
+def test_tool_blocks_without_tools_get_placeholder_definitions_and_no_tool_choice() -> None:
     messages = (
         Message.user("go"),
         Message("assistant", (ToolCall("search", {"q": "x"}, "c1"), ToolCall("read", {}, "c2"))),
@@ -250,7 +250,7 @@ def test_check_19_placeholder_tool_definitions() -> None:
     assert only_call["tool_choice"] == {"type": "none"}
 
 
-def test_check_20_tool_results_first_and_same_role_merged() -> None:
+def test_tool_results_go_first_and_same_role_messages_merge() -> None:
     m = Anthropic("c")
     content = m._to_anthropic_content(Message("user", (TextBlock("t"), ToolResultBlock("c1", "(done)", "x"))))
     assert [b["type"] for b in content] == ["tool_result", "text"]
@@ -265,7 +265,7 @@ def test_check_20_tool_results_first_and_same_role_merged() -> None:
     assert merged[0]["content"][0]["is_error"] is True
 
 
-def test_check_21_empty_content_placeholder_and_raw_blocks() -> None:
+def test_empty_content_gets_a_placeholder_and_raw_blocks_of_other_providers_drop() -> None:
     m = Anthropic("c")
     sent = m._to_anthropic_messages([Message("assistant", ()), Message.user("next")])
     assert sent[0]["content"] == [{"type": "text", "text": "(empty reply)"}]
@@ -282,7 +282,7 @@ def test_check_21_empty_content_placeholder_and_raw_blocks() -> None:
     own[0]["nested"]["a"].append(2)  # a plain copy: the recorded block does not change
 
 
-def test_check_22_user_image_block() -> None:
+def test_a_user_image_is_one_base64_image_block() -> None:
     import base64
 
     image = Image(PNG)
@@ -315,10 +315,10 @@ def test_tool_result_with_images_and_tool_use_args_are_plain() -> None:
     ]
 
 
-# -- reply mapping (checks 23-25) --------------------------------------------------------------------------------
+# -- reply mapping -----------------------------------------------------------------------------------------------
 
 
-def test_check_23_blocks_and_usage() -> None:
+def test_reply_blocks_and_usage_from_the_final_message() -> None:
     m = Anthropic("claude-sonnet-5")
     thinking = Block(type="thinking", thinking="hmm", signature="sig", extra=None)
     usage = SimpleNamespace(
@@ -347,7 +347,7 @@ def test_check_23_blocks_and_usage() -> None:
     assert priced.usage.cost == Price(input=3, output=15).cost(priced.usage)
 
 
-def test_check_24_reply_model() -> None:
+def test_reply_model_is_the_reported_one_or_the_adapters_name() -> None:
     m = Anthropic("claude-sonnet-5")
     assert m._to_reply(final()).model == "claude-sonnet-5"
     assert m._to_reply(final(model="")).model == "claude-sonnet-5"
@@ -355,7 +355,7 @@ def test_check_24_reply_model() -> None:
     assert m._to_reply(final(model="claude-sonnet-5-20260101")).model == "claude-sonnet-5-20260101"
 
 
-def test_check_25_truncated_tool_call() -> None:
+def test_a_cut_off_reply_truncates_its_last_tool_call() -> None:
     m = Anthropic("c")
     blocks = (
         Block(type="tool_use", name="a", input={"x": 1}, id="t1"),
@@ -380,7 +380,7 @@ def test_no_usage_reported() -> None:
     assert reply.context_tokens is None
 
 
-# -- errors through the seams (checks 26-29) ---------------------------------------------------------------------
+# -- errors through the seams ------------------------------------------------------------------------------------
 
 
 def _status_error(cls: type[sdk.APIStatusError], code: int, message: str) -> sdk.APIStatusError:
@@ -403,7 +403,7 @@ def _status_error(cls: type[sdk.APIStatusError], code: int, message: str) -> sdk
         (lambda: sdk.APIConnectionError(request=httpx2.Request("POST", "http://x")), ProviderError),
     ],
 )
-def test_check_26_error_mapping(error: Any, expected: type[Exception]) -> None:
+def test_sdk_errors_map_to_the_library_errors(error: Any, expected: type[Exception]) -> None:
     m = Anthropic("c", max_tokens=10)
     original = error()
     with_fake(m, [original], final())
@@ -413,7 +413,7 @@ def test_check_26_error_mapping(error: Any, expected: type[Exception]) -> None:
     assert info.value.__cause__ is original
 
 
-def test_check_26_messages() -> None:
+def test_wrapped_error_messages_name_the_failure() -> None:
     m = Anthropic("c", max_tokens=10)
     with_fake(m, [_status_error(sdk.RateLimitError, 429, "slow down")], final())
     with pytest.raises(RateLimitError, match=r"^Anthropic API rate limit \(429\): slow down"):
@@ -446,7 +446,7 @@ def test_looks_like_context_overflow() -> None:
     assert not _looks_like_context_overflow("messages.0: bad role")
 
 
-def test_check_27_transport_error_mid_stream() -> None:
+def test_a_transport_error_mid_stream_is_a_provider_error() -> None:
     m = Anthropic("c", max_tokens=10)
     error = httpx2.ReadError("connection reset")
     _, stream = with_fake(m, ["Hel", "lo", error], final())
@@ -461,7 +461,7 @@ def test_check_27_transport_error_mid_stream() -> None:
     assert stream.exited
 
 
-def test_check_28_callback_errors_propagate_unchanged() -> None:
+def test_callback_errors_propagate_unchanged() -> None:
     m = Anthropic("c", max_tokens=10)
     for error in (
         TypeError("reporter bug"),
@@ -495,7 +495,7 @@ def test_other_exceptions_propagate_unchanged() -> None:
     assert info.value is error
 
 
-def test_check_29_no_credentials_is_auth_error(no_credentials: None) -> None:  # noqa: F811
+def test_no_credentials_is_an_auth_error(no_credentials: None) -> None:  # noqa: F811
     m = Anthropic("claude-sonnet-5", base_url="http://127.0.0.1:9", retries=0)
     with pytest.raises(AuthError) as info:
         m.respond(req())
@@ -505,10 +505,10 @@ def test_check_29_no_credentials_is_auth_error(no_credentials: None) -> None:  #
     assert isinstance(info.value.__cause__, TypeError)
 
 
-# -- clients (check 35 and §3.6) ------------------------------------------------------------------------------------
+# -- clients --------------------------------------------------------------------------------------------------------
 
 
-def test_check_35_async_client_per_loop() -> None:
+def test_one_async_client_per_event_loop() -> None:
     m = Anthropic("c", api_key="k")
 
     async def twice() -> tuple[Any, Any]:
@@ -632,7 +632,9 @@ def test_arespond_cancel_closes_stream(server: ProviderServer) -> None:  # noqa:
 
     async def main() -> float:
         task = asyncio.create_task(m.arespond(req(), got.append))
+        deadline = time.monotonic() + 30
         while not got:
+            assert time.monotonic() < deadline, "nothing arrived within 30 s"
             await asyncio.sleep(0.01)
         start = time.monotonic()
         task.cancel()
@@ -805,11 +807,11 @@ def test_connection_refused_is_provider_error() -> None:
     assert isinstance(info.value.__cause__, sdk.APIConnectionError)
 
 
-# -- output limit (checks 30-34) -------------------------------------------------------------------------------
+# -- output limit ----------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("limit", "sent"), [(128_000, 64_000), (64_000, 64_000), (32_000, 32_000), (8192, 8192)])
-def test_check_30_limit_lookup(server: ProviderServer, limit: int, sent: int) -> None:  # noqa: F811
+def test_the_output_limit_is_looked_up_once_and_capped(server: ProviderServer, limit: int, sent: int) -> None:  # noqa: F811
     server.model_limit = limit
     m = model(server)
     m.respond(req())
@@ -821,7 +823,7 @@ def test_check_30_limit_lookup(server: ProviderServer, limit: int, sent: int) ->
     assert adapter._OUTPUT_LIMITS == {(server.url, "claude-test"): limit}
 
 
-def test_check_30_async_lookup_shared_with_sync(server: ProviderServer) -> None:  # noqa: F811
+def test_the_async_lookup_shares_the_cache_with_sync(server: ProviderServer) -> None:  # noqa: F811
     server.model_limit = 32_000
     m = model(server)
     asyncio.run(m.arespond(req()))
@@ -862,7 +864,7 @@ def test_one_lookup_for_concurrent_requests_on_a_loop(server: ProviderServer) ->
 
 
 @pytest.mark.parametrize("lookup", [None, status(500), status(200, {"type": "model", "id": "x"})])
-def test_check_31_failed_lookup(server: ProviderServer, lookup: Any) -> None:  # noqa: F811
+def test_a_failed_lookup_sends_the_default_and_is_not_repeated(server: ProviderServer, lookup: Any) -> None:  # noqa: F811
     server.model_limit = lookup
     m = model(server)
     m.respond(req())
@@ -872,7 +874,7 @@ def test_check_31_failed_lookup(server: ProviderServer, lookup: Any) -> None:  #
     assert adapter._OUTPUT_LIMITS[(server.url, "claude-test")] is None
 
 
-def test_check_31_fake_client_without_with_options() -> None:
+def test_a_fake_client_without_with_options_sends_the_default() -> None:
     m = Anthropic("c")
     client, _ = with_fake(m, ["x"], final(Block(type="text", text="x")))
     m.respond(req())
@@ -880,14 +882,14 @@ def test_check_31_fake_client_without_with_options() -> None:
     assert adapter._OUTPUT_LIMITS == {(None, "c"): None}
 
 
-def test_check_32_given_max_tokens_no_lookup(server: ProviderServer) -> None:  # noqa: F811
+def test_a_given_max_tokens_is_sent_without_a_lookup(server: ProviderServer) -> None:  # noqa: F811
     server.model_limit = 8192
     model(server, max_tokens=100_000).respond(req())
     assert server.posts[0].body["max_tokens"] == 100_000
     assert server.lookups == []
 
 
-def test_check_33_too_high_retry(server: ProviderServer) -> None:  # noqa: F811
+def test_a_too_high_max_tokens_is_retried_with_the_named_limit(server: ProviderServer) -> None:  # noqa: F811
     too_high = "max_tokens: 64000 > 8192, which is the maximum allowed number of output tokens for claude-test"
     server.script(anthropic_error(400, "invalid_request_error", too_high), anthropic_stream(["ok"]))
     m = model(server)
@@ -903,7 +905,7 @@ def test_check_33_too_high_retry(server: ProviderServer) -> None:  # noqa: F811
     assert len(server.posts) == 1
 
 
-def test_check_33_too_high_retry_async(server: ProviderServer) -> None:  # noqa: F811
+def test_a_too_high_max_tokens_is_retried_with_the_named_limit_async(server: ProviderServer) -> None:  # noqa: F811
     too_high = "max_tokens: 64000 > 8192, which is the maximum"
     server.script(anthropic_error(400, "invalid_request_error", too_high), anthropic_stream(["ok"]))
     assert asyncio.run(model(server).arespond(req())).text == "ok"
@@ -917,7 +919,7 @@ def test_too_high_retry_only_for_lower_limits(server: ProviderServer) -> None:  
     assert len(server.posts) == 1
 
 
-def test_check_34_budget_over_model_limit(server: ProviderServer) -> None:  # noqa: F811
+def test_a_thinking_budget_over_the_model_limit_is_refused_before_sending(server: ProviderServer) -> None:  # noqa: F811
     server.model_limit = 32_000
     m = model(server, thinking=40_000)
     for call in (lambda: m.respond(req()), lambda: asyncio.run(m.arespond(req()))):

@@ -1,4 +1,4 @@
-"""The Model role (05 §2): settings, respond/arespond, compact, count_tokens, mark_cache, helpers."""
+"""The Model role: settings, respond/arespond, compact, count_tokens, mark_cache, helpers."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def request() -> Request:
 # -- Checks 1-10 ---------------------------------------------------------------------------------------------------
 
 
-def test_check_01_missing_members_is_type_error() -> None:
+def test_a_model_missing_a_required_member_cannot_be_instantiated() -> None:
     class OnlyRespond(Model):
         def respond(self, request: Request, on_text: Any = None, on_event: Any = None) -> Reply:
             raise AssertionError
@@ -76,7 +76,7 @@ def test_check_01_missing_members_is_type_error() -> None:
         OnlyWindow()  # type: ignore[abstract]
 
 
-def test_check_02_defaults_without_super_init() -> None:
+def test_settings_have_defaults_without_super_init() -> None:
     class Minimal(Model):
         def __init__(self) -> None:
             self.marker = 1
@@ -98,7 +98,7 @@ def test_check_02_defaults_without_super_init() -> None:
     assert m.temperature is None and m.timeout is None
 
 
-def test_check_03_repr() -> None:
+def test_repr_names_the_class_and_the_model() -> None:
     from alpineagents.models import Anthropic, OpenAICompatible
 
     assert repr(Anthropic("claude-sonnet-5")) == "Anthropic('claude-sonnet-5')"
@@ -106,7 +106,7 @@ def test_check_03_repr() -> None:
     assert repr(Recording()) == "Recording('recorder')"
 
 
-def test_check_04_compact_with_instructions() -> None:
+def test_compact_appends_the_prompt_and_the_instructions() -> None:
     model = Recording()
     req = request()
     reply = model.compact(req, instructions="keep the files")
@@ -121,7 +121,7 @@ def test_check_04_compact_with_instructions() -> None:
     assert reply.text == "Hello"
 
 
-def test_check_05_compact_without_instructions() -> None:
+def test_compact_without_instructions_sends_the_prompt_alone() -> None:
     model = Recording()
     model.compact(request())
     assert model.requests[-1].messages[-1].text == COMPACT_PROMPT
@@ -132,12 +132,12 @@ def test_check_05_compact_without_instructions() -> None:
     assert COMPACT_PROMPT.endswith("Do not call any tools.")
 
 
-def test_check_06_mark_cache_returns_same_object() -> None:
+def test_mark_cache_returns_the_same_request() -> None:
     req = request()
     assert Recording().mark_cache(req) is req
 
 
-def test_check_07_count_tokens_anchors_on_known_tokens() -> None:
+def test_count_tokens_anchors_on_known_tokens() -> None:
     req = Request(None, (Message("assistant", (TextBlock("x"),), tokens=1000), Message.user("follow-up")))
     assert Recording().count_tokens(req) > 1000
     # without an anchor, the system prompt, tools and every message are estimated
@@ -145,7 +145,7 @@ def test_check_07_count_tokens_anchors_on_known_tokens() -> None:
     assert Recording().count_tokens(plain) == 17 + 5
 
 
-def test_check_08_arespond_relays_callbacks_to_loop_thread() -> None:
+def test_arespond_relays_callbacks_to_the_loop_thread() -> None:
     model = Recording(("a", "b", "c"))
     seen: list[int] = []
 
@@ -159,7 +159,7 @@ def test_check_08_arespond_relays_callbacks_to_loop_thread() -> None:
     assert reply == model.respond(request())
 
 
-def test_check_09_arespond_callback_error_propagates_same_object() -> None:
+def test_arespond_callback_error_propagates_as_the_same_object() -> None:
     model = Recording()
     error = RuntimeError("x")
 
@@ -174,7 +174,7 @@ def test_check_09_arespond_callback_error_propagates_same_object() -> None:
     assert info.value is error
 
 
-def test_check_10_acompact_uses_overridden_compact() -> None:
+def test_acompact_uses_an_overridden_compact() -> None:
     marker = Reply(Message.assistant("server summary"), Usage(requests=1))
     threads: list[int] = []
 
@@ -199,7 +199,7 @@ def test_check_10_acompact_uses_overridden_compact() -> None:
     assert events and events[0][1] == loop_thread
 
 
-# -- more of §2 ------------------------------------------------------------------------------------------------------
+# -- more of the role --------------------------------------------------------------------------------------------------
 
 
 def test_acompact_default_goes_through_arespond() -> None:
@@ -280,7 +280,9 @@ def test_arespond_cancel_stops_worker_at_next_callback() -> None:
 
     async def main() -> None:
         task = asyncio.create_task(Streaming().arespond(request(), delivered.append))
+        deadline = time.monotonic() + 30
         while not first_sent.is_set():
+            assert time.monotonic() < deadline, "nothing arrived within 30 s"
             await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -334,7 +336,7 @@ def test_cost_helper() -> None:
     assert model._cost(usage) == 18.0
 
 
-def test_check_supported_message() -> None:
+def test_the_unsupported_feature_message() -> None:
     model = Recording()
     model.supports = frozenset({"vision", "cache"})
     model._check_supported("vision", "x=True")

@@ -1,7 +1,7 @@
-"""`OpenAICompatible` (05 §4): clients, request mapping, streamed chunks, usage, errors.
+"""`OpenAICompatible`: clients, request mapping, streamed chunks, usage, errors.
 
 Most tests drive the real `openai` SDK against the fake provider server on 127.0.0.1 (`tests/servers/`);
-some replace the SDK client through the seams of 05 §7.
+some replace the SDK client through the fixed seams (`_client()`, `_async_client()`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def model(srv: ProviderServer, name: str = "gpt-test", **kwargs: Any) -> OpenAIC
     return OpenAICompatible(name, base_url=srv.openai_url, **kwargs)
 
 
-# -- fakes for the §7 seams ----------------------------------------------------------------------------------------
+# -- fakes for the seams -------------------------------------------------------------------------------------------
 
 
 def ns(**kwargs: Any) -> SimpleNamespace:
@@ -111,10 +111,10 @@ def status_error(cls: type[sdk.APIStatusError], code: int, message: str, body: A
     return cls(message, response=httpx2.Response(code, request=request), body=body)
 
 
-# -- construction and clients (checks 36, 49) -----------------------------------------------------------------------
+# -- construction and clients ---------------------------------------------------------------------------------------
 
 
-def test_check_36_defaults() -> None:
+def test_openai_compatible_defaults_and_no_thinking_parameter() -> None:
     m = OpenAICompatible("gpt-5")
     assert m.provider == "openai_compatible"
     assert m.context_window == 128_000
@@ -130,7 +130,9 @@ def test_check_36_defaults() -> None:
         OpenAICompatible("gpt-5", cache=True)  # type: ignore[call-arg]
 
 
-def test_check_49_credentials(no_credentials: None, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_credentials_a_placeholder_key_for_a_base_url_and_auth_error_without_any(
+    no_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:  # noqa: F811
     with pytest.raises(AuthError, match="no credentials") as info:
         OpenAICompatible("gpt-5").respond(req())
     assert isinstance(info.value.__cause__, sdk.OpenAIError)
@@ -170,10 +172,10 @@ def test_client_kwargs_and_lazy_sdk_lookup(monkeypatch: pytest.MonkeyPatch, no_c
     assert len(made) == 3
 
 
-# -- request mapping (checks 37-42) ---------------------------------------------------------------------------------
+# -- request mapping ------------------------------------------------------------------------------------------------
 
 
-def test_check_37_stream_options_and_token_keys() -> None:
+def test_stream_options_and_the_output_token_key() -> None:
     kwargs = OpenAICompatible("gpt-5")._request_kwargs(req())
     assert kwargs["stream"] is True
     assert kwargs["stream_options"] == {"include_usage": True}
@@ -188,7 +190,7 @@ def test_check_37_stream_options_and_token_keys() -> None:
     assert OpenAICompatible("x", temperature=0)._request_kwargs(req())["temperature"] == 0
 
 
-def test_check_38_tools_and_choice() -> None:
+def test_tools_and_tool_choice_only_when_tools_are_given() -> None:
     m = OpenAICompatible("x")
     kwargs = m._request_kwargs(req(tools=(SPEC,), choice="none"))
     assert kwargs["tool_choice"] == "none"
@@ -203,7 +205,7 @@ def test_check_38_tools_and_choice() -> None:
     assert "tool_choice" not in bare and "tools" not in bare
 
 
-def test_check_39_system_plain_text_and_error_result() -> None:
+def test_system_plain_text_and_an_error_result() -> None:
     m = OpenAICompatible("x")
     messages = m._request_kwargs(
         req(
@@ -219,7 +221,7 @@ def test_check_39_system_plain_text_and_error_result() -> None:
     assert len(messages) == 4
 
 
-def test_check_40_tool_result_images_in_next_user_message() -> None:
+def test_tool_result_images_go_in_the_next_user_message() -> None:
     gif, png = Image(GIF), Image(PNG)
     message = Message(
         "user",
@@ -260,7 +262,7 @@ def test_tool_result_image_counts_and_no_user_dict() -> None:
     assert only_results == [{"role": "tool", "tool_call_id": "c1", "content": "done"}]
 
 
-def test_check_41_adjacent_texts_merge() -> None:
+def test_adjacent_texts_merge() -> None:
     png = Image(PNG)
     message = Message("user", (TextBlock("a"), TextBlock("b"), png, TextBlock(""), TextBlock("c")))
     content = OpenAICompatible("x")._request_kwargs(req(message))["messages"][0]["content"]
@@ -271,7 +273,7 @@ def test_check_41_adjacent_texts_merge() -> None:
     ]
 
 
-def test_check_42_assistant_messages() -> None:
+def test_assistant_messages_text_calls_and_own_raw_blocks() -> None:
     m = OpenAICompatible("x")
     assert m._assistant_message(Message("assistant", ())) == {"role": "assistant", "content": "(empty reply)"}
     call = ToolCall("search", {"opts": {"tags": ["a"]}, "é": 1}, "c1")
@@ -309,10 +311,10 @@ def test_same_role_messages_merged_on_the_wire() -> None:
     assert messages == [{"role": "user", "content": "ab"}]
 
 
-# -- streamed replies (checks 43-47) -------------------------------------------------------------------------------
+# -- streamed replies ----------------------------------------------------------------------------------------------
 
 
-def test_check_43_text_and_tool_call_deltas() -> None:
+def test_text_and_tool_call_deltas_accumulate() -> None:
     m = OpenAICompatible("x")
     with_fake(
         m,
@@ -333,7 +335,7 @@ def test_check_43_text_and_tool_call_deltas() -> None:
     assert reply.stop_reason == "tool_calls"
 
 
-def test_check_44_generated_ids_args_and_reasoning() -> None:
+def test_generated_ids_arguments_and_reasoning() -> None:
     m = OpenAICompatible("x")
     ids: list[str] = []
     for _ in range(2):
@@ -373,7 +375,7 @@ def test_invalid_and_non_object_arguments() -> None:
     ]
 
 
-def test_check_45_length_truncates_last_call() -> None:
+def test_finish_reason_length_truncates_the_last_call() -> None:
     m = OpenAICompatible("x")
     with_fake(
         m,
@@ -391,7 +393,7 @@ def test_check_45_length_truncates_last_call() -> None:
     assert reply.stop_reason == "length" and reply.cut_off
 
 
-def test_check_46_usage() -> None:
+def test_usage_with_cached_and_cache_write_tokens() -> None:
     m = OpenAICompatible("x")
     usage = ns(prompt_tokens=100, completion_tokens=20, prompt_tokens_details=ns(cached_tokens=30))
     with_fake(m, [chunk("a"), ns(choices=[], usage=usage)])
@@ -418,7 +420,7 @@ def test_check_46_usage() -> None:
     assert priced.respond(req()).usage.cost == Price(input=1, output=2).cost(Usage(70, 20, 30, 0, 1))
 
 
-def test_check_47_reply_model() -> None:
+def test_reply_model_is_the_first_reported_one() -> None:
     m = OpenAICompatible("mine")
     with_fake(m, [chunk("a", model=""), chunk("b", model="anthropic/claude-sonnet-5"), chunk("c", model="other/model")])
     assert m.respond(req()).model == "anthropic/claude-sonnet-5"
@@ -426,10 +428,10 @@ def test_check_47_reply_model() -> None:
     assert m.respond(req()).model == "mine"
 
 
-# -- errors (check 48) ---------------------------------------------------------------------------------------------
+# -- errors --------------------------------------------------------------------------------------------------------
 
 
-def test_check_48_callback_error_closes_stream() -> None:
+def test_a_callback_error_closes_the_stream() -> None:
     m = OpenAICompatible("x")
     _, stream = with_fake(m, [chunk("a"), chunk("b")])
     error = RuntimeError("reporter")
@@ -471,7 +473,7 @@ def test_check_48_callback_error_closes_stream() -> None:
         (lambda: sdk.APIConnectionError(request=httpx2.Request("POST", "http://x")), ProviderError),
     ],
 )
-def test_check_48_error_mapping(make: Any, expected: type[Exception]) -> None:
+def test_sdk_errors_map_to_the_library_errors(make: Any, expected: type[Exception]) -> None:
     m = OpenAICompatible("x")
     for where in ("create", "stream"):
         original = make()
@@ -573,7 +575,9 @@ def test_arespond_cancel_closes_request(server: ProviderServer) -> None:  # noqa
 
     async def main() -> float:
         task = asyncio.create_task(m.arespond(req(), got.append))
+        deadline = time.monotonic() + 30
         while not got:
+            assert time.monotonic() < deadline, "nothing arrived within 30 s"
             await asyncio.sleep(0.01)
         start = time.monotonic()
         task.cancel()

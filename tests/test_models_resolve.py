@@ -1,4 +1,4 @@
-"""`resolve_model` and the environment variables (05 §5, §6)."""
+"""`resolve_model` and the environment variables the adapters read."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_exports() -> None:
     assert models.Retry is models.wrappers.Retry and models.Fallback is models.wrappers.Fallback
 
 
-def test_check_50_resolve_model() -> None:
+def test_resolve_model_strings() -> None:
     ollama = resolve_model("ollama/llama3:8b")
     assert type(ollama) is OpenAICompatible and ollama.name == "llama3:8b" and ollama.base_url == OLLAMA_BASE_URL
     router = resolve_model("anthropic/claude-sonnet-5", base_url="https://openrouter.ai/api/v1")

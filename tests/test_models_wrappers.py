@@ -1,4 +1,4 @@
-"""`Retry` and `Fallback`: wrapper Models on the wrapper contract of 05 §2.12.
+"""`Retry` and `Fallback`: wrapper Models on the wrapper contract (copy the inner settings, delegate, report each restart).
 
 The failures come from the fake provider server through the real SDKs and adapters; a few cases use small
 scripted Models.

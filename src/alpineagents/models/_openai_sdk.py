@@ -14,11 +14,19 @@ from abc import abstractmethod
 from typing import Any, NoReturn, Protocol
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
-from alpineagents.models._wire import SDKClients
+from alpineagents.models._clients import SDKClients
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import Image, Reply, Request
 
-__all__ = ["OpenAIStreaming", "StreamReader", "openai_sdk", "map_error", "data_url", "PLACEHOLDER_KEY"]
+__all__ = [
+    "OpenAIStreaming",
+    "StreamReader",
+    "openai_sdk",
+    "map_error",
+    "data_url",
+    "input_split",
+    "PLACEHOLDER_KEY",
+]
 
 PLACEHOLDER_KEY = "not-needed"
 """The key sent to a server given by `base_url` when no key is configured anywhere (what local servers expect)."""
@@ -42,6 +50,15 @@ def _stream_types() -> tuple[type, ...]:
 def data_url(image: Image) -> str:
     """The `data:` URL of an image, as the OpenAI APIs take inline images."""
     return f"data:{image.media_type};base64,{image.base64}"
+
+
+def input_split(total: int, details: Any) -> tuple[int, int, int]:
+    """The input tokens of an OpenAI usage as (uncached, read from the cache, written to the cache): the API's
+    total includes both cached counts (`cached_tokens` and `cache_write_tokens` of its details, each 0 when
+    missing)."""
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    written = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
+    return total - cached - written, cached, written
 
 
 def map_error(error: BaseException) -> ProviderError:

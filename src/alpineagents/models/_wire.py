@@ -1,22 +1,17 @@
-"""Small helpers shared by the adapters' wire mapping."""
+"""Values on their way to a provider and back, the same for every adapter: plain copies of frozen JSON, the
+placeholder text of an empty message, the Usage of a reply with its cost, and the cut-off tool call."""
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import inspect
-import sys
-import threading
-import weakref
-from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any
 
-from alpineagents._async import run_in_thread
-from alpineagents.models._redact import redacted_error
+from alpineagents.models.base import Model
+from alpineagents.types import INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, ToolCall, Usage
 
-__all__ = ["plain", "close_with_loop", "SDKClients"]
+__all__ = ["EMPTY_REPLY", "plain", "priced_usage", "truncate_last_call"]
 
-_E = TypeVar("_E", bound=BaseException)
+EMPTY_REPLY = "(empty reply)"
+"""Sent for a message with no content at all, which the APIs refuse."""
 
 
 def plain(value: Any) -> Any:
@@ -32,125 +27,16 @@ def plain(value: Any) -> Any:
     return value
 
 
-def close_with_loop(client: Any) -> Any:
-    """Arrange for `client.close()` to run when the running event loop shuts down its async generators (as
-    `asyncio.run` does before it closes the loop), so a per-loop SDK client leaves no open connections behind.
-
-    Returns the holder (a suspended async generator) that must stay referenced as long as the client, or `None`
-    when the client has no `close`. Call it on the loop's thread while the loop runs.
-    """
-    close = getattr(client, "close", None)
-    if not callable(close):
-        return None
-
-    async def holder() -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            result = close()
-            if inspect.isawaitable(result):
-                await result
-
-    generator = holder()
-    step: Any = generator.__anext__()  # registers the generator with the running loop
-    try:
-        step.send(None)  # run it up to its `yield` (nothing is awaited before it)
-    except StopIteration:
-        pass
-    return generator
+def priced_usage(model: Model, input_tokens: int, output: int, cache_read: int, cache_write: int) -> Usage:
+    """The Usage of one reply of `model` (`requests == 1`), with its cost at the model's price (`None` without)."""
+    usage = Usage(input_tokens, output, cache_read, cache_write, 1)
+    cost = model._cost(usage)  # pyright: ignore[reportPrivateUsage] - the helper Model keeps for adapters
+    return usage if cost is None else Usage(input_tokens, output, cache_read, cache_write, 1, cost)
 
 
-class SDKClients:
-    """The SDK clients of an adapter, created lazily: one sync client, and one async client per event loop.
-
-    An adapter sets `_SDK` (the SDK's module name), `_SYNC_CLIENT`/`_ASYNC_CLIENT` (the client class names, looked
-    up on the module each time a client is made, so tests can replace them), `_WARM_ATTRIBUTES` (client attributes
-    whose first use imports slowly) and implements `_client_kwargs()`; it calls `_init_clients()` in `__init__`.
-    `_client()`/`_async_client()` are the fixed seams of 05 §7 (tests replace them on the instance).
-    """
-
-    _SDK: str
-    _SYNC_CLIENT: str
-    _ASYNC_CLIENT: str
-    _WARM_ATTRIBUTES: tuple[str, ...] = ()
-
-    def _init_clients(self) -> None:
-        self._sdk_client: Any = None
-        self._client_lock = threading.Lock()
-        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def _client_kwargs(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _configured_secrets(self) -> tuple[str | None, ...]:
-        """The credentials the adapter was given (an adapter with an `api_key=` returns it)."""
-        return ()
-
-    def _redacted(self, wrapped: _E, cause: BaseException | None) -> _E:
-        """`wrapped`, the error about to be raised from `cause`, with every credential taken out of its text and of
-        `cause`'s: the configured ones, those of the clients made so far (a key read from the environment), and
-        those in the failed request's headers."""
-        known: list[str | None] = list(self._configured_secrets())
-        clients = [self._sdk_client, *(entry[0] for entry in list(self._async_clients.values()))]
-        for client in clients:
-            if client is not None:
-                known.extend(getattr(client, name, None) for name in ("api_key", "auth_token"))
-        return redacted_error(wrapped, cause, known)
-
-    def _sdk(self) -> Any:
-        """The SDK module (imported on first use: it is slow to import)."""
-        return importlib.import_module(self._SDK)
-
-    async def _aload_sdk(self) -> None:
-        """Import the SDK on a worker thread the first time, so the slow import never blocks the event loop."""
-        if self._SDK not in sys.modules:
-            await run_in_thread(self._sdk)
-
-    def _warm(self, client: Any) -> Any:
-        """Do the SDK's slow first-use imports (its resources, the async backend, tracing) on `client`."""
-        for path in self._WARM_ATTRIBUTES:
-            target = client
-            for name in path.split("."):
-                target = getattr(target, name, None)
-        for module in ("anyio._backends._asyncio", "opentelemetry.propagate"):
-            try:
-                importlib.import_module(module)
-            except ImportError:
-                pass
-        return client
-
-    def _client(self) -> Any:
-        """The sync SDK client of this adapter, created on first use (thread-safe) and reused."""
-        client = self._sdk_client
-        if client is None:
-            with self._client_lock:
-                if self._sdk_client is None:
-                    self._sdk_client = getattr(self._sdk(), self._SYNC_CLIENT)(**self._client_kwargs())
-                client = self._sdk_client
-        return client
-
-    async def _aprepare_client(self) -> None:
-        """Import the SDK and create this loop's client on a worker thread (both are slow), unless a client is
-        ready or `_async_client` was replaced on the instance."""
-        await self._aload_sdk()
-        loop = asyncio.get_running_loop()
-        if loop in self._async_clients or "_async_client" in self.__dict__:
-            return
-        kwargs = self._client_kwargs()
-        make = getattr(self._sdk(), self._ASYNC_CLIENT)
-        client = await run_in_thread(lambda: self._warm(make(**kwargs)))
-        with self._client_lock:
-            if loop not in self._async_clients:
-                self._async_clients[loop] = (client, close_with_loop(client))
-
-    def _async_client(self) -> Any:
-        """The async SDK client for the running event loop (one per loop, created on first use)."""
-        loop = asyncio.get_running_loop()
-        with self._client_lock:
-            entry = self._async_clients.get(loop)
-            if entry is None:
-                client = getattr(self._sdk(), self._ASYNC_CLIENT)(**self._client_kwargs())
-                entry = self._async_clients[loop] = (client, close_with_loop(client))
-        return entry[0]
+def truncate_last_call(blocks: list[Any]) -> None:
+    """A reply cut off by the output limit: when its last block is a tool call, that call's arguments are
+    incomplete, so they become `{INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}` (same name and id)."""
+    if blocks and isinstance(blocks[-1], ToolCall):
+        last = blocks[-1]
+        blocks[-1] = ToolCall(last.name, {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, last.id)

@@ -1,4 +1,4 @@
-"""`Anthropic`: the adapter for the Anthropic Messages API, streamed (05 §3)."""
+"""`Anthropic`: the adapter for the Anthropic Messages API, streamed, through the official `anthropic` SDK."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from typing import Any
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
-from alpineagents.models._wire import SDKClients, plain
+from alpineagents.models._clients import SDKClients
+from alpineagents.models._wire import EMPTY_REPLY, plain, priced_usage, truncate_last_call
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import (
     CUT_OFF_STOP_REASONS,
-    INVALID_ARGS_KEY,
-    TRUNCATED_ARGS_MESSAGE,
     Image,
     Message,
     Price,
@@ -26,7 +25,6 @@ from alpineagents.types import (
     TextBlock,
     ToolCall,
     ToolResultBlock,
-    Usage,
 )
 
 __all__ = ["Anthropic", "DEFAULT_MAX_TOKENS"]
@@ -41,7 +39,6 @@ _LIMITS_LOCK = threading.Lock()
 _KEY_LOCKS: dict[tuple[str | None, str], threading.Lock] = {}
 _INFLIGHT: dict[tuple[int, tuple[str | None, str]], asyncio.Future[int | None]] = {}
 
-_EMPTY_REPLY = "(empty reply)"
 _TOO_HIGH = re.compile(r"max_tokens:\s*(\d+)\s*>\s*(\d+)")
 _OVERFLOW_HINTS = (
     "prompt is too long",
@@ -217,7 +214,7 @@ class Anthropic(SDKClients, Model):
             kwargs["timeout"] = self.timeout
         return kwargs
 
-    # -- output limit (§3.3) -------------------------------------------------------------------------------------
+    # -- output limit ---------------------------------------------------------------------------------------------
 
     @property
     def _limit_key(self) -> tuple[str | None, str]:
@@ -318,7 +315,7 @@ class Anthropic(SDKClients, Model):
         self._check_budget(limit)
         return limit
 
-    # -- request mapping (§3.4) ----------------------------------------------------------------------------------
+    # -- request mapping ---------------------------------------------------------------------------------------
 
     def _build_request_kwargs(self, request: Request, max_tokens: int | None = None) -> dict[str, Any]:
         """The keyword arguments of `client.messages.stream(...)` for `request`."""
@@ -409,10 +406,10 @@ class Anthropic(SDKClients, Model):
                 if block.provider == self.provider:
                     out.append(plain(block.data))
         if not out and only_text:
-            out.append({"type": "text", "text": _EMPTY_REPLY})
+            out.append({"type": "text", "text": EMPTY_REPLY})
         return out
 
-    # -- response mapping (§3.5) ---------------------------------------------------------------------------------
+    # -- response mapping --------------------------------------------------------------------------------------
 
     def _to_reply(self, final_message: Any) -> Reply:
         """The `Reply` for the SDK's final message."""
@@ -426,9 +423,8 @@ class Anthropic(SDKClients, Model):
             else:
                 blocks.append(RawBlock(self.provider, block.model_dump(mode="json", exclude_none=True)))
         stop_reason = getattr(final_message, "stop_reason", None)
-        if stop_reason in CUT_OFF_STOP_REASONS and blocks and isinstance(blocks[-1], ToolCall):
-            last = blocks[-1]
-            blocks[-1] = ToolCall(last.name, {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, last.id)
+        if stop_reason in CUT_OFF_STOP_REASONS:
+            truncate_last_call(blocks)
         raw_usage = getattr(final_message, "usage", None)
         total: int | None = None
         counts = (0, 0, 0, 0)
@@ -440,8 +436,7 @@ class Anthropic(SDKClients, Model):
                 getattr(raw_usage, "cache_creation_input_tokens", None) or 0,
             )
             total = sum(counts)
-        usage = Usage(*counts, requests=1)
-        usage = Usage(*counts, requests=1, cost=self._cost(usage))
+        usage = priced_usage(self, *counts)
         return Reply(
             Message("assistant", tuple(blocks)),
             usage,
@@ -453,7 +448,7 @@ class Anthropic(SDKClients, Model):
     # -- respond -------------------------------------------------------------------------------------------------
 
     def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
-        """Stream one reply from the Messages API (see 05 §3 for the mapping and the errors raised)."""
+        """Stream one reply from the Messages API; a failure of the SDK is raised as the library's error."""
         try:
             client = self._client()
         except (_sdk().AnthropicError, TypeError) as error:
@@ -543,7 +538,7 @@ class Anthropic(SDKClients, Model):
             raise ProviderError("Anthropic stream ended before its final event (the reply has no stop reason)")
         return self._to_reply(final)
 
-    # -- errors (§3.7) -------------------------------------------------------------------------------------------
+    # -- errors -------------------------------------------------------------------------------------------------
 
     def _configured_secrets(self) -> tuple[str | None, ...]:
         return (self._api_key,)

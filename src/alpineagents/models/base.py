@@ -1,4 +1,4 @@
-"""The Model role: the adapter boundary between the framework and an LLM provider (05 §2)."""
+"""The Model role: the adapter boundary between the framework and an LLM provider."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Model(ABC):
 
     @abstractmethod
     def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
-        """Send one request to the provider and return one `Reply` (05 §2.3).
+        """Send one request to the provider and return one `Reply`.
 
         `on_text` gets each streamed text chunk; `on_event` gets each `ModelEvent` (a retry, a fallback).
         """
@@ -111,7 +111,7 @@ class Model(ABC):
         return await self.arespond(self._summary_request(request, instructions), None, on_event)
 
     def count_tokens(self, request: Request) -> int:
-        """Estimate the size of `request` in tokens with the context-token estimate of the State (01 §13).
+        """Estimate the size of `request` in tokens with the context-token estimate the State uses.
 
         A utility only: the framework itself never calls it.
         """

@@ -1,4 +1,4 @@
-"""`OpenAICompatible`: the adapter for servers speaking the OpenAI Chat Completions API (05 §4)."""
+"""`OpenAICompatible`: the adapter for servers speaking the OpenAI Chat Completions API ."""
 
 from __future__ import annotations
 
@@ -10,12 +10,10 @@ from typing import Any
 
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
-from alpineagents.models._openai_sdk import OpenAIStreaming, data_url
-from alpineagents.models._wire import plain
+from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, input_split
+from alpineagents.models._wire import EMPTY_REPLY, plain, priced_usage, truncate_last_call
 from alpineagents.models.base import OnText
 from alpineagents.types import (
-    INVALID_ARGS_KEY,
-    TRUNCATED_ARGS_MESSAGE,
     Image,
     Message,
     Price,
@@ -25,12 +23,10 @@ from alpineagents.types import (
     TextBlock,
     ToolCall,
     ToolResultBlock,
-    Usage,
 )
 
 __all__ = ["OpenAICompatible"]
 
-_EMPTY_REPLY = "(empty reply)"
 _COMPLETION_TOKENS_NAME = re.compile(r"^o\d")
 
 
@@ -79,7 +75,7 @@ class OpenAICompatible(OpenAIStreaming):
         """The model's context window in tokens (the `context_window=` given, 128,000 by default)."""
         return self._context_window
 
-    # -- request mapping (§4.3) ----------------------------------------------------------------------------------
+    # -- request mapping ---------------------------------------------------------------------------------------
 
     def _request_kwargs(self, request: Request) -> dict[str, Any]:
         """The keyword arguments of `client.chat.completions.create(...)` for `request`."""
@@ -124,7 +120,7 @@ class OpenAICompatible(OpenAIStreaming):
         text = message.text
         result: dict[str, Any] = {
             "role": "assistant",
-            "content": text if text else (None if calls else _EMPTY_REPLY),
+            "content": text if text else (None if calls else EMPTY_REPLY),
         }
         for block in message.content:
             if isinstance(block, RawBlock) and block.provider == self.provider:
@@ -157,7 +153,7 @@ class OpenAICompatible(OpenAIStreaming):
 
 
 class _StreamReader:
-    """Accumulates the chunks of one streamed chat completion (05 §4.4)."""
+    """Accumulates the chunks of one streamed chat completion."""
 
     __slots__ = ("on_text", "callback_error", "text", "reasoning", "calls", "finish_reason", "usage", "model")
 
@@ -223,34 +219,22 @@ class _StreamReader:
         text = "".join(self.text)
         if text:
             blocks.append(TextBlock(text))
-        indexes = sorted(self.calls)
-        for index in indexes:
+        for index in sorted(self.calls):
             call_id, name_parts, arg_parts = self.calls[index]
-            if self.finish_reason == "length" and index == indexes[-1]:
-                args: dict[str, Any] = {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}
-            else:
-                args = parse_arguments("".join(arg_parts))
+            args = parse_arguments("".join(arg_parts))
             blocks.append(ToolCall("".join(name_parts), args, call_id or "call_" + secrets.token_hex(6)))
+        if self.finish_reason == "length":  # only this finish reason cuts a Chat Completions reply
+            truncate_last_call(blocks)
         raw = self.usage
         if raw is None:
-            usage = Usage(requests=1)
+            usage = priced_usage(model, 0, 0, 0, 0)
             total: int | None = None
         else:
             prompt = getattr(raw, "prompt_tokens", None) or 0
             completion = getattr(raw, "completion_tokens", None) or 0
-            details = getattr(raw, "prompt_tokens_details", None)
-            cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
-            written = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
-            usage = Usage(prompt - cached - written, completion, cached, written, 1)
+            uncached, cached, written = input_split(prompt, getattr(raw, "prompt_tokens_details", None))
+            usage = priced_usage(model, uncached, completion, cached, written)
             total = prompt + completion
-        usage = Usage(
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_tokens,
-            usage.cache_write_tokens,
-            1,
-            model._cost(usage),  # pyright: ignore[reportPrivateUsage]
-        )
         return Reply(
             Message("assistant", tuple(blocks)),
             usage,

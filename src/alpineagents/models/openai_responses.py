@@ -35,13 +35,11 @@ from typing import Any
 
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
-from alpineagents.models._openai_sdk import OpenAIStreaming, StreamReader, data_url, openai_sdk
-from alpineagents.models._wire import plain
+from alpineagents.models._openai_sdk import OpenAIStreaming, StreamReader, data_url, input_split, openai_sdk
+from alpineagents.models._wire import EMPTY_REPLY, plain, priced_usage, truncate_last_call
 from alpineagents.models.base import OnText
 from alpineagents.types import (
     CUT_OFF_STOP_REASONS,
-    INVALID_ARGS_KEY,
-    TRUNCATED_ARGS_MESSAGE,
     Image,
     Message,
     Price,
@@ -59,7 +57,6 @@ __all__ = ["OpenAIResponses", "RESPONSE_IDS"]
 RESPONSE_IDS = "response_ids"
 """The `type` of the RawBlock that records a response's id and its items' ids (never sent as an item)."""
 
-_EMPTY_REPLY = "(empty reply)"
 _INCLUDE = ["reasoning.encrypted_content"]
 _CHAINS_KEPT = 64
 """How many responses a chaining adapter remembers the input of (one per State it is continuing)."""
@@ -210,7 +207,7 @@ class OpenAIResponses(OpenAIStreaming):
                 elif block.data.get("type") != RESPONSE_IDS:
                     items.append(plain(block.data))
         if not items and not dropped:
-            items.append(_assistant_text(_EMPTY_REPLY, None))
+            items.append(_assistant_text(EMPTY_REPLY, None))
         return items
 
     # -- chaining ------------------------------------------------------------------------------------------------
@@ -297,7 +294,7 @@ class OpenAIResponses(OpenAIStreaming):
                 blocks.append(RawBlock(self.provider, item.model_dump(mode="json", exclude_none=True)))
         stop_reason = _stop_reason(response, refused)
         if stop_reason in CUT_OFF_STOP_REASONS:
-            _truncate_last_call(blocks)
+            truncate_last_call(blocks)
         usage, total, reasoning_tokens = self._usage(getattr(response, "usage", None))
         ids: dict[str, Any] = {"type": RESPONSE_IDS, "response_id": getattr(response, "id", None) or ""}
         ids["message_ids"] = message_ids
@@ -316,16 +313,12 @@ class OpenAIResponses(OpenAIStreaming):
     def _usage(self, raw: Any) -> tuple[Usage, int | None, int]:
         """The Usage (cost included), the context tokens and the reasoning tokens of the response's usage."""
         if raw is None:
-            return Usage(requests=1, cost=self._cost(Usage(requests=1))), None, 0
+            return priced_usage(self, 0, 0, 0, 0), None, 0
         total_input = getattr(raw, "input_tokens", None) or 0
         output = getattr(raw, "output_tokens", None) or 0
-        details = getattr(raw, "input_tokens_details", None)
-        cached = getattr(details, "cached_tokens", None) or 0
-        written = getattr(details, "cache_write_tokens", None) or 0
+        uncached, cached, written = input_split(total_input, getattr(raw, "input_tokens_details", None))
         reasoning = getattr(getattr(raw, "output_tokens_details", None), "reasoning_tokens", None) or 0
-        counts = (total_input - cached - written, output, cached, written)
-        usage = Usage(*counts, requests=1, cost=self._cost(Usage(*counts, requests=1)))
-        return usage, total_input + output, reasoning
+        return priced_usage(self, uncached, output, cached, written), total_input + output, reasoning
 
 
 class _ResponseReader:
@@ -387,15 +380,6 @@ def _stop_reason(response: Any, refused: bool) -> str:
         details = getattr(response, "incomplete_details", None)
         return getattr(details, "reason", None) or "incomplete"
     return "refusal" if refused else "completed"
-
-
-def _truncate_last_call(blocks: list[Any]) -> None:
-    """A reply cut off by the output limit: the last tool call's arguments are incomplete."""
-    for index in range(len(blocks) - 1, -1, -1):
-        block = blocks[index]
-        if isinstance(block, ToolCall):
-            blocks[index] = ToolCall(block.name, {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, block.id)
-            return
 
 
 def _recorded(message: Message, provider: str) -> Mapping[str, Any] | None:
@@ -490,5 +474,5 @@ def _user_items(message: Message) -> list[dict[str, Any]]:
     elif parts:
         items.append({"role": "user", "content": parts[0]["text"]})
     elif not items:
-        items.append({"role": "user", "content": _EMPTY_REPLY})
+        items.append({"role": "user", "content": EMPTY_REPLY})
     return items

@@ -1,4 +1,4 @@
-"""Wrapper Models: `Retry` starts a failed reply over, `Fallback` moves on to the next model (05 §2.12).
+"""Wrapper Models: `Retry` starts a failed reply over, `Fallback` moves on to the next model.
 
 Both follow the wrapper contract: they copy `name`, `provider`, `supports`, `price` and `max_tokens` from the
 (primary) inner model, delegate `context_window`, `count_tokens`, `mark_cache`, `compact` and `acompact`,
