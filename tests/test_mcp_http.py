@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from alpineagents import MCP, Agent, MCPConnectionError, State, ToolError
+from alpineagents.store import FileStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import ErrorEntry, ToolResultEntry
@@ -326,6 +327,23 @@ def test_timeout_of_connecting_to_a_server_that_never_answers(silent: Silent, ho
     assert agent._mcp_users == 0 and agent._mcp_ready is None
     assert silent.closed.wait(3), "the client kept the connection open after giving up"
     assert silent.received.startswith(b"POST /mcp ")
+
+
+def test_credentials_in_the_url_and_headers_never_reach_the_error_or_the_store(tmp_path: Path) -> None:
+    secrets = ["user-name-token", "pass-word-secret", "query-secret-123", "bearer-secret-456"]
+    url = f"http://{secrets[0]}:{secrets[1]}@127.0.0.1:{_free_port()}/mcp?key={secrets[2]}&v=1"
+    web = MCP(url=url, headers={"Authorization": f"Bearer {secrets[3]}"}, name="web", timeout=0.5)
+    agent = Agent(FakeModel(["never"]), tools=[web], reporter=None, human=None, store=FileStore(tmp_path / "store"))
+    state = task("go")
+    with pytest.raises(MCPConnectionError) as info:
+        agent.run(state)
+    assert str(info.value).startswith("Could not connect to MCP server 'web' (MCP('http://[REDACTED]:[REDACTED]@")
+    entry = state.history[-1]
+    assert isinstance(entry, ErrorEntry)
+    saved = "".join(path.read_text() for path in (tmp_path / "store").rglob("*") if path.is_file())
+    assert "Could not connect to MCP server 'web'" in saved
+    for secret in secrets:
+        assert secret not in str(info.value) and secret not in entry.content and secret not in saved
 
 
 @pytest.mark.parametrize("how", ["run", "arun"])

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from alpineagents._mcp.connection import Connection, describe, not_connected, submit, wait_async
+from alpineagents._mcp.connection import Connection, describe, not_connected, scrubbed, submit, wait_async
 from alpineagents.errors import MCPConnectionError, ToolError, ToolInputError, fix_message
 from alpineagents.tool import Tool
 from alpineagents.types import Image
@@ -229,7 +229,8 @@ class MCPTool(Tool):
         except Exception as error:
             if isinstance(error, MCPConnectionError):
                 raise
-            raise ToolError(f"(error from MCP server {self.server.name!r}: {describe(error)})") from error
+            text = f"(error from MCP server {self.server.name!r}: {describe(error)})"
+            raise ToolError(scrubbed(self.server, text)) from error
         return convert_result(self.server.name, result)
 
 

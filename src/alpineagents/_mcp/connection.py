@@ -18,8 +18,10 @@ import weakref
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit
 
 from alpineagents.errors import MCPConnectionError, fix_message
+from alpineagents.models._redact import redact
 
 if TYPE_CHECKING:
     from alpineagents.mcp_tools import MCP  # only for the types: mcp_tools imports this module
@@ -110,6 +112,29 @@ async def _list_tools(client: Any) -> list[Any]:
         seen.add(cursor)
 
 
+def secrets_of(server: MCP) -> list[str]:
+    """What a server's settings may hold that an error text must never show (error texts reach the State's
+    history and so the store): the user name, password and query values of its url, the values of its headers
+    (also without a scheme word such as ``Bearer``) and of its env."""
+    found: list[str] = []
+    if server.url:
+        try:
+            parts = urlsplit(server.url)
+            found += [parts.username or "", parts.password or ""]
+            found += [value for _, value in parse_qsl(parts.query)]
+        except ValueError:  # a url the SDK will refuse anyway
+            pass
+    for value in (server.headers or {}).values():
+        found += [value, *value.split()[-1:]]
+    found += list((server.env or {}).values())
+    return found
+
+
+def scrubbed(server: MCP, text: str) -> str:
+    """``text`` with every secret of the server's settings replaced (see ``secrets_of``)."""
+    return redact(text, secrets_of(server))
+
+
 def describe(error: BaseException) -> str:
     """How an exception is shown in MCP error texts: for a group its first sub-exception (repeatedly), then
     `Type: message`, or just `Type` when the message is empty."""
@@ -174,7 +199,7 @@ def not_connected(server: MCP, lost: BaseException | None) -> MCPConnectionError
         problem += f" (connection lost: {describe(lost)})"
     error = MCPConnectionError(
         fix_message(
-            problem,
+            scrubbed(server, problem),
             "A lost connection is opened again by the next run (or the next with agent:) after this one ends. "
             "Tools of an MCP server work inside agent.run(), or inside with agent: / async with agent:",
         )
@@ -243,7 +268,8 @@ class Connection:
         if isinstance(inner, MCPConnectionError):
             return inner
         server = self.server
-        wrapped = MCPConnectionError(f"Could not connect to MCP server {server.name!r} ({server!r}): {describe(error)}")
+        text = f"Could not connect to MCP server {server.name!r} ({server!r}): {describe(error)}"
+        wrapped = MCPConnectionError(scrubbed(server, text))
         wrapped.__cause__ = error
         return wrapped
 
@@ -258,9 +284,8 @@ class Connection:
             if is_transport_error(error):
                 self.lost = error
                 self.client = None
-                raise MCPConnectionError(
-                    f"Lost the connection to MCP server {self.server.name!r}: {describe(error)}"
-                ) from error
+                text = f"Lost the connection to MCP server {self.server.name!r}: {describe(error)}"
+                raise MCPConnectionError(scrubbed(self.server, text)) from error
             raise
 
     def not_connected(self) -> MCPConnectionError:
