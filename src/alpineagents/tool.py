@@ -72,11 +72,13 @@ def hint_values(
 def _checked_hints(
     where: str,
     maker: str,
-    read_only: Any,
-    destructive: Any,
-    idempotent: Any,
-    open_world: Any,
+    read_only: bool | None,
+    destructive: bool | None,
+    idempotent: bool | None,
+    open_world: bool | None,
 ) -> tuple[bool, bool, bool, bool]:
+    """The four hints filled in, after checking each is True, False or None (left out) and that `read_only=True`
+    is not contradicted; `where` and `maker` name the tool and the call in the error texts."""
     values = {"read_only": read_only, "destructive": destructive, "idempotent": idempotent, "open_world": open_world}
     for hint, value in values.items():
         if value is not None and not isinstance(value, bool):
@@ -124,7 +126,7 @@ class Hints:
 # --- the Tool base ------------------------------------------------------------------------------------------------
 
 
-def _check_name(name: Any, problem: str | None = None) -> str:
+def _check_name(name: object, problem: str | None = None) -> str:
     if isinstance(name, str) and _NAME.fullmatch(name):
         return name
     raise TypeError(
