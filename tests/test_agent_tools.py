@@ -1,4 +1,5 @@
-"""The Agent-level checks of 04 that need a run (8, 11, 22, 26, 41, 43, 48, 49, 50), through `Agent.run`/`arun`."""
+"""Tools in whole runs, through `Agent.run`/`arun`: defaults, the State parameter, error results, exceptions that
+stop the run, unknown tools, parallel failures, Ctrl+C, threads and late results."""
 
 from __future__ import annotations
 
@@ -17,14 +18,7 @@ from alpineagents.state import State
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message, ToolOutcome
-
-
-def task() -> State:
-    return State(messages=[Message.user("Task")])
-
-
-def results(state: State) -> list[Any]:
-    return [entry for entry in state.history if entry.kind == "tool_result"]
+from conftest import kinds, results, task
 
 
 class Outcomes(Reporter):
@@ -35,7 +29,7 @@ class Outcomes(Reporter):
         self.ends.append((call.name, outcome))
 
 
-def test_check_08_default_argument_in_a_run() -> None:
+def test_a_run_fills_in_a_default_argument() -> None:
     @tool
     def add(a: int, b: int = 10) -> int:
         """Adds."""
@@ -46,7 +40,7 @@ def test_check_08_default_argument_in_a_run() -> None:
     assert results(state)[0].content == "15"
 
 
-def test_check_11_state_parameter_is_the_runs_state() -> None:
+def test_the_state_parameter_is_the_runs_state() -> None:
     seen: list[State] = []
 
     @tool
@@ -60,7 +54,7 @@ def test_check_11_state_parameter_is_the_runs_state() -> None:
     assert seen == [state] and seen[0] is state
 
 
-def test_check_22_tool_error_result_and_the_run_goes_on() -> None:
+def test_a_tool_error_is_a_result_and_the_run_goes_on() -> None:
     @tool
     def fails() -> str:
         """Fails."""
@@ -71,11 +65,11 @@ def test_check_22_tool_error_result_and_the_run_goes_on() -> None:
     assert Agent(FakeModel([tool_call("fails"), "answer"]), tools=[fails], reporter=reporter).run(state) == "answer"
     entry = results(state)[0]
     assert entry.content == "nope" and entry.outcome == "error" and isinstance(entry.error, ToolError)
-    assert "error" not in [e.kind for e in state.history]
+    assert "error" not in kinds(state)
     assert reporter.ends[0][1].kind == "error"
 
 
-def test_check_26_uncovered_exception_stops_the_run() -> None:
+def test_an_exception_no_handler_takes_stops_the_run() -> None:
     @tool
     def buggy() -> str:
         """Has a bug."""
@@ -87,7 +81,7 @@ def test_check_26_uncovered_exception_stops_the_run() -> None:
     assert results(state)[0].content == "(aborted: KeyError)"
 
 
-def test_check_41_and_43_unknown_tools_in_a_run() -> None:
+def test_a_call_to_an_unknown_tool_lists_the_available_ones() -> None:
     class Calc:
         @tool
         def add(self, a: int, b: int) -> int:
@@ -108,16 +102,19 @@ def test_check_41_and_43_unknown_tools_in_a_run() -> None:
     assert results(state)[0].content == "(input error: unknown tool 'nope'. Available tools: (none))"
 
 
-def test_check_48_parallel_failure_closed_by_the_run() -> None:
+def test_a_parallel_failure_stops_the_run_and_closes_every_call() -> None:
+    failed = threading.Event()
+
     @tool
     def boom() -> str:
         """Fails."""
+        failed.set()
         raise RuntimeError("kaput")
 
     @tool
     def ok() -> str:
-        """Works."""
-        time.sleep(0.05)
+        """Works, once boom has failed."""
+        assert failed.wait(5)
         return "fine"
 
     @tool(parallel=False)
@@ -136,7 +133,7 @@ def test_check_48_parallel_failure_closed_by_the_run() -> None:
     assert contents == {"ok": "fine", "boom": "(aborted: RuntimeError)", "later": "(aborted: RuntimeError)"}
 
 
-def test_check_49_keyboard_interrupt_closes_the_calls() -> None:
+def test_keyboard_interrupt_closes_the_call_as_interrupted() -> None:
     @tool
     def stop() -> str:
         """Ctrl+C."""
@@ -149,7 +146,7 @@ def test_check_49_keyboard_interrupt_closes_the_calls() -> None:
     assert entry.content == "(interrupted by user)" and entry.outcome == "interrupted"
 
 
-def test_check_50_threads_context_and_late_result() -> None:
+def test_arun_runs_async_tools_on_the_loop_and_records_a_late_result() -> None:
     marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
     seen: dict[str, Any] = {}
     release = threading.Event()
@@ -167,10 +164,12 @@ def test_check_50_threads_context_and_late_result() -> None:
         seen["marker"] = marker.get()
         return "s"
 
+    started = threading.Event()
+
     @tool
     def slow_sync() -> str:
         """Blocks until released."""
-        seen["slow_started"] = True
+        started.set()
         release.wait(5)
         return "exit 0"
 
@@ -188,8 +187,7 @@ def test_check_50_threads_context_and_late_result() -> None:
 
     async def second() -> None:
         run = asyncio.create_task(agent.arun(state))
-        while "slow_started" not in seen:
-            await asyncio.sleep(0.01)
+        assert await asyncio.get_running_loop().run_in_executor(None, started.wait, 5)
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
@@ -197,8 +195,9 @@ def test_check_50_threads_context_and_late_result() -> None:
     asyncio.run(second())
     assert results(state)[0].content == "(interrupted by user)"
     release.set()
-    deadline = time.time() + 5
-    while len(results(state)) < 2 and time.time() < deadline:
+    deadline = time.monotonic() + 5
+    while len(results(state)) < 2:  # the late result is recorded by the worker thread
+        assert time.monotonic() < deadline, "no late result"
         time.sleep(0.01)
     late = results(state)[1]
     assert late.late and late.content == "exit 0"

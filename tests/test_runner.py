@@ -1,4 +1,4 @@
-"""How one turn's calls run (04 §11–§12) and the permission phase (07 §1.4–§1.6), through the runner seam.
+"""How one turn's calls run, and the permission phase before them, through the runner seam.
 
 The State is driven by its own recording operations (`_begin_think`, `_record_reply`) so that each test starts
 with exactly the pending calls it needs; `_runner.run_tool_calls` / `arun_tool_calls` then do what
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from alpineagents import _runner
-from alpineagents._turn.context import RunContext
 from alpineagents._tools.scope import CALL_SCOPE
+from alpineagents._turn.context import RunContext
 from alpineagents.agent import Agent
 from alpineagents.errors import PermissionWarning, ToolError, ToolInputError
 from alpineagents.permissions import (
@@ -47,6 +47,7 @@ from alpineagents.types import (
     ToolResultEntry,
     Usage,
 )
+from conftest import results
 
 K = ToolOutcomeKind
 
@@ -108,16 +109,20 @@ def wait_for(condition: Any, timeout: float = 5) -> None:
         time.sleep(0.002)
 
 
+async def until(condition: Any, timeout: float = 5) -> None:
+    """Let the event loop run until `condition()` holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.005)
+
+
 def context(reporter: Any = None, permissions: Any = None, store: Any = None) -> RunContext:
     return RunContext(None, reporter=reporter, permissions=permissions, store=store)
 
 
 def tool_map(*tools: Any) -> ToolMap:
     return ToolMap(collect_tools(tools), ())
-
-
-def results(state: State) -> list[ToolResultEntry]:
-    return [e for e in state.history if isinstance(e, ToolResultEntry)]
 
 
 def result_of(state: State, name: str) -> ToolResultEntry:
@@ -147,10 +152,10 @@ def serial() -> str:
     return "serial done"
 
 
-# --- checks of 04 that run calls -------------------------------------------------------------------------------
+# --- tools in a turn -------------------------------------------------------------------------------------------
 
 
-def test_check_08_default_filled_in() -> None:
+def test_a_missing_argument_gets_its_default() -> None:
     @tool
     def add(a: int, b: int = 10) -> int:
         return a + b
@@ -163,7 +168,7 @@ def test_check_08_default_filled_in() -> None:
     assert state.messages[-1].content[0].content == "15"
 
 
-def test_check_11_state_injected_during_run() -> None:
+def test_the_state_parameter_receives_the_turns_state() -> None:
     seen: list[Any] = []
 
     @tool
@@ -177,7 +182,7 @@ def test_check_11_state_injected_during_run() -> None:
     assert result_of(state, "peek").content == "hi"
 
 
-def test_check_14_validation_failure_is_an_input_error() -> None:
+def test_a_validation_failure_is_an_input_error_result() -> None:
     called: list[int] = []
 
     @tool
@@ -197,7 +202,7 @@ def test_check_14_validation_failure_is_an_input_error() -> None:
     assert recorder.ends()["strict"][1] == ToolOutcome(K.INPUT_ERROR)
 
 
-def test_check_18_and_19_results() -> None:
+def test_results_are_formatted_for_the_model() -> None:
     @tool
     def nothing() -> None:
         return None
@@ -217,7 +222,7 @@ def test_check_18_and_19_results() -> None:
     assert result_of(state, "data").content == '{"a": 1, "b": [1, 2, 3]}'
 
 
-def test_check_21_unconvertible_result_stops_the_turn() -> None:
+def test_an_unconvertible_result_stops_the_turn() -> None:
     @tool
     def odd() -> Any:
         return object()
@@ -230,7 +235,7 @@ def test_check_21_unconvertible_result_stops_the_turn() -> None:
     assert errors(state)[-1].error is info.value
 
 
-def test_check_22_tool_error_is_an_error_result() -> None:
+def test_a_tool_error_is_an_error_result() -> None:
     @tool
     def nope() -> str:
         raise ToolError("nope")
@@ -246,7 +251,7 @@ def test_check_22_tool_error_is_an_error_result() -> None:
     assert recorder.ends()["nope"][1] == ToolOutcome(K.ERROR)
 
 
-def test_check_24_tool_input_error_from_a_subclass() -> None:
+def test_a_tool_input_error_from_a_subclass_is_an_input_error_result() -> None:
     class Ticket(Tool):
         def __init__(self) -> None:
             super().__init__(name="create_ticket")
@@ -274,7 +279,7 @@ def http_errors(error: HTTPError) -> str:
     return f"request failed: {error}"
 
 
-def test_check_25_and_26_exception_handler_in_a_turn() -> None:
+def test_the_exception_handler_in_a_turn() -> None:
     @tool(exception_handler=http_errors)
     def fetch(url: str) -> str:
         if url == "u":
@@ -295,7 +300,7 @@ def test_check_25_and_26_exception_handler_in_a_turn() -> None:
     assert result_of(state, "fetch").content == "(aborted: KeyError)"
 
 
-def test_check_29_bad_handler_result_stops_the_turn() -> None:
+def test_a_bad_handler_result_stops_the_turn() -> None:
     def silent(error: Exception) -> Any:
         return None
 
@@ -309,7 +314,7 @@ def test_check_29_bad_handler_result_stops_the_turn() -> None:
     assert isinstance(info.value.__cause__, HTTPError)
 
 
-def test_check_30_copy_without_handler_stops_the_turn() -> None:
+def test_a_copy_without_handler_stops_the_turn() -> None:
     @tool(exception_handler=http_errors)
     def fetch(url: str) -> str:
         raise NotFound("gone")
@@ -329,7 +334,7 @@ class Calc:
         return a - b
 
 
-def test_check_41_object_methods_in_a_turn() -> None:
+def test_methods_of_an_object_run_bound_to_it() -> None:
     calc = Calc()
     state = turn(call("add", a=1, b=2), call("sub", a=5, b=1))
     use_tools(state, calc)
@@ -340,7 +345,7 @@ def test_check_41_object_methods_in_a_turn() -> None:
     assert result_of(state, "sub").content == "(input error: unknown tool 'sub'. Available tools: add)"
 
 
-def test_check_43_unknown_tool_with_no_tools() -> None:
+def test_an_unknown_tool_with_no_tools_lists_none() -> None:
     recorder = Recorder()
     state = turn(call("nope"))
     use_tools(state, reporter=recorder)
@@ -354,7 +359,7 @@ def test_check_43_unknown_tool_with_no_tools() -> None:
     assert result_of(state, "nope").content == ("(input error: unknown tool 'nope'. Available tools: ok, boom, serial)")
 
 
-def test_check_44_unreadable_arguments_never_run() -> None:
+def test_unreadable_arguments_are_an_input_error_and_never_run() -> None:
     ran: list[Any] = []
 
     class Ticket(Tool):
@@ -377,7 +382,7 @@ def test_check_44_unreadable_arguments_never_run() -> None:
     assert ran == []
 
 
-def test_check_45_parallel_then_serial() -> None:
+def test_parallel_calls_run_together_then_serial_ones_alone() -> None:
     times: dict[str, float] = {}
 
     @tool
@@ -405,7 +410,7 @@ def test_check_45_parallel_then_serial() -> None:
     assert [e.call.name for e in results(state)][-1] == "after"
 
 
-def test_check_46_completion_order_in_history_request_order_in_messages() -> None:
+def test_history_in_completion_order_messages_in_request_order() -> None:
     @tool
     def slow(state: State) -> str:
         wait_for(lambda: any(e.kind == "tool_result" for e in state.history))
@@ -421,7 +426,7 @@ def test_check_46_completion_order_in_history_request_order_in_messages() -> Non
     assert [b.name for b in state.messages[-1].content] == ["slow", "fast"]
 
 
-def test_check_47_arguments_are_private_copies() -> None:
+def test_each_call_gets_its_own_copy_of_the_arguments() -> None:
     seen: list[list[int]] = []
 
     @tool
@@ -461,7 +466,7 @@ def test_check_47_arguments_are_private_copies() -> None:
         watch.args[0]["items"].append(1)
 
 
-def test_check_48_parallel_failure() -> None:
+def test_a_parallel_failure_is_raised_after_the_group_and_its_call_stays_pending() -> None:
     release = threading.Event()
 
     @tool
@@ -493,7 +498,7 @@ def test_check_48_parallel_failure() -> None:
     ]
 
 
-def test_check_48_two_failures_first_in_completion_order_is_raised() -> None:
+def test_of_two_failures_the_first_to_finish_is_raised() -> None:
     @tool
     def fails_later(state: State) -> str:
         wait_for(lambda: any(e.kind == "error" for e in state.history))
@@ -511,7 +516,7 @@ def test_check_48_two_failures_first_in_completion_order_is_raised() -> None:
     assert recorder.ends()["fails_later"][0] == "(aborted: KeyError)"
 
 
-def test_check_49_keyboard_interrupt_from_a_tool() -> None:
+def test_keyboard_interrupt_from_a_tool_closes_the_call_as_interrupted() -> None:
     @tool
     def interrupt() -> str:
         raise KeyboardInterrupt
@@ -531,7 +536,7 @@ def test_check_49_keyboard_interrupt_from_a_tool() -> None:
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
 
 
-def test_check_50_async_tools_on_the_loop_and_cancellation_with_late_result() -> None:
+def test_async_tools_run_on_the_loop_and_cancellation_leaves_a_late_result() -> None:
     release = threading.Event()
     where: dict[str, Any] = {}
 
@@ -554,8 +559,7 @@ def test_check_50_async_tools_on_the_loop_and_cancellation_with_late_result() ->
         VAR.set("before")
         where["loop"] = threading.get_ident()
         task = asyncio.ensure_future(_runner.arun_tool_calls(state, tool_map(slow_sync, waits), context(recorder)))
-        while "async" not in where or "sync" not in where:
-            await asyncio.sleep(0.01)
+        await until(lambda: "async" in where and "sync" in where)
         task.cancel()
         with pytest.raises(asyncio.CancelledError) as info:
             await task
@@ -569,9 +573,7 @@ def test_check_50_async_tools_on_the_loop_and_cancellation_with_late_result() ->
     assert ends["slow_sync"][1].kind is ends["waits"][1].kind is K.INTERRUPTED
     assert [(e.content, e.outcome) for e in results(state)] == [("(interrupted by user)", K.INTERRUPTED)] * 2
     release.set()
-    deadline = time.monotonic() + 5
-    while not any(e.late for e in results(state)) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: any(e.late for e in results(state)))
     late = [e for e in results(state) if e.late]
     assert len(late) == 1 and late[0].content == "exit 0" and late[0].call.name == "slow_sync"
     assert late[0].outcome is K.DONE
@@ -583,7 +585,7 @@ def test_check_50_async_tools_on_the_loop_and_cancellation_with_late_result() ->
     assert notices == ["[notice] interrupted slow_sync() finished later: exit 0"]
 
 
-# --- more of §11 ---------------------------------------------------------------------------------------------
+# --- threads, interrupts, late results, save points ----------------------------------------------------------
 
 
 def test_sync_ctrl_c_while_waiting() -> None:
@@ -610,9 +612,7 @@ def test_sync_ctrl_c_while_waiting() -> None:
 
     def press_ctrl_c() -> None:
         fast_done.wait(5)
-        deadline = time.monotonic() + 5
-        while ("end", "fast") not in recorder.names() and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_for(lambda: ("end", "fast") in recorder.names())
         _thread.interrupt_main()
 
     threading.Thread(target=press_ctrl_c, daemon=True).start()
@@ -628,9 +628,7 @@ def test_sync_ctrl_c_while_waiting() -> None:
     assert len(starts) == 3 and len([e for e in recorder.events if e[0] == "end"]) == 3
     state._close_pending(info.value)
     release.set()
-    deadline = time.monotonic() + 5
-    while not any(e.late for e in results(state)) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: any(e.late for e in results(state)))
     time.sleep(0.1)
     late = [e for e in results(state) if e.late]
     assert [(e.call.name, e.content) for e in late] == [("slow", "exit 0")]
@@ -659,9 +657,7 @@ def test_interrupt_during_hand_over_treats_the_call_as_running(monkeypatch: pyte
     assert results(state) == []
     monkeypatch.undo()
     release.set()
-    deadline = time.monotonic() + 5
-    while not results(state) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: results(state))
     # The call was never closed, so the late value fills its own slot as an ordinary result.
     assert [(e.call.name, e.content, e.late) for e in results(state)] == [("slow", "late value", False)]
     assert [c.name for c in state.pending_calls] == ["ok"]
@@ -685,9 +681,7 @@ def test_late_exception_text() -> None:
         use_tools(state, slow, trigger)
     state._close_pending(info.value)
     release.set()
-    deadline = time.monotonic() + 5
-    while not any(e.late for e in results(state)) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: any(e.late for e in results(state)))
     late = next(e for e in results(state) if e.late)
     assert late.content == "(exception: ValueError: went wrong)"
     assert late.outcome is K.ABORTED and isinstance(late.error, ValueError)
@@ -842,7 +836,7 @@ def test_no_pending_calls_does_nothing() -> None:
     assert state.history == before
 
 
-# --- §12 seams -----------------------------------------------------------------------------------------------
+# --- the runner's seams: _Job, _finish, _Executor.submit ----------------------------------------------------
 
 
 def test_finish_seam() -> None:
@@ -887,7 +881,7 @@ def test_executor_submit_sets_future_before_the_thread() -> None:
     assert job.future.result(5) == "fine"
 
 
-# --- permission phase (07 §1.4–§1.6) -------------------------------------------------------------------------
+# --- the permission phase ------------------------------------------------------------------------------------
 
 
 class Log:
@@ -1066,7 +1060,7 @@ def last_results(fake: FakeModel) -> list[Any]:
     return [b.content for b in fake.requests[-1].messages[-1].content]
 
 
-def test_run_check_08_and_11() -> None:
+def test_in_a_run_defaults_fill_in_and_the_state_is_injected() -> None:
     seen: list[State] = []
 
     @tool
@@ -1085,7 +1079,7 @@ def test_run_check_08_and_11() -> None:
     assert seen[0] is state
 
 
-def test_run_check_14_22_24_input_and_tool_errors() -> None:
+def test_in_a_run_input_and_tool_errors_are_results() -> None:
     called: list[int] = []
 
     @tool
@@ -1126,7 +1120,7 @@ def test_run_check_14_22_24_input_and_tool_errors() -> None:
     assert recorder.ends()["nope"][1].kind == "error"
 
 
-def test_run_check_25_26_30_handlers() -> None:
+def test_in_a_run_handlers_turn_exceptions_into_results() -> None:
     @tool(exception_handler=http_errors)
     def fetch(url: str) -> str:
         if url == "u":
@@ -1152,7 +1146,7 @@ def test_run_check_25_26_30_handlers() -> None:
     assert result_of(state, "fetch").content == "(aborted: NotFound)"
 
 
-def test_run_check_38_41_42_tools_in_the_agent() -> None:
+def test_in_a_run_the_agent_refuses_bad_tools_and_binds_objects() -> None:
     class NoInit(Tool):
         def __init__(self) -> None:
             pass
@@ -1188,7 +1182,7 @@ def test_run_check_38_41_42_tools_in_the_agent() -> None:
     assert last_results(fake) == ["(input error: unknown tool 'sub'. Available tools: add)"]
 
 
-def test_run_check_43_44() -> None:
+def test_in_a_run_unknown_tools_and_unreadable_arguments_are_input_errors() -> None:
     agent, fake = make_agent([[tool_call("nope"), ToolCall("nope2", {INVALID_ARGS_KEY: '{"title": '}, "c9")], "ok"])
     agent.run("go")
     assert last_results(fake) == [
@@ -1210,7 +1204,7 @@ def test_run_check_43_44() -> None:
     assert ran == []
 
 
-def test_run_check_45_46() -> None:
+def test_in_a_run_parallel_then_serial_and_results_in_request_order() -> None:
     stamps: dict[str, float] = {}
 
     @tool
@@ -1241,7 +1235,7 @@ def test_run_check_45_46() -> None:
     assert last_results(fake) == ["last", "slow", "fast"]
 
 
-def test_run_check_47_48_49() -> None:
+def test_in_a_run_argument_copies_failures_and_interrupts() -> None:
     @tool
     def mutate(items: list[int]) -> str:
         items.append(1)
@@ -1293,7 +1287,7 @@ def test_run_check_47_48_49() -> None:
     assert [(e.content, e.outcome) for e in results(state)] == [("(interrupted by user)", K.INTERRUPTED)] * 2
 
 
-def test_run_check_50_arun() -> None:
+def test_in_arun_async_tools_run_on_the_loop_and_late_results_arrive() -> None:
     release = threading.Event()
     where: dict[str, Any] = {}
 
@@ -1319,8 +1313,7 @@ def test_run_check_50_arun() -> None:
         VAR.set("before")
         where["loop"] = threading.get_ident()
         task = asyncio.ensure_future(agent.arun(state))
-        while "async" not in where or "sync" not in where:
-            await asyncio.sleep(0.01)
+        await until(lambda: "async" in where and "sync" in where)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -1,4 +1,4 @@
-"""Tools (04 §1–§10): hints, Tool, @tool/FunctionTool, schemas, validation, results, collect_tools, ToolMap."""
+"""Making tools: hints, Tool, @tool/FunctionTool, schemas, validation, results, collect_tools, ToolMap."""
 
 import asyncio
 import dataclasses
@@ -15,8 +15,10 @@ import pytest
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict as XTypedDict
 
+from alpineagents.agent import Agent
 from alpineagents.errors import ToolError, ToolInputError
 from alpineagents.state import State
+from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import (
     DONE,
     SUPPORTED_TYPES_TEXT,
@@ -94,10 +96,10 @@ def test_module_exports_and_constants() -> None:
     )
 
 
-# --- Checks of 04 ---------------------------------------------------------------------------------------------
+# --- making tools, validating arguments, formatting results --------------------------------------------------
 
 
-def test_check_01_parameter_without_hint() -> None:
+def test_a_parameter_without_a_type_hint_is_refused() -> None:
     with pytest.raises(TypeError) as info:
 
         @tool
@@ -109,7 +111,7 @@ def test_check_01_parameter_without_hint() -> None:
     assert message.startswith("Tool f: parameter x has no type hint")
 
 
-def test_check_02_unsupported_type() -> None:
+def test_an_unsupported_parameter_type_is_refused() -> None:
     with pytest.raises(TypeError) as info:
 
         @tool
@@ -121,7 +123,7 @@ def test_check_02_unsupported_type() -> None:
 
 
 @pytest.mark.parametrize("kind", ["args", "kwargs", "positional"])
-def test_check_03_unsupported_parameter_kinds(kind: str) -> None:
+def test_star_args_kwargs_and_positional_only_parameters_are_refused(kind: str) -> None:
     def star(*args: int) -> None: ...
 
     def double(**kw: int) -> None: ...
@@ -133,7 +135,7 @@ def test_check_03_unsupported_parameter_kinds(kind: str) -> None:
         tool(fn)
 
 
-def test_check_04_tool_names() -> None:
+def test_tool_names_are_1_to_64_letters_digits_underscores_or_dashes() -> None:
     def f(x: int) -> None: ...
 
     for bad in ["web search", "a" * 65, "", "outil_é", "a.b"]:
@@ -153,7 +155,7 @@ def test_check_04_tool_names() -> None:
         Tool(name=5)  # type: ignore[arg-type]
 
 
-def test_check_05_applied_twice_and_not_a_function() -> None:
+def test_tool_applied_twice_or_to_a_non_function_is_refused() -> None:
     def f(x: int) -> None: ...
 
     with pytest.raises(TypeError, match="applied twice"):
@@ -169,7 +171,7 @@ def test_check_05_applied_twice_and_not_a_function() -> None:
     assert tool(name="ident")(lambda: None).name == "ident"
 
 
-def test_check_06_docstring_description_and_parameter_docs() -> None:
+def test_the_docstring_gives_the_description_and_the_parameter_docs() -> None:
     @tool
     def greet(name: str) -> str:
         """Greets someone.
@@ -183,7 +185,7 @@ def test_check_06_docstring_description_and_parameter_docs() -> None:
     assert greet.input_schema["properties"]["name"] == {"description": "name of the person", "type": "string"}
 
 
-def test_check_07_empty_descriptions() -> None:
+def test_no_docstring_or_one_starting_with_args_gives_an_empty_description() -> None:
     @tool
     def bare(x: int) -> None: ...
 
@@ -199,7 +201,7 @@ def test_check_07_empty_descriptions() -> None:
     assert tool(description="")(bare.fn).description == ""
 
 
-def test_check_08_required_and_defaults() -> None:
+def test_parameters_without_a_default_are_required() -> None:
     @tool
     def add(a: int, b: int = 10) -> int:
         return a + b
@@ -209,14 +211,14 @@ def test_check_08_required_and_defaults() -> None:
     assert format_result(add.run({"a": 5}, State())) == "15"
 
 
-def test_check_09_nothing_required() -> None:
+def test_a_schema_with_nothing_required_has_no_required_key() -> None:
     @tool
     def f(s: str = "x") -> None: ...
 
     assert "required" not in f.input_schema
 
 
-def test_check_10_reference_spec_repr() -> None:
+def test_the_spec_of_a_documented_tool_has_its_exact_repr() -> None:
     @tool
     def read_file(path: str, max_lines: int = 200) -> str:
         """Read a text file
@@ -236,7 +238,7 @@ def test_check_10_reference_spec_repr() -> None:
     assert read_file.spec == ToolSpec("read_file", "Read a text file", read_file.input_schema)
 
 
-def test_check_11_state_parameter_is_hidden_and_injected() -> None:
+def test_a_state_parameter_is_hidden_from_the_schema_and_injected() -> None:
     seen: list[Any] = []
 
     @tool
@@ -252,7 +254,7 @@ def test_check_11_state_parameter_is_hidden_and_injected() -> None:
         peek.prepare({"msg": "hi", "ctx": 1})
 
 
-def test_check_12_future_annotations_and_type_checking_state(tmp_path: Any) -> None:
+def test_state_imported_only_for_type_checking_is_recognised(tmp_path: Any) -> None:
     source = (
         "from __future__ import annotations\n"
         "from typing import TYPE_CHECKING\n"
@@ -270,7 +272,7 @@ def test_check_12_future_annotations_and_type_checking_state(tmp_path: Any) -> N
     assert set(submit.input_schema["properties"]) == {"answer"}
 
 
-def test_check_13_parameter_names_that_pydantic_uses() -> None:
+def test_parameter_names_pydantic_uses_itself_work_as_arguments() -> None:
     @tool
     def f(model_config: str) -> str:
         return model_config
@@ -300,7 +302,7 @@ def test_check_13_parameter_names_that_pydantic_uses() -> None:
     }
 
 
-def test_check_14_validation_failure_never_calls_the_function() -> None:
+def test_a_validation_failure_never_calls_the_function() -> None:
     calls: list[int] = []
 
     @tool
@@ -314,7 +316,7 @@ def test_check_14_validation_failure_never_calls_the_function() -> None:
     assert calls == []
 
 
-def test_check_15_coercion_and_fraction() -> None:
+def test_prepare_coerces_in_lax_mode_and_refuses_a_fraction_for_an_int() -> None:
     @tool
     def f(n: int) -> int:
         return n
@@ -324,7 +326,7 @@ def test_check_15_coercion_and_fraction() -> None:
         f.prepare({"n": 5.5})
 
 
-def test_check_16_whole_message() -> None:
+def test_prepare_lists_every_missing_and_unknown_argument() -> None:
     @tool
     def f(a: int, b: int) -> None: ...
 
@@ -334,7 +336,7 @@ def test_check_16_whole_message() -> None:
     assert info.value.__cause__ is not None
 
 
-def test_check_17_annotated_metadata_is_ignored() -> None:
+def test_annotated_metadata_is_ignored() -> None:
     @tool
     def f(q: Annotated[int, Field(ge=1)] = 5) -> int:
         return q
@@ -343,20 +345,20 @@ def test_check_17_annotated_metadata_is_ignored() -> None:
     assert f.prepare({"q": 0}) == {"q": 0}
 
 
-def test_check_18_none_and_strings() -> None:
+def test_none_gives_done_and_strings_pass_unchanged() -> None:
     assert format_result(None) == "(done)"
     assert format_result("passed as is") == "passed as is"
     assert format_result("") == ""
 
 
-def test_check_19_json_results() -> None:
+def test_other_values_become_their_json_text() -> None:
     assert format_result({"a": 1, "b": [1, 2, 3]}) == '{"a": 1, "b": [1, 2, 3]}'
     assert format_result(Point(1, 2)) == '{"x": 1, "y": 2}'
     assert format_result(Profile(age=3)) == '{"age": 3, "nickname": null}'
     assert format_result({"k": "é"}) == '{"k": "é"}'
 
 
-def test_check_20_images() -> None:
+def test_lists_with_images_become_blocks() -> None:
     png, gif = Image(PNG), Image(GIF)
     assert format_result(["Loaded", "", None, {"status": 200}, png, gif]) == (
         TextBlock("Loaded"),
@@ -370,7 +372,7 @@ def test_check_20_images() -> None:
     assert format_result((png,)) == (png,)
 
 
-def test_check_21_unconvertible_values() -> None:
+def test_values_that_cannot_become_json_are_refused() -> None:
     png = Image(PNG)
     with pytest.raises(TypeError, match="Return the Image itself, or a list of text and Images"):
         format_result({"shot": png})
@@ -384,7 +386,7 @@ def test_check_21_unconvertible_values() -> None:
         format_result({"k": object()})
 
 
-def test_check_23_tool_error_validation() -> None:
+def test_tool_error_needs_a_non_empty_message() -> None:
     for blank in ["", "   "]:
         with pytest.raises(ValueError, match="ToolError"):
             ToolError(blank)
@@ -404,7 +406,7 @@ def http_errors(error: HTTPError) -> str:
     return f"request failed: {error}"
 
 
-def test_check_25_exception_handler_turns_errors_into_tool_errors() -> None:
+def test_the_exception_handler_turns_the_exceptions_it_names_into_tool_errors() -> None:
     @tool(exception_handler=http_errors)
     def fetch(url: str) -> str:
         raise NotFound(f"404 {url}")
@@ -415,7 +417,7 @@ def test_check_25_exception_handler_turns_errors_into_tool_errors() -> None:
     assert isinstance(info.value.__cause__, NotFound)
 
 
-def test_check_26_uncovered_exception_propagates() -> None:
+def test_an_exception_the_handler_does_not_name_propagates() -> None:
     @tool(exception_handler=http_errors)
     def fetch(url: str) -> str:
         raise KeyError("bug")
@@ -424,7 +426,7 @@ def test_check_26_uncovered_exception_propagates() -> None:
         fetch.run({"url": "u"}, State())
 
 
-def test_check_27_tool_error_never_reaches_the_handler() -> None:
+def test_a_tool_error_never_reaches_the_handler() -> None:
     handled: list[Exception] = []
 
     def everything(error: Exception) -> str:
@@ -440,7 +442,7 @@ def test_check_27_tool_error_never_reaches_the_handler() -> None:
     assert handled == []
 
 
-def test_check_28_bad_handlers() -> None:
+def test_bad_exception_handlers_are_refused_when_tool_runs() -> None:
     def no_hint(e):  # type: ignore[no-untyped-def]
         return ""
 
@@ -503,7 +505,7 @@ def test_check_28_bad_handlers() -> None:
         tool(exception_handler=mixed)(run)
 
 
-def test_check_29_handler_returning_no_message() -> None:
+def test_a_handler_returning_no_message_is_a_type_error() -> None:
     for value in [None, "", 404]:
 
         def handler(error: Exception, value: Any = value) -> Any:
@@ -519,7 +521,7 @@ def test_check_29_handler_returning_no_message() -> None:
         assert f"returned {value!r} for HTTPError, not a message" in str(info.value)
 
 
-def test_check_30_copy_without_handler() -> None:
+def test_a_copy_without_handler_lets_exceptions_through() -> None:
     @tool(exception_handler=http_errors)
     def fetch(url: str) -> str:
         """Fetch a page."""
@@ -545,7 +547,7 @@ class Web:
     prefix = "got "
 
 
-def test_check_31_copy_keeps_binding() -> None:
+def test_a_copy_of_a_bound_tool_keeps_its_object() -> None:
     web = Web()
     renamed = web.fetch.copy(name="get", exception_handler=http_errors)
     assert renamed.bound_to is web
@@ -557,7 +559,7 @@ def hints_of(t: Tool) -> tuple[bool, bool, bool, bool]:
     return (t.read_only, t.destructive, t.idempotent, t.open_world)
 
 
-def test_check_32_hint_defaults_and_copies() -> None:
+def test_hints_assume_the_worst_and_copy_changes_them() -> None:
     @tool
     def bash(command: str) -> str:
         return command
@@ -573,7 +575,7 @@ def test_check_32_hint_defaults_and_copies() -> None:
     assert hint_values(0, 1, 0, 0) == (False, True, False, False)  # type: ignore[arg-type]
 
 
-def test_check_33_hint_validation() -> None:
+def test_hint_values_are_checked() -> None:
     def f(x: int) -> None: ...
 
     with pytest.raises(TypeError, match="read_only= takes True or False") as info:
@@ -587,7 +589,7 @@ def test_check_33_hint_validation() -> None:
     assert hints_of(tool(read_only=True, destructive=False, idempotent=True)(f)) == (True, False, True, True)
 
 
-def test_check_34_hints_class() -> None:
+def test_the_hints_class_checks_and_fills_its_values() -> None:
     with pytest.raises(TypeError, match=re.escape("Hints: destructive= takes True or False (got: 'yes')")):
         Hints(destructive="yes")  # type: ignore[arg-type]
     with pytest.raises(ValueError) as info:
@@ -614,7 +616,7 @@ def test_check_34_hints_class() -> None:
         FileHints(read_only=True, destructive=True)
 
 
-def test_check_35_hints_for_function() -> None:
+def test_hints_for_gives_the_hints_of_one_call() -> None:
     def bash_hints(args: dict[str, Any]) -> Hints | None:
         return Hints(read_only=True) if args.get("command") == "ls" else None
 
@@ -629,7 +631,7 @@ def test_check_35_hints_for_function() -> None:
     assert Tool(name="t", read_only=True).hints_for({}) == Hints(read_only=True)
 
 
-def test_check_36_bad_hints_for() -> None:
+def test_bad_hints_for_functions_are_refused() -> None:
     @tool(name="odd", hints_for=lambda args: True)
     def odd(x: int) -> None: ...
 
@@ -663,7 +665,7 @@ def test_check_36_bad_hints_for() -> None:
         tool(hints_for=boom)(t).hints_for({})
 
 
-def test_check_37_tool_constructor_errors() -> None:
+def test_the_tool_constructor_checks_its_arguments() -> None:
     with pytest.raises(TypeError, match="must be a JSON Schema object"):
         Tool(name="x", input_schema={"type": "array"})
     with pytest.raises(TypeError, match="must be a JSON Schema object"):
@@ -689,7 +691,7 @@ class Ticket(Tool):
         return "created"
 
 
-def test_check_38_tool_subclass_mistakes() -> None:
+def test_tool_subclass_mistakes_are_refused_by_collect_tools() -> None:
     class NoInit(Tool):
         def __init__(self) -> None:
             pass
@@ -721,7 +723,7 @@ class Box:
         return x
 
 
-def test_check_39_reprs() -> None:
+def test_reprs_of_tools() -> None:
     assert repr(Ticket()) == "Ticket('create_ticket')"
 
     @tool
@@ -736,7 +738,7 @@ def test_check_39_reprs() -> None:
     assert Box.m.bound_to is None and repr(Box.m) == "FunctionTool('m')"
 
 
-def test_check_40_is_async_property() -> None:
+def test_is_async_is_a_read_only_property() -> None:
     assert isinstance(Tool.__dict__["is_async"], property) and Tool.__dict__["is_async"].fset is None
     assert isinstance(FunctionTool.__dict__["is_async"], property) and FunctionTool.__dict__["is_async"].fset is None
 
@@ -770,7 +772,7 @@ class Calc:
         return a - b
 
 
-def test_check_41_object_tools() -> None:
+def test_an_object_with_tool_methods_gives_its_bound_tools() -> None:
     calc = Calc()
     found = collect_tools([calc])
     assert list(found) == ["add", "sub"]
@@ -779,7 +781,7 @@ def test_check_41_object_tools() -> None:
     assert list(collect_tools([calc.add])) == ["add"]
 
 
-def test_check_42_collect_tools_mistakes() -> None:
+def test_collect_tools_refuses_unbound_methods_plain_functions_and_duplicates() -> None:
     def plain_function(x: int) -> None: ...
 
     with pytest.raises(TypeError, match="unbound method tool") as info:
@@ -807,7 +809,7 @@ def test_check_42_collect_tools_mistakes() -> None:
         collect_tools([Calc(), Calc()])
 
 
-# --- more of §2–§10 -------------------------------------------------------------------------------------------
+# --- more about hints, schemas, results and tools= ------------------------------------------------------------
 
 
 def test_parse_docstring_examples() -> None:
@@ -1434,9 +1436,6 @@ def test_a_result_whose_repr_raises_is_the_conversion_type_error(cls: type) -> N
 
 
 def test_a_tool_returning_a_value_whose_repr_raises_closes_its_call_as_aborted_type_error() -> None:
-    from alpineagents.agent import Agent
-    from alpineagents.testing import FakeModel, tool_call
-
     @tool
     def make() -> Any:
         return _ReprAndStrFail()
@@ -1450,3 +1449,46 @@ def test_a_tool_returning_a_value_whose_repr_raises_closes_its_call_as_aborted_t
     assert closed.content == "(aborted: TypeError)"
     assert closed.outcome == "aborted"
     assert closed.error is info.value
+
+
+# --- the same mistakes in Agent(tools=...) -----------------------------------------------------------------------
+
+
+def test_tool_subclass_mistakes_are_refused_by_agent_tools() -> None:
+    class NoInit(Tool):
+        def __init__(self) -> None:
+            pass
+
+        def run(self, args: dict[str, Any], state: State) -> Any:
+            return None
+
+    class NoRun(Tool):
+        def __init__(self) -> None:
+            super().__init__(name="norun")
+
+    with pytest.raises(TypeError, match=r"did not call Tool\.__init__") as info:
+        Agent(model=FakeModel([]), tools=[NoInit()], reporter=None)
+    assert "super().__init__" in str(info.value)
+    with pytest.raises(TypeError, match="does not implement run"):
+        Agent(model=FakeModel([]), tools=[NoRun()], reporter=None)
+    with pytest.raises(TypeError, match="got the class Ticket"):
+        Agent(model=FakeModel([]), tools=[Ticket], reporter=None)
+
+
+def test_tools_mistakes_are_refused_by_agent_tools() -> None:
+    def plain_function(x: int) -> None: ...
+
+    @tool(name="x")
+    def one(a: int) -> None: ...
+
+    @tool(name="x")
+    def two(a: int) -> None: ...
+
+    with pytest.raises(TypeError, match="unbound method tool"):
+        Agent(model=FakeModel([]), tools=[Calc.add], reporter=None)
+    with pytest.raises(TypeError, match="does not have @tool"):
+        Agent(model=FakeModel([]), tools=[plain_function], reporter=None)
+    with pytest.raises(TypeError, match="has no methods with @tool"):
+        Agent(model=FakeModel([]), tools=[object()], reporter=None)
+    with pytest.raises(ValueError, match="Duplicate tool name 'x'"):
+        Agent(model=FakeModel([]), tools=[one, two], reporter=None)
