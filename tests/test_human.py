@@ -190,3 +190,30 @@ def test_ask_human_with_rules():
     assert asyncio.run(aask_human_with(state, DuckAsync(), "Q1?")) == "ok"
     assert asyncio.run(aask_human_with(state, Duck(), "Q2?")) == "duck"
     assert [entry.content.question for entry in human_entries(state)][-2:] == ["Q1?", "Q2?"]
+
+
+def test_a_human_whose_ask_is_an_async_def_is_refused_when_created():
+    class Slack(Human):
+        async def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:  # meant: aask
+            return "yes"
+
+    with pytest.raises(TypeError) as info:
+        Slack()
+    assert str(info.value).startswith("Slack.ask is an async def, and ask must be a plain def")
+    assert "Name the async method aask" in str(info.value)
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_an_object_whose_ask_is_an_async_def_records_nothing(how: str) -> None:
+    class Pager:  # not a Human subclass: accepted for its ask method
+        async def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+            return "yes"
+
+    agent = Agent(FakeModel([]), reporter=None, human=Pager())
+    state = task()
+    with pytest.raises(TypeError, match="Pager.ask is an async def"):
+        if how == "sync":
+            agent.ask_human(state, "Go?", returns=bool)
+        else:
+            asyncio.run(agent.aask_human(state, "Go?", returns=bool))
+    assert not any(isinstance(entry, ExchangeEntry) for entry in state.history)

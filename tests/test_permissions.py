@@ -194,6 +194,18 @@ def test_a_permission_of_two_kinds_is_refused():
         C()
 
 
+def test_a_permission_whose_check_is_an_async_def_is_refused_when_created():
+    class Slow(AllowPermission):
+        async def check(self, state: Any, call: Any, tool: Any) -> Any:  # meant: acheck
+            return Allowed()
+
+    with pytest.raises(TypeError) as info:
+        Slow()
+    text = str(info.value)
+    assert text.startswith("Slow.check is an async def, and check must be a plain def")
+    assert "Name the async method acheck" in text and "async def acheck(self, state, call, tool)" in text
+
+
 def test_a_permission_without_check_or_acheck_is_refused():
     class N(DecidePermission):
         pass

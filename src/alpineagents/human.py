@@ -15,6 +15,7 @@ record one ``human`` entry with ``state._record_human`` once the answer is back.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, get_args, get_origin
@@ -55,6 +56,8 @@ class Human(ABC):  # noqa: B024 - abstract by the instantiation rule, not by abs
                     "        return parse_answer(input(prompt + ' '), returns)",
                 )
             )
+        if inspect.iscoroutinefunction(cls.ask):
+            raise TypeError(_async_ask(cls.__name__))
         return super().__new__(cls)
 
     def ask(self, state: State, prompt: str, returns: Any = str) -> Any:
@@ -77,6 +80,14 @@ class Human(ABC):  # noqa: B024 - abstract by the instantiation rule, not by abs
         Cancelling the awaiting task does not stop that thread; its result is then dropped.
         """
         return await run_in_thread(self.ask, state, prompt, returns, name="alpineagents-human")
+
+
+def _async_ask(shown: str) -> str:
+    return fix_message(
+        f"{shown}.ask is an async def, and ask must be a plain def (its answer would be a coroutine)",
+        "Name the async method aask (await agent.aask_human(...) and arun() ask it), or make ask a plain def",
+        "class Slack(Human):\n    async def aask(self, state, prompt, returns=str):\n        ...",
+    )
 
 
 def _is_literal(returns: Any) -> bool:
@@ -220,6 +231,15 @@ def _prepare(state: object, human: HumanLike | None, prompt: str, returns: Any, 
     check_returns(returns)
 
 
+def _plain(human: object, answer: Any) -> Any:
+    """The answer of a sync ``ask``, refused when it is awaitable (an object whose ``ask`` is an async def)."""
+    if inspect.isawaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()  # never awaited: closed, so that no "never awaited" warning follows
+        raise TypeError(_async_ask(type(human).__name__))
+    return answer
+
+
 def ask_human_with(
     state: State,
     human: HumanLike | None,
@@ -249,7 +269,7 @@ def ask_human_with(
                 f'answer = await agent.a{method}(state, "Continue?", returns=bool)',
             )
         )
-    answer = human.ask(state, prompt, returns)
+    answer = _plain(human, human.ask(state, prompt, returns))
     state._record_human(prompt, answer)
     return answer
 
@@ -269,7 +289,7 @@ async def aask_human_with(
     if answers_async(human):
         answer = await human.aask(state, prompt, returns)
     elif answers_sync(human):
-        answer = await run_in_thread(human.ask, state, prompt, returns, name="alpineagents-human")
+        answer = _plain(human, await run_in_thread(human.ask, state, prompt, returns, name="alpineagents-human"))
     else:  # unreachable: a Human, or an object with ask or aask, was checked when it was given
         raise TypeError(f"human={human!r} has neither an ask nor an aask method")
     state._record_human(prompt, answer)

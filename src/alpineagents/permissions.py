@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextvars
 import fnmatch
+import inspect
 import sys
 import warnings
 from collections.abc import Generator, Iterable, Iterator
@@ -200,6 +201,14 @@ def _check_class(cls: type) -> None:
                 f"{name} implements neither check nor acheck",
                 "Implement check(self, state, call, tool) (or async acheck) in the subclass",
                 f"class {name}({kinds[0].__name__}):\n    def check(self, state, call, tool):\n        return None",
+            )
+        )
+    if inspect.iscoroutinefunction(getattr(cls, "check", None)):
+        raise TypeError(
+            fix_message(
+                f"{name}.check is an async def, and check must be a plain def (its verdict would be a coroutine)",
+                "Name the async method acheck (arun() and ause_tools() ask it), or make check a plain def",
+                f"class {name}({kinds[0].__name__}):\n    async def acheck(self, state, call, tool):\n        return None",
             )
         )
 
