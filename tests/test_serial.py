@@ -1,4 +1,4 @@
-"""The saved JSON form of history (06 §7, §8): alpineagents._serial."""
+"""The saved JSON form of history and its format versions: alpineagents._serial."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def roundtrip(entry: Any, seq: int = 0) -> Any:
     return S.entry_from_dict(json.loads(json.dumps(S.entry_to_dict(entry, seq))))
 
 
-def test_check_1_versions_and_names() -> None:
+def test_the_format_versions_and_the_names_of_the_saved_form() -> None:
     assert S.VERSION == 5
     assert S.MIN_VERSION == 4
     for name in S.__all__:
@@ -151,7 +151,7 @@ def test_optional_keys_only_when_set() -> None:
     assert "usage" not in S.entry_to_dict(every_kind()[12], 0)
 
 
-def test_check_36_child_ids_usage_and_parent_keys() -> None:
+def test_child_ids_usage_and_parent_keys_are_written_only_when_set() -> None:
     closing = ToolResultEntry(content="r", call=CALL, outcome="done", child_ids=("kid1",), usage=Usage(), turn=1)
     data = S.entry_to_dict(closing, 4)
     assert data["child_ids"] == ["kid1"]
@@ -166,7 +166,7 @@ def test_check_36_child_ids_usage_and_parent_keys() -> None:
     assert roundtrip(closing) == closing
 
 
-def test_check_37_format_4_entries() -> None:
+def test_format_4_entries_read_with_the_defaults() -> None:
     old = {"seq": 2, "kind": "tool_result", "turn": 1, "at": "2026-01-01T09:00:00+00:00", "content": "x"}
     old |= {"call": {"name": "add", "args": {}, "id": "c1"}, "outcome": "done"}
     entry = S.entry_from_dict(old)
@@ -180,7 +180,7 @@ def test_check_37_format_4_entries() -> None:
     assert loaded.parent_id is None and loaded.parent_call_id is None
 
 
-def test_check_38_stop_objects() -> None:
+def test_stop_objects_round_trip() -> None:
     call = ToolCall("delete_file", {"path": "main.py"}, "c9")
     cases: list[tuple[Any, Any]] = [
         (StoppedByUntil("waiting_for_user"), {"kind": "until", "name": "waiting_for_user"}),
@@ -207,7 +207,7 @@ def test_check_38_stop_objects() -> None:
         S.stopped_to_dict("done")  # type: ignore[arg-type]
 
 
-def test_check_39_stop_reason_of_messages() -> None:
+def test_a_message_stop_reason_is_written_only_when_set() -> None:
     message = Message("assistant", (TextBlock("x"),), tokens=5, stop_reason="length")
     data = S.message_to_dict(message)
     assert data["stop_reason"] == "length"
@@ -216,13 +216,13 @@ def test_check_39_stop_reason_of_messages() -> None:
     assert "stop_reason" not in S.message_to_dict(Message.user("hi"))
 
 
-def test_check_41_error_field_is_not_saved() -> None:
+def test_the_error_field_of_an_entry_is_not_saved() -> None:
     entry = ErrorEntry(content="ValueError: x", error=ValueError("x"), turn=0)
     back = roundtrip(entry)
     assert back == entry and back.error is None
 
 
-def test_check_42_times() -> None:
+def test_times_are_iso_strings_and_read_back_in_utc() -> None:
     assert S.time_to_str(AT) == "2026-01-01T09:00:00+00:00"
     assert S.time_to_str(AT + timedelta(microseconds=250000)) == "2026-01-01T09:00:00.250000+00:00"
     assert S.time_from_str("2026-01-01T09:00:00+00:00").tzinfo is UTC
@@ -233,7 +233,7 @@ def test_check_42_times() -> None:
     assert roundtrip(entry).at.tzinfo is UTC
 
 
-def test_check_43_plain_errors() -> None:
+def test_values_that_are_not_json_cannot_be_saved_and_say_where() -> None:
     with pytest.raises(TypeError) as info:
         S.entry_to_dict(
             ModelReplyEntry(content=Reply(Message("assistant", (ToolCall("x", {"s": {1, 2}}, "c"),)), Usage()), turn=1),
@@ -256,7 +256,7 @@ def test_check_43_plain_errors() -> None:
     assert S.plain(ToolOutcomeKind.DONE, "w") == "done" and type(S.plain(ToolOutcomeKind.DONE, "w")) is str
 
 
-def test_check_44_answers() -> None:
+def test_answers_take_their_json_form() -> None:
     @dataclasses.dataclass
     class Verdict:
         ok: bool
@@ -270,7 +270,7 @@ def test_check_44_answers() -> None:
     assert S.answer([1, (2,)], "w") == [1, [2]]
 
 
-def test_check_40_images_as_base64() -> None:
+def test_images_are_saved_as_base64() -> None:
     entry = MessageEntry(kind="user", content=(TextBlock("see"), Image(PNG)), turn=0)
     data = S.entry_to_dict(entry, 0)
     assert data["content"][1] == {"type": "image", "media_type": "image/png", "data": base64.b64encode(PNG).decode()}
@@ -339,7 +339,7 @@ def test_info_dict_shape_and_example() -> None:
     assert back == info_args() | {"parent_id": None}
 
 
-def test_check_version_texts() -> None:
+def test_the_texts_of_a_format_version_that_cannot_be_read() -> None:
     with pytest.raises(ValueError) as info:
         S.check_version("old", {"v": 3})
     lines = str(info.value).splitlines()
@@ -361,7 +361,7 @@ def test_check_version_texts() -> None:
     S.check_version("x", {"v": 5})
 
 
-def test_check_16_info_from_dict() -> None:
+def test_the_info_dict_reads_back_as_state_info_arguments() -> None:
     info = dict(S.info_to_dict(**info_args()))
     with pytest.raises(ValueError, match="damaged: its info has no turn, finished"):
         S.info_from_dict("x", {k: v for k, v in info.items() if k not in ("turn", "finished")})

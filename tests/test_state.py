@@ -1,7 +1,7 @@
 """Tests of alpineagents.state (02): construction, properties, the fold, public methods and recording operations.
 
-Each `test_check_N_*` is check N of 02 "Checks". The State is driven through its public methods and the recording
-operations of 02 §8 (no Agent needed), except where an Agent is part of the check.
+The State is driven through its public methods and its recording operations (the underscore methods the Agent,
+the runner and the stores use; no Agent needed), except where an Agent is part of the behaviour.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from alpineagents.types import (
     ToolResultEntry,
     Usage,
 )
+from conftest import kinds, results, task
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(100)
 MODEL = "fake/fake"
@@ -78,10 +79,6 @@ def think(state: State, text: str = "", *calls: ToolCall, **kw: Any) -> Reply:
     reply = make_reply(text, *calls, **kw)
     state._record_reply(reply)
     return reply
-
-
-def kinds(state: State) -> list[str]:
-    return [entry.kind for entry in state.history]
 
 
 def same_as_replay(state: State) -> bool:
@@ -105,10 +102,10 @@ def echo_turns(state: State, n: int, tokens: bool = False) -> list[ToolCall]:
     return calls
 
 
-# --- checks of 02 ---------------------------------------------------------------------------------------------
+# --- construction, the fold and the public methods -----------------------------------------------------------------------------------------
 
 
-def test_check_1_empty_state() -> None:
+def test_an_empty_state_has_no_history_and_default_values() -> None:
     state = State()
     assert state.history == ()
     assert state.messages == ()
@@ -123,7 +120,7 @@ def test_check_1_empty_state() -> None:
     assert str(state) == ""
 
 
-def test_check_2_import_and_extra_data_entries() -> None:
+def test_messages_and_extra_data_are_recorded_as_import_and_extra_data_entries() -> None:
     state = State(messages=[Message.user("Fix")], extra_data={"repo": "api"})
     assert kinds(state) == ["context_change", "extra_data"]
     assert all(entry.turn == 0 for entry in state.history)
@@ -134,14 +131,14 @@ def test_check_2_import_and_extra_data_entries() -> None:
     assert state.extra_data == {"repo": "api"}
 
 
-def test_check_3_positional_argument() -> None:
+def test_a_positional_argument_is_refused_with_the_keyword_form() -> None:
     with pytest.raises(TypeError) as info:
         State("Fix")  # type: ignore[misc]
     assert "keyword arguments only" in str(info.value)
     assert "State(messages=[Message.user" in str(info.value)
 
 
-def test_check_4_bad_messages() -> None:
+def test_messages_that_are_not_a_list_of_message_objects_are_refused() -> None:
     for bad in ("Fix", Message.user("x"), 42):
         with pytest.raises(TypeError, match=re.escape("State(messages=...)")):
             State(messages=bad)  # type: ignore[arg-type]
@@ -149,7 +146,7 @@ def test_check_4_bad_messages() -> None:
         State(messages=[Message.user("a"), "b"])  # type: ignore[list-item]
 
 
-def test_check_5_unknown_keywords() -> None:
+def test_unknown_and_retired_keywords_are_refused_with_guidance() -> None:
     with pytest.raises(TypeError) as info:
         State(task="x")  # type: ignore[call-arg]
     text = str(info.value)
@@ -165,14 +162,14 @@ def test_check_5_unknown_keywords() -> None:
         assert keyword in text
 
 
-def test_check_6_history_cannot_be_combined() -> None:
-    s = State(messages=[Message.user("x")])
+def test_history_cannot_be_combined_with_messages_or_extra_data() -> None:
+    s = task("x")
     with pytest.raises(TypeError, match="history already holds them"):
         State(history=s.history, extra_data={})
     assert State(history=s.history, messages=()).snapshot() == s.snapshot()
 
 
-def test_check_7_ids() -> None:
+def test_ids_are_checked_and_random_ids_are_32_hex_characters() -> None:
     with pytest.raises(ValueError, match="letters, digits"):
         State(id="a b")
     with pytest.raises(TypeError, match="needs the id as a string"):
@@ -181,7 +178,7 @@ def test_check_7_ids() -> None:
     assert State(id="x" * 128).id == "x" * 128
 
 
-def test_check_8_extra_data_must_be_json() -> None:
+def test_extra_data_must_be_json() -> None:
     with pytest.raises(TypeError, match=re.escape("State(extra_data=...)['seen'] must be JSON (got set)")):
         State(extra_data={"seen": {1}})
     with pytest.raises(TypeError, match="its key 1 is a int"):
@@ -190,8 +187,8 @@ def test_check_8_extra_data_must_be_json() -> None:
         State(extra_data={"x": float("nan")})
 
 
-def test_check_9_inconsistent_history() -> None:
-    s = State(messages=[Message.user("x")])
+def test_an_inconsistent_history_names_the_entry_that_cannot_follow() -> None:
+    s = task("x")
     bad = [s.history[0], ModelReplyEntry(content=make_reply("hi"), turn=0)]
     with pytest.raises(ValueError, match=re.escape("history entry 1 (model_reply)")):
         State(history=bad)
@@ -202,8 +199,8 @@ def test_check_9_inconsistent_history() -> None:
         State(history=[*s.history, stranger])
 
 
-def test_check_10_text_reply() -> None:
-    state = State(messages=[Message.user("q")])
+def test_a_text_reply_ends_the_turn_and_becomes_the_answer() -> None:
+    state = task("q")
     reply = think(state, "the answer", context_tokens=42, stop_reason="end_turn")
     assert state.turn == 1
     assert state.answer == "the answer"
@@ -213,8 +210,8 @@ def test_check_10_text_reply() -> None:
     assert last.stop_reason == reply.stop_reason == "end_turn"
 
 
-def test_check_11_results_enter_in_request_order() -> None:
-    state = State(messages=[Message.user("q")])
+def test_results_enter_the_messages_in_request_order() -> None:
+    state = task("q")
     a = ToolCall("a", {}, "c1")
     b = ToolCall("b", {}, "c2")
     think(state, "", a, b)
@@ -227,8 +224,8 @@ def test_check_11_results_enter_in_request_order() -> None:
     assert state.pending_calls == ()
 
 
-def test_check_12_messages_held_while_calls_pending() -> None:
-    state = State(messages=[Message.user("q")])
+def test_messages_added_while_calls_are_pending_wait_for_the_results() -> None:
+    state = task("q")
     call = ToolCall("a", {}, "c1")
     think(state, "", call)
     before = state.messages
@@ -241,14 +238,14 @@ def test_check_12_messages_held_while_calls_pending() -> None:
     assert isinstance(state.messages[-3].content[0], ToolResultBlock)
 
 
-def test_check_13_message_during_waiting_request() -> None:
-    state = State(messages=[Message.user("q1")])
+def test_a_message_added_while_the_model_is_waited_on_follows_the_reply() -> None:
+    state = task("q1")
     state._begin_think(MODEL)
     state.add_message(Message.user("q2"))
     state._record_reply(make_reply("a1"))
     assert [m.text for m in state.messages[-2:]] == ["a1", "q2"]
 
-    failed = State(messages=[Message.user("q1")])
+    failed = task("q1")
     failed._begin_think(MODEL)
     failed.add_message(Message.user("q2"))
     assert failed.turn == 1
@@ -257,8 +254,8 @@ def test_check_13_message_during_waiting_request() -> None:
     assert failed.messages[-1].text == "q2"
 
 
-def test_check_14_failed_request() -> None:
-    state = State(messages=[Message.user("q")])
+def test_a_failed_request_takes_its_turn_back() -> None:
+    state = task("q")
     before = state.snapshot()
     state._begin_think(MODEL)
     state._record_error(TimeoutError("timed out"))
@@ -270,8 +267,8 @@ def test_check_14_failed_request() -> None:
     assert state.history[-1].turn == 1
 
 
-def test_check_15_add_message_misuse() -> None:
-    state = State(messages=[Message.user("q")])
+def test_add_message_refuses_what_is_not_a_user_message() -> None:
+    state = task("q")
     history = state.history
     with pytest.raises(TypeError, match="takes a Message"):
         state.add_message("text")  # type: ignore[arg-type]
@@ -284,7 +281,7 @@ def test_check_15_add_message_misuse() -> None:
     assert state.history == history
 
 
-def test_check_16_entry_kind_and_content() -> None:
+def test_an_added_message_is_a_user_or_notice_entry_by_its_text() -> None:
     state = State()
     img = Image(PNG)
     state.add_message(Message.user("[notice] typed"))
@@ -297,8 +294,8 @@ def test_check_16_entry_kind_and_content() -> None:
     assert entries[3].content == "plain" and type(entries[3].content) is str
 
 
-def test_check_17_finish_answers() -> None:
-    state = State(messages=[Message.user("q")])
+def test_the_last_non_none_finish_answer_wins() -> None:
+    state = task("q")
     state.finish("first")
     state.finish("second")
     state.finish()
@@ -315,7 +312,7 @@ class Found:
     count: int
 
 
-def test_check_18_finish_answer_json() -> None:
+def test_a_finish_answer_is_kept_in_its_json_form() -> None:
     state = State()
     with pytest.raises(TypeError, match=re.escape("the finish() answer holds set")):
         state.finish({1, 2})
@@ -327,8 +324,8 @@ def test_check_18_finish_answer_json() -> None:
         state.answer["count"] = 3
 
 
-def test_check_19_finished_state_refuses_think() -> None:
-    state = State(messages=[Message.user("q")])
+def test_a_finished_state_refuses_think_but_takes_messages() -> None:
+    state = task("q")
     state.finish()
     with pytest.raises(ValueError, match=re.escape("cannot call think() on a finished State")):
         state._begin_think(MODEL)
@@ -339,7 +336,7 @@ def test_check_19_finished_state_refuses_think() -> None:
     assert state.extra_data == {"k": 1}
 
 
-def test_check_20_compact() -> None:
+def test_compact_keeps_the_first_user_message_and_the_summary() -> None:
     state = State(messages=[Message.user("Fix"), Message.assistant("ok"), Message.user("more")])
     state.finish("done")
     turn, usage, answer = state.turn, state.usage, state.answer
@@ -350,7 +347,7 @@ def test_check_20_compact() -> None:
     assert (state.turn, state.usage, state.answer) == (turn, usage, answer)
 
 
-def test_check_21_compact_edge_cases() -> None:
+def test_compact_of_an_empty_state_and_bad_summaries() -> None:
     state = State()
     state.compact("s")
     assert [m.text for m in state.messages] == ["[notice] Summary so far:\ns"]
@@ -360,7 +357,7 @@ def test_check_21_compact_edge_cases() -> None:
         state.compact(None)  # type: ignore[arg-type]
 
 
-def test_check_22_compact_keeps_first_user_message() -> None:
+def test_compact_keeps_the_first_user_message_after_a_notice() -> None:
     state = State()
     state.add_message(Message.notice("note"))
     state.add_message(Message.user("task"))
@@ -368,7 +365,7 @@ def test_check_22_compact_keeps_first_user_message() -> None:
     assert [m.text for m in state.messages] == ["task", SUMMARY_PREFIX + "s"]
 
 
-def test_check_23_model_compaction_keeps_new_messages() -> None:
+def test_a_model_compaction_keeps_the_messages_added_meanwhile() -> None:
     state = State(messages=[Message.user("first"), Message.assistant("a")])
     state._begin_compact()
     state.add_message(Message.user("m1"))
@@ -383,8 +380,8 @@ def test_check_23_model_compaction_keeps_new_messages() -> None:
     assert State(history=state.history).messages == state.messages
 
 
-def test_check_24_clear_tool_results() -> None:
-    state = State(messages=[Message.user("go")])
+def test_clear_tool_results_blanks_all_but_the_last_results() -> None:
+    state = task("go")
     echo_turns(state, 3, tokens=True)
     assert any(m.tokens is not None for m in state.messages)
     state.clear_tool_results(keep_last=1)
@@ -393,18 +390,17 @@ def test_check_24_clear_tool_results() -> None:
     assert [b.name for b in blocks] == ["echo"] * 3
     assert state.history[-1].content.cleared == ("id1", "id2")
     assert all(m.tokens is None for m in state.messages)
-    results = [e.content for e in state.history if isinstance(e, ToolResultEntry)]
-    assert results == ["result1", "result2", "result3"]
+    assert [e.content for e in results(state)] == ["result1", "result2", "result3"]
 
 
-def test_check_25_clear_records_nothing_when_nothing_changes() -> None:
-    state = State(messages=[Message.user("go")])
+def test_clear_tool_results_records_nothing_when_nothing_changes() -> None:
+    state = task("go")
     echo_turns(state, 3)
     state.clear_tool_results(keep_last=1)
     n = len(state.history)
     state.clear_tool_results(keep_last=1)
     assert len(state.history) == n
-    other = State(messages=[Message.user("go")])
+    other = task("go")
     echo_turns(other, 2)
     n = len(other.history)
     other.clear_tool_results(keep_last=10)
@@ -414,8 +410,8 @@ def test_check_25_clear_records_nothing_when_nothing_changes() -> None:
             other.clear_tool_results(bad)  # type: ignore[arg-type]
 
 
-def test_check_26_pending_calls_block_context_changes() -> None:
-    state = State(messages=[Message.user("go")])
+def test_pending_calls_block_compact_clear_and_restore() -> None:
+    state = task("go")
     before = state.snapshot()
     think(state, "", ToolCall("bash", {"cmd": "ls"}, "c1"))
     history = state.history
@@ -435,7 +431,7 @@ def test_check_26_pending_calls_block_context_changes() -> None:
     assert state.finished and state.pending_calls
 
 
-def test_check_27_edit_extra_data_entry() -> None:
+def test_an_extra_data_edit_records_what_changed_and_what_was_removed() -> None:
     state = State(extra_data={"a": 1, "b": 2, "c": 3})
     with state.edit_extra_data() as data:
         del data["a"]
@@ -448,7 +444,7 @@ def test_check_27_edit_extra_data_entry() -> None:
     assert list(state.extra_data) == ["b", "c", "z"]
 
 
-def test_check_28_edit_compares_canonical_json() -> None:
+def test_an_extra_data_edit_compares_values_by_their_json() -> None:
     state = State(extra_data={"a": 1, "d": {"x": 1, "y": 2}, "l": [1]})
     with state.edit_extra_data() as data:
         data["a"] = 1.0
@@ -465,7 +461,7 @@ def test_check_28_edit_compares_canonical_json() -> None:
     assert state.updated_at == updated
 
 
-def test_check_29_edit_block_errors() -> None:
+def test_an_extra_data_block_that_raises_or_holds_non_json_records_nothing() -> None:
     state = State(extra_data={"a": 1})
     n = len(state.history)
     with pytest.raises(RuntimeError), state.edit_extra_data() as data:
@@ -491,7 +487,7 @@ def test_check_29_edit_block_errors() -> None:
     assert state.extra_data == {"a": 1, "b": 1}
 
 
-def test_check_30_concurrent_edits_never_lose_updates() -> None:
+def test_concurrent_extra_data_edits_never_lose_an_update() -> None:
     state = State()
 
     def work() -> None:
@@ -528,7 +524,7 @@ def test_check_30_concurrent_edits_never_lose_updates() -> None:
     assert kinds(state)[-3:] == ["user", "stop", "extra_data"]
 
 
-def test_check_31_extra_data_is_read_only() -> None:
+def test_extra_data_is_read_only_outside_an_edit_block() -> None:
     state = State(extra_data={"notes": ["a"]})
     with pytest.raises(TypeError, match="edit_extra_data"):
         state.extra_data["x"] = 1
@@ -537,7 +533,7 @@ def test_check_31_extra_data_is_read_only() -> None:
     assert json.loads(json.dumps(state.extra_data)) == {"notes": ["a"]}
 
 
-def test_check_32_restore() -> None:
+def test_restore_goes_back_to_a_snapshot_and_keeps_the_usage() -> None:
     state = State(messages=[Message.user("q")], extra_data={"k": 1})
     think(state, "one")
     before = state.snapshot()
@@ -559,8 +555,8 @@ def test_check_32_restore() -> None:
     assert same_as_replay(state)
 
 
-def test_check_33_restore_reuses_turn_number() -> None:
-    state = State(messages=[Message.user("q")])
+def test_a_restore_lets_the_next_think_reuse_the_turn_number() -> None:
+    state = task("q")
     think(state, "one")
     before = state.snapshot()
     think(state, "two")
@@ -569,9 +565,9 @@ def test_check_33_restore_reuses_turn_number() -> None:
     assert [e.turn for e in state.history if isinstance(e, ModelRequestEntry)] == [1, 2, 2]
 
 
-def test_check_34_restore_needs_own_snapshot() -> None:
-    state = State(messages=[Message.user("q")])
-    other = State(messages=[Message.user("other")])
+def test_restore_takes_only_a_snapshot_of_this_state() -> None:
+    state = task("q")
+    other = task("other")
     with pytest.raises(ValueError) as info:
         state.restore(other.snapshot())
     assert "restore takes a snapshot taken from this State" in str(info.value)
@@ -584,8 +580,8 @@ def test_check_34_restore_needs_own_snapshot() -> None:
     assert state.turn == 0
 
 
-def test_check_35_restore_mid_turn() -> None:
-    state = State(messages=[Message.user("q")])
+def test_restoring_a_snapshot_taken_mid_turn_reopens_its_calls() -> None:
+    state = task("q")
     a = ToolCall("a", {}, "c1")
     b = ToolCall("b", {}, "c2")
     think(state, "", a, b)
@@ -601,8 +597,8 @@ def test_check_35_restore_mid_turn() -> None:
     assert same_as_replay(state)
 
 
-def test_check_36_restore_and_waiting() -> None:
-    state = State(messages=[Message.user("q")])
+def test_restore_is_refused_while_or_to_when_the_model_is_waited_on() -> None:
+    state = task("q")
     before = state.snapshot()
     state._begin_think(MODEL)
     waiting = state.snapshot()
@@ -613,8 +609,8 @@ def test_check_36_restore_and_waiting() -> None:
         state.restore(waiting)
 
 
-def test_check_37_restore_in_any_order() -> None:
-    state = State(messages=[Message.user("q")])
+def test_restores_in_any_order_replay_to_the_same_snapshot() -> None:
+    state = task("q")
     s0 = state.snapshot()
     think(state, "one")
     s1 = state.snapshot()
@@ -627,8 +623,8 @@ def test_check_37_restore_in_any_order() -> None:
         assert same_as_replay(state)
 
 
-def test_check_38_fork() -> None:
-    state = State(messages=[Message.user("q")])
+def test_a_fork_is_an_independent_state_with_the_same_history() -> None:
+    state = task("q")
     think(state, "a")
     fork = state.fork()
     assert re.fullmatch(r"[0-9a-f]{32}", fork.id) and fork.id != state.id
@@ -644,8 +640,8 @@ def test_check_38_fork() -> None:
     assert "on_think_end" in str(info.value)
 
 
-def test_check_39_snapshot_identity_and_frozen() -> None:
-    state = State(messages=[Message.user("q")])
+def test_a_snapshot_is_the_same_object_until_a_record_and_is_frozen() -> None:
+    state = task("q")
     snap = state.snapshot()
     assert state.snapshot() is snap
     messages = snap.messages
@@ -661,15 +657,15 @@ def test_check_39_snapshot_identity_and_frozen() -> None:
     assert repr(snap) == "<StateSnapshot turn=0 history=1 messages=1 pending=0>"
 
 
-def test_check_40_repr() -> None:
+def test_the_repr_of_a_state() -> None:
     state = State(id="bug-1", messages=[Message.user("x")])
     assert repr(state) == "<State id='bug-1' turn=0 history=1 messages=1 pending=0>"
     state.finish()
     assert repr(state).endswith("pending=0 finished>")
 
 
-def test_check_41_str_of_a_run() -> None:
-    state = State(messages=[Message.user("Find the bug")])
+def test_str_of_a_state_has_a_line_per_entry_and_a_done_line() -> None:
+    state = task("Find the bug")
     state._start_run(None, AgentInfo(model="fake/fake"))
     call = ToolCall("read_file", {"path": "a.py"}, "c1")
     think(state, "", call)
@@ -688,8 +684,8 @@ def test_check_41_str_of_a_run() -> None:
     ]
 
 
-def test_check_42_late_result() -> None:
-    state = State(messages=[Message.user("q")])
+def test_a_late_result_becomes_a_notice_and_never_fills_a_later_slot() -> None:
+    state = task("q")
     old = ToolCall("bash", {"cmd": "1.0"}, "call_0")
     think(state, "", old)
     state._close_pending(KeyboardInterrupt())
@@ -708,8 +704,8 @@ def test_check_42_late_result() -> None:
     assert same_as_replay(state)
 
 
-def test_check_43_permission_stop() -> None:
-    state = State(messages=[Message.user("q")])
+def test_a_permission_stop_denies_the_call_and_cancels_the_others() -> None:
+    state = task("q")
     c1 = ToolCall("bash", {"cmd": "rm -rf /"}, "c1")
     c2 = ToolCall("bash", {"cmd": "ls"}, "c2")
     think(state, "", c1, c2)
@@ -724,7 +720,7 @@ def test_check_43_permission_stop() -> None:
     assert state.pending_calls == ()
 
 
-def test_check_44_closed_result() -> None:
+def test_the_result_text_of_a_call_closed_by_an_exception() -> None:
     assert closed_result(TimeoutError()) == "(aborted: TimeoutError)"
     assert closed_result(KeyboardInterrupt()) == INTERRUPTED == "(interrupted by user)"
     assert closed_result(asyncio.CancelledError()) == INTERRUPTED
@@ -734,8 +730,8 @@ def test_check_44_closed_result() -> None:
     assert outcome.kind is ToolOutcomeKind.ABORTED and outcome.error is error
 
 
-def test_check_45_error_recorded_once() -> None:
-    state = State(messages=[Message.user("q")])
+def test_an_exception_is_recorded_once() -> None:
+    state = task("q")
     call = ToolCall("t", {}, "c1")
     think(state, "", call)
     error = RuntimeError("bad thing")
@@ -747,7 +743,7 @@ def test_check_45_error_recorded_once() -> None:
     assert state.history[-1].content == "KeyboardInterrupt"
 
 
-def test_check_46_assignment_guard() -> None:
+def test_assigning_a_public_attribute_is_refused_with_guidance() -> None:
     state = State()
     with pytest.raises(AttributeError) as info:
         state.messages = []  # type: ignore[misc]
@@ -761,7 +757,7 @@ def test_check_46_assignment_guard() -> None:
     assert state._mine == 1  # type: ignore[attr-defined]
 
 
-def test_check_47_retired_names() -> None:
+def test_reading_a_retired_name_gives_guidance_and_hasattr_is_false() -> None:
     state = State()
     with pytest.raises(AttributeError) as info:
         state.data  # type: ignore[attr-defined]  # noqa: B018
@@ -773,8 +769,8 @@ def test_check_47_retired_names() -> None:
     assert str(info.value) == "'State' object has no attribute 'nothing'"
 
 
-def test_check_48_child_lookup_errors() -> None:
-    state = State(messages=[Message.user("q")])
+def test_child_lookup_errors_name_the_missing_child_or_store() -> None:
+    state = task("q")
     with pytest.raises(KeyError, match="not a subagent"):
         state.child("stranger")
     call = ToolCall("sub", {}, "c1")
@@ -791,15 +787,15 @@ def test_check_48_child_lookup_errors() -> None:
     assert "no store" in str(info.value) and "Agent(store=" in str(info.value)
 
 
-def test_check_49_answer_of_imported_and_empty_replies() -> None:
+def test_imported_replies_set_no_answer_and_an_empty_reply_sets_an_empty_one() -> None:
     assert State(messages=[Message.user("a"), Message.assistant("b")]).answer is None
-    state = State(messages=[Message.user("a")])
+    state = task("a")
     think(state, "")
     assert state.answer == ""
     assert str(state).split("\n")[-1] == "[turn 1] model_reply: (empty reply)"
 
 
-def test_check_51_one_clock_reading_per_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_clock_is_read_once_per_recorded_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     t0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
     readings = iter(range(1000))
 
@@ -807,7 +803,7 @@ def test_check_51_one_clock_reading_per_entry(monkeypatch: pytest.MonkeyPatch) -
         return t0 + timedelta(minutes=next(readings))
 
     monkeypatch.setattr(types_module, "_now", clock)
-    state = State(messages=[Message.user("x")])
+    state = task("x")
     with state.edit_extra_data() as data:
         data["a"] = 1
     with state.edit_extra_data() as data:
@@ -820,7 +816,7 @@ def test_check_51_one_clock_reading_per_entry(monkeypatch: pytest.MonkeyPatch) -
     assert state.created_at == t0
 
 
-def test_check_52_private_fields() -> None:
+def test_the_private_snapshot_fields_are_named_and_ignored_by_equality() -> None:
     names = [f.name for f in dataclasses.fields(StateSnapshot) if f.name.startswith("_")]
     assert names == [
         "_turn_calls",
@@ -835,7 +831,7 @@ def test_check_52_private_fields() -> None:
         "_parent_call_id",
         "_memo",
     ]
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     snap = state.snapshot()
     changed = dataclasses.replace(
         snap,
@@ -852,8 +848,8 @@ def test_check_52_private_fields() -> None:
     assert len(state.snapshot()._queued) == 1
 
 
-def test_check_53_runtime_attributes() -> None:
-    state = State(messages=[Message.user("q")])
+def test_a_new_state_and_a_fork_are_not_running_and_linked_to_no_agent() -> None:
+    state = task("q")
     assert state._running is False and state._agent is None
     agent = object()
     state._start_run(agent, AgentInfo(model="m"))
@@ -872,7 +868,7 @@ def test_check_53_runtime_attributes() -> None:
     assert state._compacting is None
 
 
-def test_check_54_no_stop_requested() -> None:
+def test_no_attribute_is_named_stop_requested() -> None:
     assert hasattr(State, "stop_requested") is False
     assert not [name for name in dir(State()) if "stop_request" in name]
 
@@ -902,19 +898,19 @@ def test_snapshot_public_names_and_construction() -> None:
         StateSnapshot((), ())  # type: ignore[misc]
     assert StateSnapshot() != "x"
     assert repr(StateSnapshot(finished=True)) == "<StateSnapshot turn=0 history=0 messages=0 pending=0 finished>"
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     assert public == [name for name in dir(state.snapshot()) if not name.startswith("_")]
 
 
 def test_snapshots_of_equal_histories_are_equal_at_other_times() -> None:
-    a = State(messages=[Message.user("q")])
+    a = task("q")
     time.sleep(0.001)
-    b = State(messages=[Message.user("q")])
+    b = task("q")
     assert a.snapshot() == b.snapshot()
     assert a.created_at != b.created_at
 
 
-def test_check_id() -> None:
+def test_check_id_accepts_letters_digits_underscore_and_dash_only() -> None:
     for bad in ("ü", "", "a b", "a/b", "../x", "dot.id", "x" * 129, "a\n"):
         with pytest.raises(ValueError) as info:
             check_id(bad, "load()")
@@ -936,14 +932,14 @@ def test_constructor_takes_any_iterable_once() -> None:
     with pytest.raises(TypeError, match=re.escape("State(extra_data=...) takes a dict (got: list)")):
         State(extra_data=[1])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=re.escape("State(history=...) takes history entries (history[1] is 'x')")):
-        State(history=[State(messages=[Message.user("q")]).history[0], "x"])  # type: ignore[list-item]
+        State(history=[task("q").history[0], "x"])  # type: ignore[list-item]
     for name, text in (("context", "is State(messages=...) in 0.5"), ("data", "is State(extra_data=...) in 0.5")):
         with pytest.raises(TypeError, match=re.escape(text)):
             State(**{name: 1})
 
 
 def test_history_replay_keeps_the_same_entries() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     think(state, "a")
     copy_ = State(history=state.history)
     assert all(a is b for a, b in zip(copy_.history, state.history, strict=True))
@@ -982,7 +978,7 @@ def test_fold_errors() -> None:
 
 
 def test_fold_is_pure_on_old_snapshots() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     old = state.snapshot()
     state.add_message(Message.user("live"))
     branch = fold(old, MessageEntry(kind="user", content="branch", turn=0))
@@ -995,7 +991,7 @@ def test_fold_is_pure_on_old_snapshots() -> None:
 
 
 def test_commit_failure_leaves_state_unchanged() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     snap = state.snapshot()
     with pytest.raises(ValueError, match="no request is waiting"):
         state._commit(ModelReplyEntry(content=make_reply("x"), turn=0))
@@ -1011,7 +1007,7 @@ def test_begin_think_checks() -> None:
     with pytest.raises(ValueError, match="on a State with no messages"):
         empty._begin_think(MODEL)
     assert empty.history == ()
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     state._begin_think(MODEL)
     with pytest.raises(ValueError, match=re.escape("cannot call think() while another think() is waiting")):
         state._begin_think(MODEL)
@@ -1021,7 +1017,7 @@ def test_begin_think_checks() -> None:
 
 
 def test_run_marks_and_stops() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     info = AgentInfo(model="m", name="bob")
     state._start_run("agent", info, parent=("p1", "call_1"), parent_depth=0, context="ctx")
     assert state._run_context == "ctx" and state._depth == 1
@@ -1042,7 +1038,7 @@ def test_run_marks_and_stops() -> None:
 
 
 def test_model_event_and_exchanges() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     state._record_model_event(ModelEvent("fallback", "a failed"))
     state._record_ask("Which?", {"a": (1, 2)}, Usage(requests=2, cost=0.1))
     state._record_ask("Set?", {1, 2})
@@ -1060,7 +1056,7 @@ def test_model_event_and_exchanges() -> None:
 
 
 def test_context_for_question() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     assert state._context_for_question() == state.messages
     a, b = ToolCall("a", {}, "c1"), ToolCall("b", {}, "c2")
     think(state, "", a, b)
@@ -1103,7 +1099,7 @@ def test_str_lines_of_other_entries() -> None:
 
 
 def test_restore_of_hand_built_snapshot_uses_history() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     think(state, "a")
     fake = StateSnapshot(history=state.history[:1], turn=7)
     state.restore(fake)
@@ -1112,7 +1108,7 @@ def test_restore_of_hand_built_snapshot_uses_history() -> None:
 
 
 def test_many_restores_replay_quickly() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     snaps = [state.snapshot()]
     for i in range(60):
         state.add_message(Message.user(f"m{i}"))
@@ -1128,7 +1124,7 @@ def test_many_restores_replay_quickly() -> None:
 
 
 def test_restore_to_snapshot_taken_after_restores() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     s0 = state.snapshot()
     think(state, "a")
     state.restore(s0)
@@ -1141,7 +1137,7 @@ def test_restore_to_snapshot_taken_after_restores() -> None:
 
 
 def test_subagent_usage_accounting() -> None:
-    parent = State(messages=[Message.user("q")])
+    parent = task("q")
     call = ToolCall("sub", {}, "c1")
     think(parent, "", call)
     kid = State(id="kid", messages=[Message.user("sub")])
@@ -1172,7 +1168,7 @@ def test_subagent_usage_accounting() -> None:
 
 
 def test_call_without_children_has_no_usage() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     call = ToolCall("t", {}, "c1")
     think(state, "", call)
     state._tool_result(call, "x", ToolOutcomeKind.DONE)
@@ -1182,7 +1178,7 @@ def test_call_without_children_has_no_usage() -> None:
 
 
 def test_fork_carries_children_and_child_store() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     call = ToolCall("t", {}, "c1")
     think(state, "", call)
     kid = State(id="kid")
@@ -1292,7 +1288,7 @@ def test_child_loads_from_store_every_time() -> None:
 
 
 def test_copy_and_pickle() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     think(state, "a")
     clone = copy.copy(state)
     assert clone.history == state.history and clone.id == state.id
@@ -1334,7 +1330,7 @@ def test_guard_rules_for_other_names() -> None:
 
 
 def test_replay_builds_2400_entries_fast() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     for i in range(800):
         call = ToolCall("t", {"i": i}, f"c{i}")
         think(state, "", call)
@@ -1351,7 +1347,7 @@ def _timed(fn: Any) -> float:
 
 
 def test_waiting_snapshot_carries_no_stop_and_stops_clear() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     state._record_stop(StoppedByUntil("x"))
     state._start_run(None, AgentInfo(model="m"))
     assert state.stopped is None
@@ -1362,7 +1358,7 @@ def test_waiting_snapshot_carries_no_stop_and_stops_clear() -> None:
 
 
 def test_entry_after_finish_and_run_start_entries_fold() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     state.finish()
     entries = [*state.history, RunStartEntry(content=AgentInfo(model="m"), turn=0)]
     rebuilt = State(history=entries)
@@ -1398,7 +1394,7 @@ def _echo_agent(replies: list[Any], reporter: Any) -> Any:
     return Agent(model=FakeModel(replies), tools=[echo, read_file], reporter=reporter, human=None)
 
 
-def test_check_50_context_change_notifications() -> None:
+def test_context_changes_notify_the_linked_agents_reporter_once() -> None:
     from alpineagents.reporter import Reporter
     from alpineagents.testing import tool_call
 
@@ -1411,8 +1407,8 @@ def test_check_50_context_change_notifications() -> None:
 
     reporter = Changes()
     agent = _echo_agent([tool_call("echo", text="a"), tool_call("echo", text="b"), "done"], reporter)
-    state = State(messages=[Message.user("go")])
-    untouched = State(messages=[Message.user("go")])
+    state = task("go")
+    untouched = task("go")
     untouched.compact("nobody hears this")
     before = state.snapshot()
     agent.think(state)
@@ -1432,11 +1428,11 @@ def test_check_50_context_change_notifications() -> None:
         assert seen_state is state and change is entry_change
 
 
-def test_check_41_str_of_an_agent_run() -> None:
+def test_str_of_an_agent_run() -> None:
     from alpineagents.testing import tool_call
 
     agent = _echo_agent([tool_call("read_file", path="a.py"), "The bug is on line 3"], None)
-    state = State(messages=[Message.user("Find the bug")])
+    state = task("Find the bug")
     assert agent.run(state) == "The bug is on line 3"
     lines = str(state).split("\n")
     assert len(lines) == len(state.history) + 1
@@ -1447,7 +1443,7 @@ def test_check_41_str_of_an_agent_run() -> None:
 
 
 def test_child_started_after_its_call_was_closed() -> None:
-    parent = State(messages=[Message.user("q")])
+    parent = task("q")
     call = ToolCall("sub", {}, "c1")
     think(parent, "", call)
     parent._close_pending(KeyboardInterrupt())
@@ -1485,9 +1481,9 @@ def test_child_of_a_loaded_state_comes_from_its_store(tmp_path: Any) -> None:
         reporter=None,
         human=None,
     )
-    state = State(messages=[Message.user("go")])
+    state = task("go")
     assert boss.run(state) == "all done"
-    result = next(e for e in state.history if isinstance(e, ToolResultEntry))
+    result = results(state)[0]
     (child_id,) = result.child_ids
     child = state.child(child_id)
     assert child is state.child(child_id) and child.parent_id == state.id
@@ -1502,7 +1498,7 @@ def test_child_of_a_loaded_state_comes_from_its_store(tmp_path: Any) -> None:
 
 
 def test_history_slice_for_saves() -> None:
-    state = State(messages=[Message.user("q")])
+    state = task("q")
     think(state, "a")
     create, start, end, snap = state._save_batch(_Store("s"))
     state.add_message(Message.user("later"))

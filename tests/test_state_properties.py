@@ -1,4 +1,4 @@
-"""Property-based tests of the State fold (02 §2, §6, §7.7, §7.8).
+"""Property-based tests of the State fold: history is the only source of truth, restore and fork.
 
 Random sequences of operations drive a State through its public methods and its recording operations. An operation
 that the State refuses (``ValueError``) must leave it unchanged. After every run:

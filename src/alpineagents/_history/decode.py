@@ -152,15 +152,23 @@ _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_wr
 
 def usage_from_dict(data: Mapping[str, Any]) -> Usage:
     """A ``Usage`` from its object; absent counts take the ``Usage`` defaults."""
-    data = _dict(data, "usage")
-    counts = [data.get(name, 0) for name in _USAGE_COUNTS]
-    for name, count in zip(_USAGE_COUNTS, counts, strict=True):
-        if type(count) is not int:
+    if type(data) is not dict:
+        data = _dict(data, "usage")
+    get = data.get
+    i, o, r, w, n = (
+        get("input_tokens", 0),
+        get("output_tokens", 0),
+        get("cache_read_tokens", 0),
+        get("cache_write_tokens", 0),
+        get("requests", 0),
+    )
+    if type(i) is not int or type(o) is not int or type(r) is not int or type(w) is not int or type(n) is not int:
+        for name, count in zip(_USAGE_COUNTS, (i, o, r, w, n), strict=True):
             _int(count, name)
-    cost = data.get("cost")
-    if cost is not None and (type(cost) is bool or not isinstance(cost, (int, float))):
+    cost = get("cost")
+    if cost is not None and type(cost) is not float and (type(cost) is bool or not isinstance(cost, (int, float))):
         raise _wrong("usage cost", "a number", cost)
-    return _make_usage(*counts, cost)
+    return _make_usage(i, o, r, w, n, cost)
 
 
 _ATOMIC = frozenset({str, int, float, bool, type(None)})  # values a frozen dict keeps as they are
@@ -192,7 +200,8 @@ def _same_args(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def _call(data: object, calls: Calls | None = None, *, in_reply: bool = False) -> ToolCall:
     """A tool call (a message block or a call object). ``calls``: the calls of earlier replies, to share or add to."""
-    data = _dict(data, "a message block" if in_reply else "call")
+    if type(data) is not dict:
+        data = _dict(data, "a message block" if in_reply else "call")
     name, args, call_id = data["name"], data["args"], data["id"]
     if type(name) is not str or type(call_id) is not str or type(args) is not dict:
         _str(name, "call name")
@@ -285,7 +294,8 @@ _BLOCKS: dict[object, Callable[[Mapping[str, Any]], Any]] = {
 
 
 def _block(data: object, calls: Calls | None) -> Any:
-    data = _dict(data, "a message block")
+    if type(data) is not dict:
+        data = _dict(data, "a message block")
     kind = data["type"]
     if kind == "text":
         text = data["text"]
@@ -308,7 +318,8 @@ def block_from_dict(data: Mapping[str, Any]) -> Any:
 
 
 def _message(data: object, calls: Calls | None) -> Message:
-    data = _dict(data, "message")
+    if type(data) is not dict:
+        data = _dict(data, "message")
     role, content, tokens, stop_reason = data["role"], data["content"], data["tokens"], data.get("stop_reason")
     if type(role) is not str or type(content) is not list:
         _str(role, "role")
@@ -341,7 +352,9 @@ def _read_request(d: Mapping[str, Any], kind: str, turn: int, at: datetime, call
 
 
 def _read_reply(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
-    c = _dict(d["content"], "content")
+    c = d["content"]
+    if type(c) is not dict:
+        c = _dict(c, "content")
     context_tokens, stop_reason, model = c["context_tokens"], c["stop_reason"], c["model"]
     if context_tokens is not None and type(context_tokens) is not int:
         _int(context_tokens, "context_tokens")
