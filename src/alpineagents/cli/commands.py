@@ -39,6 +39,8 @@ def _run(agent: Agent, store: Store, state: State, model: str | None, as_json: b
     """Runs `state` with `agent` saving to `store`, the Terminal printing its progress; exit 1 if the run raised."""
     terminal = Terminal(output=sys.stderr if as_json else None)
     changes: dict[str, Any] = {"store": store, "reporter": terminal}
+    if isinstance(agent.human, Terminal):  # one Terminal prints and asks, so its lines and questions do not mix
+        changes["human"] = terminal
     if model:
         changes["model"] = model
     try:

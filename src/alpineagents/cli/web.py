@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -16,8 +17,6 @@ DEFAULT_PORT = 8321
 
 def _viewer(name: str) -> ModuleType:
     """`alpineagents.viewer.<name>`, or one error line naming the extra when Starlette or Jinja2 is missing."""
-    import importlib
-
     try:
         return importlib.import_module(f"alpineagents.viewer.{name}")
     except ImportError as error:

@@ -15,7 +15,7 @@ from alpineagents.viewer.timeline import Item
 
 WIDTH = 640
 BAR_AREA = 150
-LEFT = 48
+LEFT = 64
 SERIES = (
     ("input", "#4c78a8"),
     ("cache read", "#9ecae9"),

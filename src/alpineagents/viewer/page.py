@@ -79,13 +79,14 @@ def header(run: Run) -> dict[str, Any]:
     starts = [entry for entry in run.history if isinstance(entry, RunStartEntry)]
     agent = starts[-1].content if starts else None
     usage = state.usage
+    said = status(run)
     return {
         "id": run.id,
         "first_message": run.info.first_message,
         "agent": agent.name if agent else None,
         "model": agent.model if agent else None,
-        "status": status(run),
-        "tone": "ok" if run.info.finished or run.info.stopped else ("bad" if "error" in status(run) else "warn"),
+        "status": said,
+        "tone": "ok" if run.info.finished or run.info.stopped else ("bad" if "error" in said else "warn"),
         "turns": state.turn,
         "usage": usage,
         "cost": usage.cost,
