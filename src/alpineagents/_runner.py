@@ -155,41 +155,43 @@ def _drive(job: _Job, awaitable: Any) -> Any:
             loop.close()
 
 
-def _work(job: _Job, state: State) -> tuple[Any, BaseException | None]:
-    """Worker-thread body: run the tool and format its result; return `(content, error)` for `_complete`."""
+def _begin(job: _Job, state: State) -> Any:
+    """Start the call in this thread or Task: set the call scope (so a run started by the tool finds its parent),
+    then call the tool with its own copy of the arguments. Returns what `run` returned (maybe an awaitable)."""
     CALL_SCOPE.set(CallScope(state, job.call, job.context))
-    tool = job.tool
-    assert tool is not None
+    return _tool(job).run(thaw(job.call.args), state)
+
+
+def _caught(job: _Job, error: BaseException) -> tuple[ToolResultContent | None, BaseException | None]:
+    """What an exception from a call gives the waiter: a `ToolError` or `ToolInputError` its result text (the
+    job's error flags set), any other exception itself."""
+    if isinstance(error, (ToolError, ToolInputError)):
+        return _error_result(job, error), None
+    return None, error
+
+
+def _work(job: _Job, state: State) -> tuple[ToolResultContent | None, BaseException | None]:
+    """Worker-thread body: run the tool (an awaitable on a loop of this thread) and format its result; return
+    `(content, error)` for `_complete`."""
     try:
-        try:
-            value = tool.run(thaw(job.call.args), state)
-            if type(value) not in _PLAIN and inspect.isawaitable(value):
-                value = _drive(job, value)
-            content: ToolResultContent = format_result(value)
-        except (ToolError, ToolInputError) as error:
-            content = _error_result(job, error)
+        value = _begin(job, state)
+        if type(value) not in _PLAIN and inspect.isawaitable(value):
+            value = _drive(job, value)
+        return format_result(value), None
     except BaseException as error:  # noqa: BLE001 - handed to the calling thread unchanged
-        return None, error
-    return content, None
+        return _caught(job, error)
 
 
 async def _task_body(job: _Job, state: State, arrivals: _Arrivals) -> None:
     """Task body for an async tool under `arun_tool_calls` (runs on the loop thread)."""
-    CALL_SCOPE.set(CallScope(state, job.call, job.context))
-    tool = job.tool
-    assert tool is not None
     try:
-        try:
-            value = tool.run(thaw(job.call.args), state)
-            if type(value) is _COROUTINE or inspect.isawaitable(value):  # the exact-type test is the cheap common case
-                value = await value
-            content: ToolResultContent = format_result(value)
-        except (ToolError, ToolInputError) as error:
-            content = _error_result(job, error)
-    except BaseException as error:  # noqa: BLE001 - handed to the loop unchanged (CancelledError included)
-        _settle(job, state, arrivals, None, error)
-        return
-    _settle(job, state, arrivals, content, None)
+        value = _begin(job, state)
+        if type(value) is _COROUTINE or inspect.isawaitable(value):  # the exact-type test is the cheap common case
+            value = await value
+        content, error = format_result(value), None
+    except BaseException as caught:  # noqa: BLE001 - handed to the loop unchanged (CancelledError included)
+        content, error = _caught(job, caught)
+    _settle(job, state, arrivals, content, error)
 
 
 def _settle(
