@@ -1,4 +1,4 @@
-"""Stores: the Store role, save/load, StateInfo, FileStore and SQLiteStore.
+"""Stores: the Store role, save/load, StateInfo, and the three stores that ship (FileStore, SQLiteStore, PostgresStore).
 
 The checks that apply to any store run once per kind of store (the `store` fixture, over `KINDS`); a new store
 joins them by adding one `StoreKind` to `KINDS`. Checks of one store's own layout or failure modes name it.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import itertools
 import json
 import os
 import select
@@ -33,6 +34,7 @@ from alpineagents import _serial
 from alpineagents._async import ASYNC_RUN
 from alpineagents.agent import Agent
 from alpineagents.errors import ResumeWarning
+from alpineagents.postgres import PostgresStore
 from alpineagents.state import STOPPED_WAITING, UNSAVED_RESULT, State
 from alpineagents.store import FileStore, Record, StateInfo, Store
 from alpineagents.testing import FakeModel, tool_call
@@ -120,6 +122,8 @@ class StoreKind:
 
     name: str
     store_type: type[Store]
+    in_local_files = True
+    """Whether the store keeps its data in files this process writes (a database server's files are not)."""
 
     def make(self, request: pytest.FixtureRequest, folder: Path) -> Store:
         """A new, empty store (`request` reaches fixtures a store may need, such as a database server)."""
@@ -151,7 +155,7 @@ class StoreKind:
         raise NotImplementedError
 
     def growing_file(self, store: Store, state_id: str) -> Path:
-        """The file a save of the State makes longer."""
+        """The file a save of the State makes longer (stores that keep their data in files of this process)."""
         raise NotImplementedError
 
     def opener(self, store: Store) -> str:
@@ -212,7 +216,7 @@ class SQLiteKind(StoreKind):
 
     def _connect(self, store: Store) -> sqlite3.Connection:
         assert isinstance(store, SQLiteStore)
-        return sqlite3.connect(store._given)  # pyright: ignore[reportPrivateUsage]
+        return sqlite3.connect(store._given)  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
 
     def reopen(self, store: Store) -> Store:
         return SQLiteStore(store._given)  # pyright: ignore[reportAttributeAccessIssue]
@@ -256,11 +260,81 @@ class SQLiteKind(StoreKind):
         return f"SQLiteStore({store._given!r})"  # pyright: ignore[reportAttributeAccessIssue]
 
 
-KINDS: list[StoreKind] = [FileKind(), SQLiteKind()]
+class PostgresKind(StoreKind):
+    """PostgresStore on the real PostgreSQL server of the test session (the `postgres` fixture), one schema a test."""
+
+    name = "postgres"
+    in_local_files = False
+
+    store_type = PostgresStore
+    _copies = itertools.count()
+
+    def make(self, request: pytest.FixtureRequest, folder: Path) -> Store:
+        server = request.getfixturevalue("postgres")
+        return PostgresStore(server.dsn, schema=request.getfixturevalue("postgres_schema"))
+
+    def _where(self, store: Store) -> tuple[str, str]:
+        return store._conninfo, store._schema  # pyright: ignore[reportAttributeAccessIssue]
+
+    def _sql(self, store: Store, query: str, *args: Any) -> list[Any]:
+        import psycopg
+
+        dsn, schema = self._where(store)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            cursor = conn.execute(query.replace("{schema}", schema), args)  # pyright: ignore
+            return cursor.fetchall() if cursor.description else []
+
+    def reopen(self, store: Store) -> Store:
+        dsn, schema = self._where(store)
+        return PostgresStore(dsn, schema=schema)
+
+    def raw_info(self, store: Store, state_id: str) -> str:
+        return self._sql(store, "SELECT info FROM {schema}.states WHERE id = %s", state_id)[0][0]
+
+    def set_info(self, store: Store, state_id: str, text: str) -> None:
+        self._sql(store, "UPDATE {schema}.states SET info = %s WHERE id = %s", text, state_id)
+
+    def raw_lines(self, store: Store, state_id: str) -> list[str]:
+        rows = self._sql(store, "SELECT line FROM {schema}.entries WHERE state_id = %s ORDER BY seq", state_id)
+        return [row[0] for row in rows]
+
+    def set_lines(self, store: Store, state_id: str, lines: list[str]) -> None:
+        self._sql(store, "DELETE FROM {schema}.entries WHERE state_id = %s", state_id)
+        for seq, line in enumerate(lines):
+            self._sql(
+                store, "INSERT INTO {schema}.entries (state_id, seq, line) VALUES (%s, %s, %s)", state_id, seq, line
+            )
+        self._sql(store, "UPDATE {schema}.states SET count = %s WHERE id = %s", len(lines), state_id)
+
+    def copy(self, store: Store, state_id: str, target: Path) -> Store:
+        dsn, schema = self._where(store)
+        where = f"{schema}_copy{next(self._copies)}"
+        copy = PostgresStore(dsn, schema=where)
+        copy.list()  # makes its tables
+        self._sql(store, f"INSERT INTO {where}.states SELECT * FROM {{schema}}.states WHERE id = %s", state_id)
+        self._sql(store, f"INSERT INTO {where}.entries SELECT * FROM {{schema}}.entries WHERE state_id = %s", state_id)
+        return copy
+
+    def bad_line_named(self, index: int) -> str:
+        return "the text of its entries is not valid JSON"  # one parse in the server: it does not say which
+
+    def opener(self, store: Store) -> str:
+        dsn, schema = self._where(store)
+        return f"__import__('alpineagents.postgres').postgres.PostgresStore({dsn!r}, schema={schema!r})"
+
+
+KINDS: list[StoreKind] = [FileKind(), SQLiteKind(), PostgresKind()]
+LOCAL_KINDS = [kind for kind in KINDS if kind.in_local_files]
 
 
 @pytest.fixture(params=KINDS, ids=[kind.name for kind in KINDS])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    return request.param.make(request, tmp_path)
+
+
+@pytest.fixture(params=LOCAL_KINDS, ids=[kind.name for kind in LOCAL_KINDS])
+def local_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    """A store that keeps its data in files this process writes."""
     return request.param.make(request, tmp_path)
 
 
@@ -1414,7 +1488,8 @@ def test_two_state_objects_of_one_id_conflict(store: Store) -> None:
     assert texts(store.load("twin")) == ["hi", "from one"]
 
 
-def test_full_disk_keeps_what_was_saved(store: Store, tmp_path: Path) -> None:
+def test_full_disk_keeps_what_was_saved(local_store: Store, tmp_path: Path) -> None:
+    store = local_store
     import resource
     import signal
 
