@@ -1,0 +1,285 @@
+"""The run viewer in a real headless browser: Playwright driving Debian's chromium at /usr/bin/chromium.
+
+The runs are made by the `alpineagents` command with the agents of `tests/cli_agents.py`, the viewer is
+`alpineagents view` on a free 127.0.0.1 port, and the screenshots go to docs/screenshots/. Without chromium the
+tests are skipped, except in CI (the CI variable is set), where they must run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alpineagents.store import SQLiteStore
+from cli_agents import XSS, viewer
+
+CHROMIUM = "/usr/bin/chromium"
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+SHOTS = ROOT / "docs" / "screenshots"
+WAIT_MS = 20_000
+
+if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+
+from playwright import sync_api  # noqa: E402 - only once chromium is known to be there
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    full_env["PYTHONPATH"] = os.pathsep.join([str(TESTS), full_env.get("PYTHONPATH", "")])
+    result = subprocess.run(
+        [sys.executable, "-m", "alpineagents", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=60
+    )
+    return result
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite store with a calc run, a lead run (tool calls, errors, a subagent, a compaction), a run whose
+    content holds a script tag, and a run that raised."""
+    folder = tmp_path_factory.mktemp("viewer")
+    store = str(folder / "runs.db")
+    for agent, prompt, state_id in [
+        ("calc", "please add 2 and 3", "r1"),
+        ("xss", f"Show me {XSS}", "xss1"),
+        ("broken", "break it", "b1"),
+        ("lead", "Survey the project", "lead1"),
+    ]:
+        cli("run", f"cli_agents:{agent}", prompt, "--id", state_id, "--store", store, cwd=folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def address(runs: Path) -> Iterator[str]:
+    with viewer(str(runs / "runs.db"), runs) as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A page whose dialogs (alert, confirm) are recorded in `page.dialogs` and dismissed."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(WAIT_MS)
+    opened.dialogs = []
+
+    def on_dialog(dialog: Any) -> None:
+        opened.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    opened.on("dialog", on_dialog)
+    yield opened
+    context.close()
+
+
+def shot(page: Any, name: str, *, full: bool = False) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / name), full_page=full)
+
+
+def row_ids(page: Any) -> list[str]:
+    return page.locator("tr.run-row").evaluate_all("rows => rows.map(row => row.dataset.id)")
+
+
+def test_the_runs_list_shows_every_run_with_its_status_and_cost(page: Any, address: str) -> None:
+    page.goto(address)
+    ids = row_ids(page)
+    assert {"lead1", "r1", "xss1", "b1"} <= set(ids) and len(ids) == 5
+    assert ids.index("lead1") < ids.index("b1") < ids.index("xss1") < ids.index("r1")  # newest first
+    lead = page.locator('tr[data-id="lead1"]')
+    assert lead.locator(".status").inner_text() == "finished"
+    assert lead.locator("td.num").nth(1).inner_text().startswith("$0.00")
+    assert page.locator('tr[data-id="b1"] .status').inner_text() == "error: RuntimeError: boom"
+    child = [i for i in ids if i not in ("lead1", "r1", "xss1", "b1")][0]
+    assert "subagent of lead1" in page.locator(f'tr[data-id="{child}"]').inner_text()
+    shot(page, "runs-list.png")
+
+
+def test_the_runs_list_searches_and_sorts_by_updated(page: Any, address: str) -> None:
+    page.goto(address)
+    newest_first = row_ids(page)
+    page.fill("input[name=q]", "SURVEY")
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url("**/?q=SURVEY**")
+    assert row_ids(page) == ["lead1"]
+    page.goto(address)
+    page.click("#sort-updated")
+    page.wait_for_url("**sort=updated_asc**")
+    assert row_ids(page) == list(reversed(newest_first))
+
+
+def test_a_run_page_shows_tool_calls_errors_a_subagent_and_a_compaction(page: Any, address: str) -> None:
+    page.goto(address)
+    page.click('tr[data-id="lead1"] td.id a')
+    page.wait_for_url("**/runs/lead1")
+    head = page.locator("section.head")
+    assert head.locator("h1").inner_text() == "lead1"
+    assert head.locator(".status").inner_text() == "finished"
+    assert "fake/fake" in head.inner_text() and "$0.00" in head.inner_text()
+    assert head.locator(".answer pre").inner_text() == "two open issues"
+    kinds = page.locator("li.entry").evaluate_all("items => items.map(item => item.querySelector('.kind').textContent)")
+    assert kinds[:4] == ["context_change", "run_start", "model_request", "model_reply"]
+    assert kinds.count("tool_result") == 4 and kinds.count("human") == 4 and kinds[-1] == "stop"
+
+    badges = page.locator("li.kind-tool_result .badge").all_inner_texts()
+    assert sorted(badges) == ["denied", "done", "done", "error"]
+    error = page.locator("li.kind-tool_result.bad")
+    assert "could not reach http://example.invalid: connection refused" in error.inner_text()
+    assert " s" in error.locator(".fact").first.inner_text()  # its duration
+    assert "rm is not allowed." in page.locator("li.kind-tool_result.warn").inner_text()
+    assert 'Run write_note(title="Findings")?' in page.locator("li.kind-human").nth(1).inner_text()
+    compact = page.locator("li.kind-context_change", has_text="context compacted")
+    assert "2142 → 51 tokens" in compact.inner_text() or "→ 51 tokens" in compact.inner_text()
+    reply = page.locator("li.kind-model_reply").first
+    assert "Let me look around." in reply.inner_text()
+    assert reply.locator(".piece.call").count() == 4
+    assert page.locator("section.charts svg").count() == 3
+    shot(page, "run-page.png")
+    shot(page, "run-page-full.png", full=True)
+
+    folded = page.locator("li.kind-tool_result", has_text="write_note").locator("details.fold")
+    assert folded.get_attribute("open") is None
+    assert not folded.locator("pre").last.is_visible()
+    folded.locator("summary").click()
+    assert "line 59: lorem ipsum" in folded.locator("pre").last.inner_text()
+
+    raw = page.locator("li.kind-tool_result.bad details.raw")
+    raw.locator("summary").click()
+    assert '"outcome": "error"' in raw.locator("pre").inner_text()
+
+    page.locator("li.kind-tool_result", has_text="scout(").locator(".links a").click()
+    page.wait_for_url("**/runs/*")
+    child = page.locator("section.head")
+    assert "subagent of" in child.inner_text() and "lead1" in child.inner_text()
+    assert 'list_issues(state="open")' in page.locator("ol.timeline").inner_text()
+    tree = page.locator("section.tree")
+    assert tree.locator("a", has_text="lead1").count() == 1
+    assert tree.locator("li.current").count() == 1
+    tree.locator("a", has_text="lead1").click()
+    page.wait_for_url("**/runs/lead1")
+
+
+def test_a_run_that_raised_shows_the_error(page: Any, address: str) -> None:
+    page.goto(address + "runs/b1")
+    assert page.locator("section.head .status").inner_text() == "error: RuntimeError: boom"
+    assert page.locator("li.kind-error").inner_text().count("RuntimeError: boom") == 1
+    assert page.locator("li.kind-tool_result .badge").inner_text() == "aborted"
+
+
+def test_a_script_in_the_content_is_shown_as_text_and_never_runs(page: Any, address: str) -> None:
+    page.goto(address)
+    assert XSS in page.locator('tr[data-id="xss1"]').inner_text()
+    page.goto(address + "runs/xss1")
+    text = page.locator("main").inner_text()
+    assert text.count(XSS) >= 3  # the first message, the tool result, the reply (and the answer)
+    assert page.locator("section.head .answer pre").inner_text() == f"Here it is: {XSS}"
+    assert page.evaluate("document.scripts.length") == 1  # the viewer's own script only
+    page.wait_for_timeout(500)
+    assert page.dialogs == []
+    shot(page, "escaped-script.png")
+
+
+def test_a_run_that_is_still_going_updates_as_its_store_grows(page: Any, runs: Path, address: str) -> None:
+    gate = runs / "gate.txt"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "alpineagents", "run", "cli_agents:slow", "wait", "--id", "live1", "--store", "runs.db"],
+        cwd=runs,
+        env={
+            **os.environ,
+            "CLI_TEST_GATE": str(gate),
+            "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        store = SQLiteStore(runs / "runs.db")
+        deadline = time.monotonic() + 60
+        while not _has(store, "live1", "model_reply"):
+            assert time.monotonic() < deadline, "the run never reached its tool call"
+            time.sleep(0.05)
+        page.goto(address + "runs/live1")
+        assert "unfinished turn" in page.locator("section.head .status").inner_text()
+        before = page.locator("li.entry").count()
+        gate.write_text("opened", encoding="utf-8")
+        page.locator("li.kind-model_reply", has_text="The gate opened.").wait_for(timeout=WAIT_MS)
+        assert page.locator("li.entry").count() > before
+        page.locator("section.head .status", has_text="stopped by waiting_for_user").wait_for(timeout=WAIT_MS)
+        assert "opened" in page.locator("li.kind-tool_result").inner_text()
+    finally:
+        process.wait(timeout=60)
+
+
+def _has(store: SQLiteStore, state_id: str, kind: str) -> bool:
+    record = store.read(state_id)
+    return record is not None and any(entry["kind"] == kind for entry in record.entries)
+
+
+def test_the_exported_page_works_from_a_file_with_the_network_off(browser: Any, runs: Path, address: str) -> None:
+    target = runs / "lead1.html"
+    assert cli("export", "lead1", "-o", str(target), "--store", "runs.db", cwd=runs).returncode == 0
+    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
+    requests: list[str] = []
+    context.on("request", lambda request: requests.append(request.url))
+    context.route("http://**/*", lambda route: route.abort())
+    context.route("https://**/*", lambda route: route.abort())
+    offline = context.new_page()
+    offline.set_default_timeout(WAIT_MS)
+    offline.goto(target.as_uri())
+    main = offline.locator("main.run").first
+    assert main.locator("h1").inner_text() == "lead1"
+    assert main.locator(".status").first.inner_text() == "finished"
+    assert "context compacted" in main.inner_text()
+    assert sorted(main.locator("li.kind-tool_result .badge").all_inner_texts()) == ["denied", "done", "done", "error"]
+    assert offline.locator("main.run").count() == 2  # the lead and its subagent
+    offline.locator("li.kind-tool_result", has_text="scout(").locator(".links a").first.click()
+    assert offline.url.startswith(target.as_uri() + "#run-")
+    assert [url for url in requests if not url.startswith("file://")] == []
+
+    online = browser.new_page()
+    online.goto(address + "runs/lead1")
+    assert online.locator("li.entry").count() == main.locator("li.entry").count()
+    online.close()
+    offline.goto(target.as_uri())
+    shot(offline, "export-offline.png")
+    context.close()
+
+
+def test_the_viewer_shows_the_demo_run(page: Any, tmp_path: Path) -> None:
+    demo_env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEMO_MODEL")
+    }
+    db = tmp_path / "runs.db"
+    made = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo.py"), "--db", str(db)],
+        cwd=tmp_path, env=demo_env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    with viewer(str(db), tmp_path) as found:
+        page.goto(found)
+        assert page.locator("tr.run-row").count() == 1
+        page.locator("tr.run-row td.id a").click()
+        page.wait_for_url("**/runs/*")
+        assert "How many lines does README.md have" in page.locator("section.head").inner_text()
+        timeline = page.locator("ol.timeline").inner_text()
+        assert 'count_lines(path="README.md")' in timeline and "list_examples()" in timeline
+        assert "The examples are:" in page.locator("section.head .answer").inner_text()
+        shot(page, "demo-run.png")
