@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from alpineagents._async import blocks_event_loop, run_in_thread
 from alpineagents._history.decode import entries_from_dicts
@@ -41,6 +41,9 @@ from alpineagents._stores.locks import StateLockedError as StateLockedError  # a
 from alpineagents.errors import fix_message
 from alpineagents.state import State, StateSnapshot, check_id
 from alpineagents.types import Stopped
+
+if TYPE_CHECKING:  # at run time made on first use, by __getattr__ below
+    from alpineagents._stores.sqlite import SQLiteStore as SQLiteStore
 
 __all__ = ["Store", "FileStore", "Record", "StateInfo"]
 # Importable from here too, outside __all__ (whose four names are fixed): SQLiteStore and StateLockedError.
@@ -166,22 +169,15 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
-        if not (_overrides(cls, "write") or _overrides(cls, "awrite")):
-            raise TypeError(
-                fix_message(
-                    f"{cls.__name__} implements neither write nor awrite",
-                    "implement write(...), or async awrite(...) for a store reached asynchronously",
-                    _STORE_EXAMPLE,
+        for sync, async_ in (("write", "awrite"), ("read", "aread")):  # a store implements one of each pair
+            if not (_overrides(cls, sync) or _overrides(cls, async_)):
+                raise TypeError(
+                    fix_message(
+                        f"{cls.__name__} implements neither {sync} nor {async_}",
+                        f"implement {sync}(...), or async {async_}(...) for a store reached asynchronously",
+                        _STORE_EXAMPLE,
+                    )
                 )
-            )
-        if not (_overrides(cls, "read") or _overrides(cls, "aread")):
-            raise TypeError(
-                fix_message(
-                    f"{cls.__name__} implements neither read nor aread",
-                    "implement read(...), or async aread(...) for a store reached asynchronously",
-                    _STORE_EXAMPLE,
-                )
-            )
         return super().__new__(cls)
 
     _fresh_read: ClassVar[object] = None
