@@ -577,7 +577,7 @@ def test_async_tools_run_on_the_loop_and_cancellation_leaves_a_late_result() -> 
     late = [e for e in results(state) if e.late]
     assert len(late) == 1 and late[0].content == "exit 0" and late[0].call.name == "slow_sync"
     assert late[0].outcome is K.DONE
-    time.sleep(0.05)
+    time.sleep(0.05)  # a grace period for anything that should not come
     assert len([e for e in results(state) if e.late]) == 1  # the cancelled coroutine records nothing
     state.add_message(Message.user("next"))
     state._begin_think("fake/fake")
@@ -629,7 +629,7 @@ def test_sync_ctrl_c_while_waiting() -> None:
     state._close_pending(info.value)
     release.set()
     wait_for(lambda: any(e.late for e in results(state)))
-    time.sleep(0.1)
+    time.sleep(0.1)  # a grace period: the cancelled coroutine must record nothing
     late = [e for e in results(state) if e.late]
     assert [(e.call.name, e.content) for e in late] == [("slow", "exit 0")]
 
@@ -1359,7 +1359,7 @@ def test_interrupt_cancels_calls_waiting_for_a_slot() -> None:
     state._close_pending(info.value)
     release.set()
     wait_for(lambda: len([e for e in results(state) if e.late]) == 32)
-    time.sleep(0.05)
+    time.sleep(0.05)  # a grace period: the two calls that waited for a slot must never start
     assert sorted(started) == list(range(32))  # the two waiting calls never ran
     assert sorted(int(e.content) for e in results(state) if e.late) == list(range(32))
 
@@ -1467,13 +1467,13 @@ def test_a_reporter_raising_in_on_tool_end_keeps_the_results_of_the_other_calls(
     @tool
     def sibling() -> str:
         assert go.wait(5)
-        time.sleep(0.05)
+        time.sleep(0.05)  # end after the Reporter raised: a runner that stops waiting then loses this result
         return "sibling done"
 
     @tool(name="sibling")
     async def async_sibling() -> str:
         await asyncio.get_running_loop().run_in_executor(None, go.wait, 5)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # end after the Reporter raised, as above
         return "sibling done"
 
     @tool(parallel=False)
