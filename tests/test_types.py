@@ -1065,3 +1065,24 @@ def test_entries_of_a_real_run_and_of_a_loaded_state_refuse_every_change(tmp_pat
     with pytest.raises(AttributeError, match="cannot assign to field 'is_error'"):
         entry.is_error = True  # type: ignore[misc]
     assert entry.is_error is False
+
+
+def test_a_maker_gives_exactly_the_value_its_class_gives_from_the_same_fields() -> None:
+    from alpineagents._values.construct import maker
+
+    make_message = maker(Message)
+    assert make_message("user", [TextBlock("hi")], None, None) == Message.user("hi")
+    assert type(make_message("user", [TextBlock("hi")], None, None).content) is tuple
+    with pytest.raises(TypeError) as made:
+        make_message("user", "hi", None, None)
+    with pytest.raises(TypeError) as built:
+        Message("user", "hi")  # type: ignore[arg-type]
+    assert str(made.value) == str(built.value)
+    call = maker(ToolCall)("t", {"a": (1, 2)}, "c")
+    assert call == ToolCall("t", {"a": [1, 2]}, "c") and type(call.args) is FrozenDict
+    entry = maker(ToolResultEntry)("tool_result", "x", call, "denied", False, None, ["k"], None, 1, types_module._now())
+    assert entry == ToolResultEntry(content="x", call=call, outcome="denied", child_ids=("k",), turn=1)  # type: ignore[arg-type]
+    assert entry.outcome is ToolOutcomeKind.DENIED and entry.child_ids == ("k",)
+    assert maker(Message) is make_message  # one maker per class, shared
+    with pytest.raises(TypeError, match="not a value class"):
+        maker(Image)
