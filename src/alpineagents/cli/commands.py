@@ -61,7 +61,7 @@ def _run(agent: Agent, store: Store, state: State, model: str | None, as_json: b
         note(f"saved as {state.id}")
 
 
-@main.command()
+@main.command(short_help="Run an Agent of your code on a prompt.")
 @click.argument("agent_spec", metavar="MODULE:AGENT")
 @click.argument("prompt")
 @click.option("--model", help="Use this model instead of the Agent's (e.g. openai/gpt-5).")
@@ -84,7 +84,7 @@ def run(
     _run(agent, opened, state, model, as_json)
 
 
-@main.command()
+@main.command(short_help="Continue a stored run.")
 @click.argument("state_id", metavar="ID")
 @click.argument("agent_spec", metavar="MODULE:AGENT")
 @click.argument("message", required=False)
@@ -104,7 +104,7 @@ def resume(
     _run(agent, opened, state, model, as_json)
 
 
-@main.command(name="ls")
+@main.command(name="ls", short_help="List the stored runs, newest first.")
 @click.option("--limit", type=click.IntRange(min=1), help="Show at most this many runs (newest first).")
 @click.option("--filter", "text", metavar="TEXT", help="Only runs whose id or first message holds TEXT.")
 @click.option("--top", is_flag=True, help="Only runs that no tool call started (no subagents).")
@@ -126,7 +126,7 @@ def list_runs(limit: int | None, text: str | None, top: bool, as_json: bool, sto
         note("no runs")
 
 
-@main.command()
+@main.command(short_help="Print a run as the Terminal showed it.")
 @click.argument("state_id", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="Print the saved history entries as a JSON list.")
 @store_option
@@ -145,7 +145,7 @@ def show(state_id: str, as_json: bool, store: str | None) -> None:
     click.echo(usage_line(found.state.usage))
 
 
-@main.command()
+@main.command(short_help="Copy a run, up to entry N, under a new id.")
 @click.argument("state_id", metavar="ID")
 @click.option("--at", "at", type=click.IntRange(min=0), help="Keep the first N entries (default: all).")
 @click.option("--id", "new_id", help="The id of the copy (default: a new random id).")
@@ -169,7 +169,7 @@ def fork(state_id: str, at: int | None, new_id: str | None, as_json: bool, store
         click.echo(copy.id)
 
 
-@main.command()
+@main.command(short_help="Remove a run from the store.")
 @click.argument("state_id", metavar="ID")
 @store_option
 def rm(state_id: str, store: str | None) -> None:

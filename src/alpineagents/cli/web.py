@@ -13,6 +13,7 @@ from alpineagents.cli.stores import chosen_store, store_errors, store_option
 
 EXTRA = "the viewer needs its extra: pip install 'alpineagents[viewer]'"
 DEFAULT_PORT = 8321
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def _viewer(name: str) -> ModuleType:
@@ -23,7 +24,7 @@ def _viewer(name: str) -> ModuleType:
         raise click.ClickException(f"{EXTRA} ({error})")
 
 
-@click.command()
+@click.command(short_help="Write a run as one offline HTML file.")
 @click.argument("state_id", metavar="ID")
 @click.option(
     "-o", "--output", "output", metavar="FILE", help="Where to write the page (default: ID.html; - for stdout)."
@@ -46,7 +47,7 @@ def export(state_id: str, output: str | None, store: str | None) -> None:
     click.echo(f"wrote {target}", file=sys.stderr)
 
 
-@click.command()
+@click.command(short_help="Start the run viewer on 127.0.0.1.")
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="The address to listen on (only this machine by default)."
 )
@@ -65,6 +66,10 @@ def view(host: str, port: int, store: str | None) -> None:
 
     def announce(address: str) -> None:
         click.echo(f"alpineagents viewer: {address}  (store {opened!r}; Ctrl+C stops it)")
+        if host not in LOOPBACK:
+            click.echo(
+                f"warning: listening on {host}: anyone who can reach it can read every run in the store", err=True
+            )
         sys.stdout.flush()
 
     try:
