@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/fold.py``
 
-Targets (02, 00 §6): at most 5 µs per recorded entry, the same at 1,000 and 100,000 entries (ratio at most 1.3);
+Targets: at most 5 µs per recorded entry, the same at 1,000 and 100,000 entries (ratio at most 1.3);
 ``snapshot()`` O(1) and the same object until the next record; ``State(history=...)`` of 2,400 entries in at most
 5 ms; ``state.messages``, ``state.pending_calls`` and ``state.usage`` O(1).
 

@@ -1,4 +1,4 @@
-"""Tests of alpineagents.state (02): construction, properties, the fold, public methods and recording operations.
+"""Tests of alpineagents.state: construction, properties, the fold, public methods and recording operations.
 
 The State is driven through its public methods and its recording operations (the underscore methods the Agent,
 the runner and the stores use; no Agent needed), except where an Agent is part of the behaviour.
@@ -873,7 +873,7 @@ def test_no_attribute_is_named_stop_requested() -> None:
     assert not [name for name in dir(State()) if "stop_request" in name]
 
 
-# --- further tests of the spec ------------------------------------------------------------------------------
+# --- further behaviour ------------------------------------------------------------------------------
 
 
 def test_snapshot_public_names_and_construction() -> None:

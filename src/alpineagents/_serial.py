@@ -1,10 +1,10 @@
 """The saved form of history: history entries, the info dict and the values inside them, as plain JSON values.
 
-Not public API. Only `State` and the stores call these (06 §1, §3.3, §7, §8). Anything that changes what they
-write needs a new `VERSION`.
+Not public API, but a fixed module: the stores and tests import these names. Anything that changes what they write
+needs a new `VERSION`. The reading side lives in `alpineagents._history.decode` and is re-exported here.
 
 Writing (`*_to_dict`) builds fresh `dict`/`list` values made only of JSON types (never tuples or frozen
-containers). Reading (`*_from_dict`) builds each value with its constructor (01), so lists become tuples and JSON
+containers). Reading (`*_from_dict`) builds each value as its class would, so lists become tuples and JSON
 values are frozen again, and a loaded value compares equal to the saved one.
 """
 
@@ -77,7 +77,7 @@ MIN_VERSION = 4
 
 
 class InfoDict(TypedDict):
-    """The info dict of one saved State (06 §3.3): what a listing shows, plus the format version `v`."""
+    """The info dict of one saved State: what a listing shows, plus the format version `v`."""
 
     v: int
     first_message: str | None
@@ -135,7 +135,8 @@ def info_to_dict(
     finished: bool,
     parent_id: str | None = None,
 ) -> InfoDict:
-    """The info dict of 06 §3.3: exactly the keys `v`, `first_message`, ..., `parent_id`, in that order.
+    """The info dict: exactly the keys `v`, `first_message`, `created_at`, `updated_at`, `turn`, `stopped`, `finished`,
+    `parent_id`, in that order.
 
     `first_message` is the text of the State's first user message (a `Message` is reduced to its text); `""`
     becomes `None`.
@@ -155,7 +156,7 @@ def info_to_dict(
 
 
 def info_from_dict(state_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The `StateInfo` keyword arguments (all but `id`) read from an info dict (06 §3.2).
+    """The `StateInfo` keyword arguments (all but `id`) read from an info dict (a format-5 info needs `parent_id`).
 
     Raises:
         ValueError: No, an older or a newer format version; a required key is missing.
@@ -208,7 +209,7 @@ def _call_to_dict(call: ToolCall) -> dict[str, Any]:
 
 
 def stopped_to_dict(stopped: Stopped | None) -> dict[str, Any] | None:
-    """The stop object of 06 §8.5, or `None`.
+    """The stop object (`{"kind": "until" | "limit" | "finish" | "permission", ...}`), or `None`.
 
     Raises:
         TypeError: `stopped` is not one of the four stop classes (or the finish answer is not JSON).
@@ -347,7 +348,7 @@ def _content_to_json(entry: Any) -> Any:
 
 
 def entry_to_dict(entry: HistoryEntry, seq: int) -> dict[str, Any]:
-    """The JSON object of one history entry (06 §8.2): `seq`, `kind`, `turn`, `at`, `content`, then the keys that
+    """The JSON object of one history entry: `seq`, `kind`, `turn`, `at`, `content`, then the keys that
     are set (`call`, `outcome`, `late`, `usage`, `child_ids`, `parent_id`, `parent_call_id`, `removed`).
 
     Raises:

@@ -16,51 +16,46 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from alpineagents import types as types_module
 from alpineagents._frozen import FrozenDict, thaw
 from alpineagents._history import misuse
 from alpineagents._history.attributes import assignment_error, missing_attribute_error
 from alpineagents._history.children import Joined
-from alpineagents._history.closing import INTERRUPTED, STOPPED_TURN, closed_outcome, closed_result
+from alpineagents._history.closing import INTERRUPTED as INTERRUPTED
+from alpineagents._history.closing import STOPPED_TURN as STOPPED_TURN
+from alpineagents._history.closing import closed_outcome as closed_outcome
+from alpineagents._history.closing import closed_result as closed_result
 from alpineagents._history.construction import check_keywords, history_snapshot, initial_entries, keyword_signature
-from alpineagents._history.fold import CLEARED, LATE_RESULT, SUMMARY_PREFIX, Accumulator, cleared_messages, fold, replay
-from alpineagents._history.ids import check_id
+from alpineagents._history.fold import CLEARED, SUMMARY_PREFIX, Accumulator, cleared_messages, replay
+from alpineagents._history.fold import LATE_RESULT as LATE_RESULT
+from alpineagents._history.fold import fold as fold
+from alpineagents._history.ids import check_id as check_id
 from alpineagents._history.json_values import answer as answer_form
 from alpineagents._history.json_values import json_copy
 from alpineagents._history.lines import history_lines
+from alpineagents._history.recording import NOT_RUN_YET as NOT_RUN_YET
+from alpineagents._history.recording import Recorder
 from alpineagents._history.snapshot import StateSnapshot, history_of, is_folded
 from alpineagents._tokens import context_tokens
-from alpineagents._values.construct import maker
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
     ContextChange,
     ContextChangeEntry,
     ErrorEntry,
-    Exchange,
-    ExchangeEntry,
     ExtraDataEntry,
     HistoryEntry,
     Image,
     Message,
     MessageEntry,
-    ModelEvent,
-    ModelEventEntry,
-    ModelReplyEntry,
-    ModelRequestEntry,
-    Reply,
     RunStartEntry,
     StopEntry,
     Stopped,
     StoppedByFinish,
-    StoppedByPermission,
     ToolCall,
     ToolOutcomeKind,
     ToolResultBlock,
-    ToolResultContent,
     ToolResultEntry,
     Usage,
-    format_call,
 )
 
 if TYPE_CHECKING:  # the layers above the State, which it only holds and hands back
@@ -70,20 +65,12 @@ if TYPE_CHECKING:  # the layers above the State, which it only holds and hands b
 
 __all__ = ["State", "StateSnapshot"]
 
-# The entries of every turn, built from fields already in normal form (see ``_values.construct``).
-make_request_entry = maker(ModelRequestEntry)
-make_reply_entry = maker(ModelReplyEntry)
-make_result_entry = maker(ToolResultEntry)
 
-NOT_RUN_YET = "(not run yet)"
 UNSAVED_RESULT = (
     "(unknown: the run stopped before this result was saved, so the tool may or may not have run. "
     "Check whether it took effect before relying on it or running it again)"
 )
 STOPPED_WAITING = "(process stopped while waiting for the model)"
-
-# Public names of this module that are defined in ``_history`` (02 lists them here): re-exported.
-_ = (CLEARED, LATE_RESULT, SUMMARY_PREFIX, fold, INTERRUPTED, check_id, closed_outcome)
 
 
 class _ChildStore(Protocol):
@@ -94,7 +81,7 @@ class _ChildStore(Protocol):
     async def aload(self, state_id: str) -> State: ...
 
 
-class State:
+class State(Recorder):
     """One conversation: an id and an append-only history; every other value is derived from the history.
 
     Build it with keywords only: ``State(messages=[Message.user("Fix the bug")])``, ``State(history=...)`` or
@@ -469,29 +456,7 @@ class State:
         def __getattr__(self, name: str) -> Any:
             raise missing_attribute_error(self, name)
 
-    # --- recording operations (fixed names; used by the Agent, loops, runner and stores) -------------------
-
-    def _commit_locked(self, entry: HistoryEntry) -> None:
-        """Fold one prepared entry into the State (the caller holds the lock, or the State is being built).
-
-        The fold checks before it changes anything, so an entry that cannot follow leaves the State as it was.
-        """
-        self._acc.apply(entry)
-        self._snapshot = None
-
-    def _commit(self, entry: HistoryEntry) -> None:
-        """Record one prepared history entry through the fold, under the State lock.
-
-        Raises:
-            ValueError: the entry cannot follow the history (nothing changes).
-        """
-        with self._lock:
-            self._commit_locked(entry)
-
-    def _record(self, entry_class: type[StopEntry] | type[ModelEventEntry], content: Any) -> None:
-        """Record ``entry_class(content=content)`` at the current turn."""
-        with self._lock:
-            self._commit_locked(entry_class(content=content, turn=self._acc.turn))
+    # --- run and compaction bookkeeping (fixed names; used by the Agent, loops, runner and stores) ----------
 
     def _notify(self, change: ContextChange) -> None:
         agent = self._agent
@@ -500,17 +465,6 @@ class State:
         reporter = agent._reporter_for(self)  # pyright: ignore[reportPrivateUsage]
         if reporter is not None:
             reporter.on_context_change(self, change)
-
-    def _ensure_open(self, action: str) -> None:
-        """Raise the ``ValueError`` for ``action`` on a finished State."""
-        if self._acc.finished:
-            raise misuse.finished_error(action)
-
-    def _ensure_no_pending(self, action: str) -> None:
-        """Raise the ``ValueError`` for ``action`` while calls are pending."""
-        pending = self._acc.pending_calls
-        if pending:
-            raise misuse.pending_error(action, ", ".join(format_call(call) for call in pending))
 
     def _attach(self, agent: Agent) -> None:
         """Link the State to ``agent`` (the latest Agent that used it)."""
@@ -546,212 +500,6 @@ class State:
         with self._lock:
             self._running = False
             self._run_context = None
-
-    def _record_stop(self, stopped: Stopped | None) -> None:
-        """Record ``StopEntry(stopped)``; ``None`` clears the stop."""
-        self._record(StopEntry, stopped)
-
-    def _clear_stop(self) -> None:
-        """Record ``StopEntry(None)`` only if a stop is set."""
-        with self._lock:
-            if self._acc.stopped is not None:
-                self._commit_locked(StopEntry(content=None, turn=self._acc.turn))
-
-    def _begin_think(self, model: str) -> None:
-        """Record ``model_request`` for the next turn.
-
-        Raises:
-            ValueError: finished, calls pending, another think waiting, or no messages (nothing recorded).
-        """
-        with self._lock:
-            acc = self._acc
-            if acc.finished or acc.pending_calls or acc.waiting or not acc.messages_len:
-                self._ensure_open("think")
-                self._ensure_no_pending("think")
-                if acc.waiting:
-                    raise ValueError(fix_message(*misuse.THINK_WAITING))
-                if not acc.late_notices:
-                    raise ValueError(fix_message(*misuse.THINK_EMPTY))
-            self._commit_locked(make_request_entry("model_request", model, acc.turn + 1, types_module._now()))
-
-    def _record_reply(self, reply: Reply) -> None:
-        """Record ``model_reply``: the message joins the context, usage grows, its calls become pending."""
-        with self._lock:
-            self._commit_locked(make_reply_entry("model_reply", reply, self._acc.turn, types_module._now()))
-
-    def _record_model_event(self, event: ModelEvent) -> None:
-        """Record ``model_event``."""
-        self._record(ModelEventEntry, event)
-
-    def _pending_slot(self, call: object, same_object: bool = False) -> ToolCall | None:
-        """The first pending call of the open turn with the id of ``call`` (with ``same_object``: ``call`` itself)."""
-        acc = self._acc
-        results = acc.turn_results
-        call_id = getattr(call, "id", None)
-        for index, slot in enumerate(acc.turn_calls):
-            if results[index] is None and (slot is call if same_object else slot.id == call_id):
-                return slot
-        return None
-
-    def _close_slot(
-        self, slot: ToolCall, content: ToolResultContent, outcome: ToolOutcomeKind, error: BaseException | None
-    ) -> None:
-        joined = self._call_children.get(slot.id) if self._call_children else None
-        child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
-        self._commit_locked(
-            make_result_entry(
-                "tool_result",
-                content,
-                slot,
-                outcome,
-                False,
-                error,
-                child_ids,
-                usage,
-                self._acc.turn,
-                types_module._now(),
-            )
-        )
-        if joined is not None:
-            del self._call_children[slot.id]
-            joined.settle(moved)
-            joined.call = slot
-            self._closed_calls[id(slot)] = joined  # its children may still report usage in a late result
-
-    def _tool_result(
-        self,
-        call: ToolCall,
-        content: ToolResultContent,
-        outcome: ToolOutcomeKind,
-        *,
-        error: BaseException | None = None,
-        if_pending: bool = False,
-    ) -> bool:
-        """Record the result of the first pending call with ``call.id``; return whether it was recorded.
-
-        Raises:
-            ValueError: no such call is pending (unless ``if_pending``, which returns False instead).
-        """
-        with self._lock:
-            slot = self._pending_slot(call)
-            if slot is None:
-                if if_pending:
-                    return False
-                raise ValueError(f"cannot record a result for a call that is not pending: {_shown(call)}")
-            self._close_slot(slot, content, outcome, error)
-            return True
-
-    def _late_result(
-        self,
-        call: ToolCall,
-        content: ToolResultContent,
-        outcome: ToolOutcomeKind,
-        *,
-        error: BaseException | None = None,
-    ) -> None:
-        """Record the result of a call that finished after it was closed (a normal result if still pending)."""
-        with self._lock:
-            slot = self._pending_slot(call, same_object=True)
-            if slot is not None:
-                self._close_slot(slot, content, outcome, error)
-                return
-            joined = self._closed_joined(call)
-            child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
-            self._commit_locked(
-                ToolResultEntry(
-                    content=content,
-                    call=call,
-                    outcome=outcome,
-                    late=True,
-                    error=error,
-                    child_ids=child_ids,
-                    usage=usage,
-                    turn=self._acc.turn,
-                )
-            )
-            if joined is not None:
-                joined.settle(moved)
-
-    def _stop_turn(self, call: ToolCall, reason: str, permission: str) -> list[ToolCall]:
-        """A permission denied ``call`` with ``stop=True``: deny it, cancel the other pending calls, record the stop.
-
-        Returns the cancelled calls in request order.
-
-        Raises:
-            ValueError: ``call`` is not pending.
-        """
-        with self._lock:
-            slot = self._pending_slot(call)
-            if slot is None:
-                raise ValueError(f"cannot deny a call that is not pending: {_shown(call)}")
-            self._close_slot(slot, reason, ToolOutcomeKind.DENIED, None)
-            cancelled = list(self._acc.pending_calls)
-            for other in cancelled:
-                self._close_slot(other, STOPPED_TURN, ToolOutcomeKind.CANCELLED, None)
-            if not self._acc.finished:
-                self._commit_locked(StopEntry(content=StoppedByPermission(slot, permission), turn=self._acc.turn))
-            return cancelled
-
-    def _close_pending(self, error: BaseException) -> list[ToolCall]:
-        """Close every pending call, in request order, because ``error`` left the run. Returns them."""
-        with self._lock:
-            calls = list(self._acc.pending_calls)
-            content = closed_result(error)
-            kind = closed_outcome(error).kind
-            for call in calls:
-                self._close_slot(call, content, kind, error)
-            return calls
-
-    def _record_error(self, error: BaseException, call: ToolCall | None = None) -> None:
-        """Record ``error`` once (an exception already recorded since the latest request or run start is skipped)."""
-        text = str(error)
-        content = f"{type(error).__name__}: {text}" if text else type(error).__name__
-        with self._lock:
-            acc = self._acc
-            if not (acc.waiting and call is None) and self._recorded_since_start(error):
-                return
-            self._commit_locked(ErrorEntry(content=content, error=error, call=call, turn=acc.turn))
-
-    def _recorded_since_start(self, error: BaseException) -> bool:
-        """Whether an ``error`` entry holding ``error`` itself follows the latest ``model_request``/``run_start``."""
-        acc = self._acc
-        history = acc.history
-        for index in range(acc.history_len - 1, -1, -1):
-            entry = history[index]
-            if type(entry) is ErrorEntry and entry.error is error:
-                return True
-            if type(entry) is ModelRequestEntry or type(entry) is RunStartEntry:
-                return False
-        return False
-
-    def _record_ask(self, question: str, answer: Any, usage: Usage | None = None) -> None:
-        """Record an ``ask`` exchange (answer in JSON form, or its repr); ``usage`` is added to the State's."""
-        self._record_exchange("ask", question, answer, usage)
-
-    def _record_human(self, question: str, answer: Any) -> None:
-        """Record a ``human`` exchange (answer in JSON form, or its repr)."""
-        self._record_exchange("human", question, answer, None)
-
-    def _record_exchange(self, kind: str, question: str, answer: Any, usage: Usage | None) -> None:
-        try:
-            value = answer_form(answer, f"the answer to {question!r}")
-        except TypeError:
-            value = repr(answer)
-        with self._lock:
-            self._commit_locked(
-                ExchangeEntry(kind=kind, content=Exchange(question, value), usage=usage, turn=self._acc.turn)  # pyright: ignore[reportArgumentType]
-            )
-
-    def _context_for_question(self) -> tuple[Message, ...]:
-        """The messages an ``ask`` is built on: the messages, plus the open turn's results (or placeholders)."""
-        snap = self.snapshot()
-        if not snap._turn_calls:
-            return snap.messages
-        blocks = tuple(
-            result if result is not None else ToolResultBlock(call.id, NOT_RUN_YET, name=call.name)
-            for call, result in zip(snap._turn_calls, snap._turn_results, strict=True)
-        )
-        return (*snap.messages, Message("user", blocks))
 
     def _begin_compact(self) -> None:
         """Open the model compaction window (count 0).
@@ -814,25 +562,6 @@ class State:
         if joined is None:
             return ()
         return tuple(child.id for child, _ in joined.children)
-
-    def _closed_joined(self, call: ToolCall, create: bool = False) -> Joined | None:
-        """The children record of the call object ``call`` that this State closed (None if it did not).
-
-        Calls closed with children keep a record; for another call, ``create`` looks for its closing entry in
-        history (only a tool still running after its call was closed gets here) and starts a record.
-        """
-        found = self._closed_calls.get(id(call))
-        if found is not None and found.call is call:
-            return found
-        if not create:
-            return None
-        acc = self._acc
-        for index in range(acc.history_len - 1, -1, -1):
-            entry = acc.history[index]
-            if type(entry) is ToolResultEntry and entry.call is call and not entry.late:
-                joined = self._closed_calls[id(call)] = Joined(call)
-                return joined
-        return None
 
     def _add_child(self, call_id: str, child: State, call: ToolCall | None = None) -> None:
         """Register ``child`` as started by the call ``call_id`` (or by the closed call object ``call``)."""
@@ -922,10 +651,6 @@ class State:
 
 def _json_text(value: object) -> str:
     return json.dumps(value, sort_keys=True)
-
-
-def _shown(call: object) -> str:
-    return format_call(call) if isinstance(call, ToolCall) else repr(call)
 
 
 # help(State) and inspect.signature(State) show the keywords, not the (*args, **kwargs) that catches misuse.
