@@ -259,6 +259,17 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
         entries = [entry_to_dict(entry, index) for index, entry in enumerate(new, start)]
         return create, entries, _info_of(snap), end
 
+    @contextlib.contextmanager
+    def _writing(self, state: State, end: int) -> Iterator[None]:
+        """Around the `write` of a batch: the stores tie their writer lock to `state` meanwhile; only when the
+        write returned is the State marked saved (bound to this store, its entries up to `end` saved)."""
+        token = SAVING.set(state)
+        try:
+            yield
+        finally:
+            SAVING.reset(token)
+        state._mark_saved(self, end)  # pyright: ignore[reportPrivateUsage]
+
     def save(self, state: State) -> None:
         """Write what this store does not have yet of `state`: its new history entries and its info.
 
@@ -281,28 +292,18 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
                 )
             )
         batch = self._batch(state, "save")
-        if batch is None:
-            return
-        create, entries, info, end = batch
-        token = SAVING.set(state)
-        try:
-            self.write(state.id, entries, info, create=create)
-        finally:
-            SAVING.reset(token)
-        state._mark_saved(self, end)  # pyright: ignore[reportPrivateUsage]
+        if batch is not None:
+            create, entries, info, end = batch
+            with self._writing(state, end):
+                self.write(state.id, entries, info, create=create)
 
     async def asave(self, state: State) -> None:
         """`save` for async code: the same steps, awaiting `awrite`."""
         batch = self._batch(state, "asave")
-        if batch is None:
-            return
-        create, entries, info, end = batch
-        token = SAVING.set(state)
-        try:
-            await self.awrite(state.id, entries, info, create=create)
-        finally:
-            SAVING.reset(token)
-        state._mark_saved(self, end)  # pyright: ignore[reportPrivateUsage]
+        if batch is not None:
+            create, entries, info, end = batch
+            with self._writing(state, end):
+                await self.awrite(state.id, entries, info, create=create)
 
     def load(self, state_id: str) -> State:
         """Rebuild a saved State, ready to continue with `agent.run(state)`.
