@@ -11,14 +11,16 @@ import contextlib
 import os
 import selectors
 import signal
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from alpineagents import Agent, Price, Request, State, loop, tool
+from alpineagents import Agent, Image, Price, Request, State, loop, tool
 from alpineagents.errors import ToolError
 from alpineagents.permissions import AllowByReadOnly, DecideByHuman, DenyByName
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
@@ -196,6 +198,26 @@ slow = Agent(
     tools=[wait_for_file],
     **QUIET,
 )
+
+
+def red_square_png(size: int = 8) -> bytes:
+    """A real PNG file: a red square of `size` pixels."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * size for _ in range(size))
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+@tool
+def draw() -> Image:
+    """Draw a red square."""
+    return Image(red_square_png())
+
+
+painter = Agent(FakeModel([tool_call("draw"), "A red square."]), name="painter", tools=[draw], **QUIET)
 
 
 def make_calc() -> Agent:

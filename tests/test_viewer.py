@@ -51,6 +51,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("calc", "please add 2 and 3", "r1"),
         ("xss", f"Show me {XSS}", "xss1"),
         ("broken", "break it", "b1"),
+        ("painter", "draw something", "p1"),
         ("lead", "Survey the project", "lead1"),
     ]:
         cli("run", f"cli_agents:{agent}", prompt, "--id", state_id, "--store", store, cwd=folder)
@@ -100,13 +101,13 @@ def row_ids(page: Any) -> list[str]:
 def test_the_runs_list_shows_every_run_with_its_status_and_cost(page: Any, address: str) -> None:
     page.goto(address)
     ids = row_ids(page)
-    assert {"lead1", "r1", "xss1", "b1"} <= set(ids) and len(ids) == 5
-    assert ids.index("lead1") < ids.index("b1") < ids.index("xss1") < ids.index("r1")  # newest first
+    assert {"lead1", "r1", "xss1", "b1", "p1"} <= set(ids) and len(ids) == 6
+    assert ids.index("lead1") < ids.index("p1") < ids.index("b1") < ids.index("xss1") < ids.index("r1")  # newest first
     lead = page.locator('tr[data-id="lead1"]')
     assert lead.locator(".status").inner_text() == "finished"
     assert lead.locator("td.num").nth(1).inner_text().startswith("$0.00")
     assert page.locator('tr[data-id="b1"] .status').inner_text() == "error: RuntimeError: boom"
-    child = [i for i in ids if i not in ("lead1", "r1", "xss1", "b1")][0]
+    child = [i for i in ids if i not in ("lead1", "r1", "xss1", "b1", "p1")][0]
     assert "subagent of lead1" in page.locator(f'tr[data-id="{child}"]').inner_text()
     shot(page, "runs-list.png")
 
@@ -180,6 +181,15 @@ def test_a_run_that_raised_shows_the_error(page: Any, address: str) -> None:
     assert page.locator("section.head .status").inner_text() == "error: RuntimeError: boom"
     assert page.locator("li.kind-error").inner_text().count("RuntimeError: boom") == 1
     assert page.locator("li.kind-tool_result .badge").inner_text() == "aborted"
+
+
+def test_an_image_result_is_shown_inline(page: Any, address: str) -> None:
+    page.goto(address + "runs/p1")
+    image = page.locator("li.kind-tool_result img.inline-image")
+    assert (image.get_attribute("src") or "").startswith("data:image/png;base64,")
+    page.wait_for_function("document.querySelector('img.inline-image').complete", timeout=WAIT_MS)
+    assert page.evaluate("document.querySelector('img.inline-image').naturalWidth") == 8
+    assert "took" in page.locator("li.kind-model_reply .fact").first.inner_text()
 
 
 def test_a_script_in_the_content_is_shown_as_text_and_never_runs(page: Any, address: str) -> None:

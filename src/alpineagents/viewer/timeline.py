@@ -4,7 +4,8 @@ Each entry becomes one `Item`: a heading, small facts, pieces of content (text, 
 JSON), links to the subagent runs it started, and the entry's saved JSON. The text stays plain text here; the
 templates escape it. A tool result's duration is the time from the moment its call was ready (the reply that asked
 for it, or the latest permission answer or refusal after that reply) to its result: the history keeps no start
-time, so for tools that ran one after another it includes the wait for the tools before it.
+time, so for tools that ran one after another it includes the wait for the tools before it. A reply's time is
+from its request to the reply. Images are shown inline from the saved data (PNG, JPEG, GIF and WebP only).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from alpineagents.types import (
+    IMAGE_TYPES,
     ContextChange,
     ContextChangeEntry,
     ErrorEntry,
@@ -36,7 +38,6 @@ from alpineagents.types import (
     ToolOutcomeKind,
     ToolResultEntry,
     format_call,
-    result_text,
 )
 
 FOLD_CHARS = 1500
@@ -59,7 +60,9 @@ class Piece:
 
     @property
     def folded(self) -> bool:
-        """True when the piece is long enough to be folded."""
+        """True when the piece is long enough to be folded (an image never is)."""
+        if self.style == "image":
+            return False
         return len(self.text) > FOLD_CHARS or self.text.count("\n") > FOLD_LINES
 
     @property
@@ -99,19 +102,26 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def message_text(content: str | Sequence[TextBlock | Image]) -> str:
-    """The text of a user message's content, with `[image ...]` where an image is."""
+def content_pieces(title: str, content: str | Sequence[TextBlock | Image], style: str = "text") -> list[Piece]:
+    """The pieces of a user message's or a tool result's content: its text, and each image as an image."""
     if isinstance(content, str):
-        return content
-    return "\n".join(_block_text(block) for block in content)
+        return [Piece(title, content, style)]
+    return [
+        _image_piece(block) if isinstance(block, Image) else Piece(title, _block_text(block), style)
+        for block in content
+    ]
+
+
+def _image_piece(image: Image) -> Piece:
+    """An image shown inline (as a data: address) when its type is one a browser shows safely."""
+    title = f"image {image.media_type or ''} ({len(image.data)} bytes)"
+    if image.media_type not in IMAGE_TYPES:
+        return Piece(title, "(not shown: unknown image type)", "note")
+    return Piece(title, f"data:{image.media_type};base64,{image.base64}", "image")
 
 
 def _block_text(block: object) -> str:
-    if isinstance(block, TextBlock):
-        return block.text
-    if isinstance(block, Image):
-        return f"[image {block.media_type or ''} {len(block.data)} bytes]"
-    return str(block)
+    return block.text if isinstance(block, TextBlock) else str(block)
 
 
 def message_pieces(message: Message) -> list[Piece]:
@@ -120,6 +130,8 @@ def message_pieces(message: Message) -> list[Piece]:
     for block in message.content:
         if isinstance(block, TextBlock):
             pieces.append(Piece("text", block.text))
+        elif isinstance(block, Image):
+            pieces.append(_image_piece(block))
         elif isinstance(block, ToolCall):
             pieces.append(Piece(format_call(block), as_json(block.args), "call"))
         elif isinstance(block, RawBlock):
@@ -151,10 +163,13 @@ def _usage_fact(entry: ModelReplyEntry) -> list[str]:
     return facts
 
 
-def _reply(item: Item, entry: ModelReplyEntry) -> None:
+def _reply(item: Item, entry: ModelReplyEntry, asked: datetime | None) -> None:
     reply = entry.content
     item.label = f"reply from {reply.model or 'the model'}"
     item.facts = _usage_fact(entry)
+    if asked is not None:
+        item.duration = max(0.0, (entry.at - asked).total_seconds())
+        item.facts.insert(0, f"took {item.duration:.2f} s")
     item.pieces = message_pieces(reply.message)
     if reply.cut_off:
         item.tone, item.badge = "warn", "cut off"
@@ -165,7 +180,7 @@ def _tool(item: Item, entry: ToolResultEntry, ready: datetime | None) -> None:
     item.label = f"{format_call(entry.call)}"
     item.badge = outcome.value + (" (late)" if entry.late else "")
     item.tone = "ok" if outcome in GOOD else ("warn" if outcome in REFUSED else "bad")
-    item.pieces = [Piece("result", result_text(entry.content), "result")]
+    item.pieces = content_pieces("result", entry.content, "result")
     item.links = list(entry.child_ids)
     if ready is not None and outcome not in REFUSED:
         item.duration = max(0.0, (entry.at - ready).total_seconds())
@@ -214,7 +229,7 @@ def _simple(item: Item, entry: HistoryEntry) -> None:
     """Fills the item of an entry with one piece of content or none."""
     if isinstance(entry, MessageEntry):
         item.label = "user message" if entry.kind == "user" else "notice"
-        item.pieces = [Piece(entry.kind, message_text(entry.content))]
+        item.pieces = content_pieces(entry.kind, entry.content)
     elif isinstance(entry, ModelRequestEntry):
         item.label = f"turn {entry.turn}: request to {entry.content}"
     elif isinstance(entry, ModelEventEntry):
@@ -242,14 +257,15 @@ def _simple(item: Item, entry: HistoryEntry) -> None:
         item.facts = [f"in {format_call(entry.call)}"] if entry.call is not None else []
 
 
-def build(history: Sequence[HistoryEntry], raw: Sequence[Mapping[str, Any]], start: int = 0) -> list[Item]:
-    """The timeline items of `history[start:]` (the entries before `start` are read for tool durations only)."""
+def build(history: Sequence[HistoryEntry], raw: Sequence[Mapping[str, Any]]) -> list[Item]:
+    """The timeline items of `history`, each with the saved JSON of its entry from `raw`."""
     items: list[Item] = []
     ready: datetime | None = None
+    asked: datetime | None = None
     for seq, entry in enumerate(history):
         item = Item(seq, entry.kind, entry.kind, entry.at, turn=entry.turn)
         if isinstance(entry, ModelReplyEntry):
-            _reply(item, entry)
+            _reply(item, entry, asked)
         elif isinstance(entry, ToolResultEntry):
             _tool(item, entry, ready)
         elif isinstance(entry, ContextChangeEntry):
@@ -259,9 +275,9 @@ def build(history: Sequence[HistoryEntry], raw: Sequence[Mapping[str, Any]], sta
         else:
             _simple(item, entry)
         ready = _ready_after(entry, ready)
-        if seq >= start:
-            item.raw = as_json(raw[seq]) if seq < len(raw) else ""
-            items.append(item)
+        asked = entry.at if isinstance(entry, ModelRequestEntry) else asked
+        item.raw = as_json(raw[seq]) if seq < len(raw) else ""
+        items.append(item)
     return items
 
 
