@@ -93,14 +93,14 @@ def _int(value: object, name: str) -> int:
     return value
 
 
-def _opt_int(value: object, name: str) -> int | None:
-    return None if value is None else _int(value, name)
-
-
 def _str(value: object, name: str) -> str:
     if type(value) is not str:
         raise _wrong(name, "a string", value)
     return value
+
+
+def _opt_int(value: object, name: str) -> int | None:
+    return None if value is None else _int(value, name)
 
 
 def _opt_str(value: object, name: str) -> str | None:

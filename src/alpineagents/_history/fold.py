@@ -155,39 +155,16 @@ class Accumulator:
         """The values of ``snap`` (an empty history when ``None``); ``memo`` replaces its restore cache."""
         if snap is None:
             snap = _EMPTY
-        self.pending_calls = snap.pending_calls
-        self.turn = snap.turn
+        self.take(snap)
         self.usage = snap.usage
-        self.extra_data = snap.extra_data
-        self.finished = snap.finished
-        self.answer = snap.answer
-        self.stopped = snap.stopped
         self.created_at = snap.created_at
         self.updated_at = snap.updated_at
-        self._take_turn(snap)
         self.parent_id = snap._parent_id
         self.parent_call_id = snap._parent_call_id
         self.memo = ({} if snap is _EMPTY else snap._memo) if memo is None else memo
         history = history_of(snap)
         self.history = history.items
         self.history_len = history.length
-        self._take_messages(snap)
-
-    def _take_turn(self, snap: StateSnapshot) -> None:
-        self.turn_calls = snap._turn_calls
-        self.turn_results = snap._turn_results
-        self.queued = snap._queued
-        self.waiting = snap._waiting
-        self.late_notices = snap._late_notices
-        self.first_user_message = snap._first_user_message
-        self.last_reply_text = snap._last_reply_text
-        self.finish_answer = snap._finish_answer
-
-    def _take_messages(self, snap: StateSnapshot) -> None:
-        shared = messages_of(snap)
-        self.messages = shared.items
-        self.messages_len = shared.length
-        self.messages_tuple = snap.__dict__.get("messages")
 
     def freeze(self) -> StateSnapshot:
         """The snapshot of these values. It shares only the append-only lists, so later changes never reach it.
@@ -266,15 +243,26 @@ class Accumulator:
         self.answer = finish if finish is not None else self.last_reply_text
 
     def take(self, snap: StateSnapshot) -> None:
-        """Restore: take every value of ``snap`` except history, usage, times, the parent link and the memo."""
+        """Take every value of ``snap`` except history, usage, times, the parent link and the memo (a restore takes
+        just these)."""
         self.pending_calls = snap.pending_calls
         self.turn = snap.turn
         self.extra_data = snap.extra_data
         self.finished = snap.finished
         self.answer = snap.answer
         self.stopped = snap.stopped
-        self._take_turn(snap)
-        self._take_messages(snap)
+        self.turn_calls = snap._turn_calls
+        self.turn_results = snap._turn_results
+        self.queued = snap._queued
+        self.waiting = snap._waiting
+        self.late_notices = snap._late_notices
+        self.first_user_message = snap._first_user_message
+        self.last_reply_text = snap._last_reply_text
+        self.finish_answer = snap._finish_answer
+        shared = messages_of(snap)
+        self.messages = shared.items
+        self.messages_len = shared.length
+        self.messages_tuple = snap.__dict__.get("messages")
 
     # --- applying entries -----------------------------------------------------------------------------------
 

@@ -27,20 +27,11 @@ def check_id(value: object, where: str) -> str:
 
 
 def _type_error(where: str, value: object) -> TypeError:
-    return TypeError(
-        fix_message(
-            f"{where} needs the id as a string (got: {type(value).__name__})",
-            "use letters, digits, _ and -",
-            _ID_EXAMPLE,
-        )
-    )
+    problem = f"{where} needs the id as a string (got: {type(value).__name__})"
+    return TypeError(fix_message(problem, "use letters, digits, _ and -", _ID_EXAMPLE))
 
 
 def _value_error(where: str, value: str) -> ValueError:
-    return ValueError(
-        fix_message(
-            f"{where} got the id {value!r}, which may only have letters, digits, _ and - (1 to 128 characters)",
-            "leave out dots, slashes and spaces (a FileStore uses the id as a file name)",
-            _ID_EXAMPLE,
-        )
-    )
+    problem = f"{where} got the id {value!r}, which may only have letters, digits, _ and - (1 to 128 characters)"
+    fix = "leave out dots, slashes and spaces (a FileStore uses the id as a file name)"
+    return ValueError(fix_message(problem, fix, _ID_EXAMPLE))

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from alpineagents._values.content import format_size
 from alpineagents.types import (
     ContextChangeEntry,
     ErrorEntry,
@@ -50,11 +51,7 @@ def _size(content: ToolResultContent) -> str:
                 n += len(block.text.encode("utf-8"))
             elif isinstance(block, Image):
                 n += len(block.data)
-    if n < 1024:
-        return f"{n}B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f}KB"
-    return f"{n / (1024 * 1024):.1f}MB"
+    return format_size(n)
 
 
 def _message(entry: MessageEntry) -> str:
