@@ -20,7 +20,7 @@ from alpineagents._turn.context import RunContext, active_context
 from alpineagents._turn.driver import Steps, adrive, drive
 from alpineagents._turn.run import prepare_run, run_steps, start_run
 from alpineagents._turn.seams import DEFAULT, Default
-from alpineagents._turn.steps import ask_steps, compact_steps, connect_steps, think_steps, use_tools_steps
+from alpineagents._turn.steps import ask_steps, compact_steps, think_steps, use_tools_steps
 from alpineagents._turn.subagent import SubagentTool
 from alpineagents.errors import fix_message
 from alpineagents.human import aask_human_with, ask_human_with
@@ -90,6 +90,49 @@ def _not_a_state(method: str, state: Any) -> TypeError:
             f'state = State(messages=[Message.user("Find the bug")])\nagent.{method}(state)',
         )
     )
+
+
+def _checked_state(state: Any, method: str) -> State:
+    if not isinstance(state, State):
+        raise _not_a_state(method, state)
+    return state
+
+
+def _compact_checks(state: Any, instructions: Any, method: str) -> State:
+    state = _checked_state(state, method)
+    if instructions is not None and not isinstance(instructions, str):
+        raise TypeError(
+            fix_message(
+                f"The instructions of compact() take a string (got: {instructions!r})",
+                "say in words what the summary must keep",
+                f'agent.{method}(state, instructions="Keep the list of files changed")',
+            )
+        )
+    return state
+
+
+def _ask_checks(state: Any, prompt: Any, returns: Any, retries: Any, method: str) -> Answers:
+    """The checks of `ask` before anything is asked; the answer format of `returns`."""
+    state = _checked_state(state, method)
+    if not isinstance(prompt, str):
+        raise TypeError(
+            fix_message(
+                f"The prompt of {method}() takes a string (got: {prompt!r})",
+                "pass the question as a string",
+                f'agent.{method}(state, "Summarize the work so far")',
+            )
+        )
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(
+            fix_message(
+                f"retries={retries!r} is not allowed",
+                "pass how many times to ask again after an answer that does not fit, as an int >= 0",
+                f'agent.{method}(state, "Make a plan", returns=Plan, retries=2)',
+            )
+        )
+    state._ensure_open(method)
+    check_returns(returns)
+    return Answers(returns)
 
 
 def _is_mcp(item: Any) -> bool:
@@ -500,14 +543,11 @@ class Agent:
     def context_tokens(self, state: State) -> int:
         """The estimated size of the next request this Agent would send for `state`: the context estimate of its
         messages plus the overhead of this Agent's system prompt and the specs of all its tools."""
-        if not isinstance(state, State):
-            raise _not_a_state("context_tokens", state)
-        return context_tokens(state.messages, self._overhead)
+        return context_tokens(_checked_state(state, "context_tokens").messages, self._overhead)
 
     def context_used(self, state: State) -> float:
         """`context_tokens(state) / model.context_window` (`0.0` without a usable window; may exceed 1.0)."""
-        if not isinstance(state, State):
-            raise _not_a_state("context_used", state)
+        state = _checked_state(state, "context_used")
         window = self._model.context_window
         if not window or window <= 0:
             return 0.0
@@ -633,13 +673,6 @@ class Agent:
         """The async twin of `run`: the loop must be async (`default_loop` becomes `adefault_loop`)."""
         return await adrive(self._run_steps(prompt_or_state, "arun"))
 
-    def _think_steps(self, state: State, tools: Iterable[Any] | None, method: str) -> Steps:
-        if not isinstance(state, State):
-            raise _not_a_state(method, state)
-        yield from connect_steps(self)
-        specs = self._specs if tools is None else self._choose_specs(tools)
-        yield from think_steps(self, state, specs)
-
     def think(self, state: State, tools: Iterable[Any] | None = None) -> None:
         """Send the State's messages to the model once and record the reply; its tool calls become pending.
 
@@ -647,42 +680,22 @@ class Agent:
         """
         if blocks_event_loop():
             raise _sync_refusal("think")
-        drive(self._think_steps(state, tools, "think"))
+        drive(think_steps(self, _checked_state(state, "think"), tools))
 
     async def athink(self, state: State, tools: Iterable[Any] | None = None) -> None:
         """The async twin of `think`."""
-        await adrive(self._think_steps(state, tools, "athink"))
-
-    def _use_tools_steps(self, state: State, method: str) -> Steps:
-        if not isinstance(state, State):
-            raise _not_a_state(method, state)
-        yield from connect_steps(self)
-        yield from use_tools_steps(self, state, method)
+        await adrive(think_steps(self, _checked_state(state, "athink"), tools))
 
     def use_tools(self, state: State) -> None:
         """Run every pending call of `state` and record one result per call: input errors first, then the
         permission checks, then the parallel calls on worker threads, then the serial ones."""
         if blocks_event_loop():
             raise _sync_refusal("use_tools")
-        drive(self._use_tools_steps(state, "use_tools"))
+        drive(use_tools_steps(self, _checked_state(state, "use_tools"), "use_tools"))
 
     async def ause_tools(self, state: State) -> None:
         """The async twin of `use_tools`: `async def` tools run as tasks on the event loop."""
-        await adrive(self._use_tools_steps(state, "ause_tools"))
-
-    def _compact_steps(self, state: State, instructions: str | None, method: str) -> Steps:
-        if not isinstance(state, State):
-            raise _not_a_state(method, state)
-        if instructions is not None and not isinstance(instructions, str):
-            raise TypeError(
-                fix_message(
-                    f"The instructions of compact() take a string (got: {instructions!r})",
-                    "say in words what the summary must keep",
-                    f'agent.{method}(state, instructions="Keep the list of files changed")',
-                )
-            )
-        yield from connect_steps(self)
-        yield from compact_steps(self, state, instructions)
+        await adrive(use_tools_steps(self, _checked_state(state, "ause_tools"), "ause_tools"))
 
     def compact(self, state: State, instructions: str | None = None) -> None:
         """Ask the model for a summary and replace the messages with the first user message and that summary.
@@ -693,35 +706,11 @@ class Agent:
         """
         if blocks_event_loop():
             raise _sync_refusal("compact")
-        drive(self._compact_steps(state, instructions, "compact"))
+        drive(compact_steps(self, _compact_checks(state, instructions, "compact"), instructions))
 
     async def acompact(self, state: State, instructions: str | None = None) -> None:
         """The async twin of `compact`."""
-        await adrive(self._compact_steps(state, instructions, "acompact"))
-
-    def _ask_steps(self, state: State, prompt: str, returns: Any, retries: int, method: str) -> Steps:
-        if not isinstance(state, State):
-            raise _not_a_state(method, state)
-        if not isinstance(prompt, str):
-            raise TypeError(
-                fix_message(
-                    f"The prompt of {method}() takes a string (got: {prompt!r})",
-                    "pass the question as a string",
-                    f'agent.{method}(state, "Summarize the work so far")',
-                )
-            )
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ValueError(
-                fix_message(
-                    f"retries={retries!r} is not allowed",
-                    "pass how many times to ask again after an answer that does not fit, as an int >= 0",
-                    f'agent.{method}(state, "Make a plan", returns=Plan, retries=2)',
-                )
-            )
-        state._ensure_open(method)
-        check_returns(returns)
-        yield from connect_steps(self)
-        return (yield from ask_steps(self, state, prompt, Answers(returns), retries, method))
+        await adrive(compact_steps(self, _compact_checks(state, instructions, "acompact"), instructions))
 
     def ask(self, state: State, prompt: str, returns: Any = str, *, retries: int = 2) -> Any:
         """Ask the model a side question about the State's context and return the answer as `returns`.
@@ -733,18 +722,18 @@ class Agent:
         """
         if blocks_event_loop():
             raise _sync_refusal("ask")
-        return drive(self._ask_steps(state, prompt, returns, retries, "ask"))
+        answers = _ask_checks(state, prompt, returns, retries, "ask")
+        return drive(ask_steps(self, state, prompt, answers, retries, "ask"))
 
     async def aask(self, state: State, prompt: str, returns: Any = str, *, retries: int = 2) -> Any:
         """The async twin of `ask`."""
-        return await adrive(self._ask_steps(state, prompt, returns, retries, "aask"))
+        answers = _ask_checks(state, prompt, returns, retries, "aask")
+        return await adrive(ask_steps(self, state, prompt, answers, retries, "aask"))
 
     # --- ask_human ------------------------------------------------------------------------------------------
 
-    def _human_for(self, state: Any, method: str) -> tuple[Human | None, bool]:
-        if not isinstance(state, State):
-            raise _not_a_state(method, state)
-        context = active_context(self, state)
+    def _human_for(self, state: State, method: str) -> tuple[Human | None, bool]:
+        context = active_context(self, _checked_state(state, method))
         if context is not None:
             return context.human, context.human_inherited
         return self.human, False

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from alpineagents.state import State
     from alpineagents.store import Store
 
-__all__ = ["Action", "Steps", "drive", "adrive", "save_point", "save_after_error"]
+__all__ = ["Action", "Steps", "drive", "adrive", "save", "save_after_error"]
 
 Action = tuple[Callable[..., Any], Callable[..., Awaitable[Any]], tuple[Any, ...]]
 """A blocking action: `(sync_fn, async_fn, args)`."""
@@ -67,10 +67,9 @@ async def adrive(steps: Steps) -> Any:
     return await _perform(steps, True)
 
 
-def save_point(store: Store | None, state: State) -> Steps:
-    """A save point: save what `store` lacks of `state` (nothing without a store)."""
-    if store is not None:
-        yield (store.save, store.asave, (state,))
+def save(store: Store, state: State) -> Action:
+    """The save point's action: save what `store` lacks of `state` (`save`, or `await asave`)."""
+    return (store.save, store.asave, (state,))
 
 
 def save_after_error(store: Store | None, state: State, error: BaseException) -> Steps:
@@ -79,7 +78,7 @@ def save_after_error(store: Store | None, state: State, error: BaseException) ->
     if store is None:
         return
     try:
-        yield (store.save, store.asave, (state,))
+        yield save(store, state)
     except Exception as failure:
         if type(failure) is type(error) and str(failure) == str(error):
             return

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from alpineagents._async import ASYNC_RUN
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.context import RUNS, RunContext, run_context
-from alpineagents._turn.driver import Steps, save_after_error, save_point
+from alpineagents._turn.driver import Steps, save, save_after_error
 from alpineagents.errors import ResumeWarning, fix_message
 from alpineagents.permissions import check_run_start
 from alpineagents.state import State
@@ -207,7 +207,8 @@ def run_steps(agent: AgentSeam, state: State, context: RunContext, loop: Callabl
     runs_token = RUNS.set((*RUNS.get(), context))
     scope_token = CALL_SCOPE.set(None)
     try:
-        yield from save_point(store, state)
+        if store is not None:
+            yield save(store, state)
         error: BaseException | None = None
         using_mcp = False
         abandoned = False
@@ -218,7 +219,8 @@ def run_steps(agent: AgentSeam, state: State, context: RunContext, loop: Callabl
                 yield (agent._mcp_open, agent._amcp_open, ())
                 using_mcp = True
             result = yield (_call_loop, _await_loop, (loop, agent, state))
-            yield from save_point(store, state)
+            if store is not None:
+                yield save(store, state)
         except GeneratorExit:  # the driver was abandoned: nothing to record
             abandoned = True
             raise

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from alpineagents.human import Human
     from alpineagents.models.base import Model
     from alpineagents.permissions import Permission
@@ -69,6 +71,8 @@ class AgentSeam(Protocol):
     def human(self) -> Human | None: ...
 
     def _agent_info_now(self) -> AgentInfo: ...
+
+    def _choose_specs(self, tools: Iterable[Any]) -> tuple[ToolSpec, ...]: ...
 
     def _mcp_open(self) -> None: ...
 

@@ -12,30 +12,31 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents._runner import arun_tool_calls, run_tool_calls
 from alpineagents._turn.context import active_context, context_for
-from alpineagents._turn.driver import Steps, save_after_error, save_point
+from alpineagents._turn.driver import Action, Steps, save, save_after_error
 from alpineagents._values.construct import maker
 from alpineagents.errors import CutOffError, OutputError, fix_message
 from alpineagents.types import Message, ModelEvent, Reply, Request, Usage
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from alpineagents._turn.seams import AgentSeam, AnswerFormat
     from alpineagents.models.base import Model
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
     from alpineagents.store import Store
-    from alpineagents.types import ToolSpec
 
 make_request = maker(Request)
 
-__all__ = ["connect_steps", "think_steps", "use_tools_steps", "compact_steps", "ask_steps", "event_recorder"]
+__all__ = ["think_steps", "use_tools_steps", "compact_steps", "ask_steps", "event_recorder"]
 
 
-def connect_steps(agent: AgentSeam) -> Steps:
-    """A method called while the Agent's MCP servers have no user connects them, and they stay connected."""
+def _connect(agent: AgentSeam) -> Action | None:
+    """The action that connects the Agent's MCP servers when no one holds them (a method called outside a run
+    connects them, and they stay connected), or None."""
     if agent._mcp_servers and agent._mcp_users == 0:
-        yield (agent._mcp_open, agent._amcp_open, ())
+        return (agent._mcp_open, agent._amcp_open, ())
+    return None
 
 
 def event_recorder(state: State, reporter: Reporter | None) -> Callable[[ModelEvent], None]:
@@ -99,20 +100,25 @@ def _record_reply(state: State, reply: Reply, reporter: Reporter | None) -> None
         raise cut_off_error(reply)
 
 
-def think_steps(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -> Steps:
-    """One model request on `state` showing `specs`, and its recorded reply.
+def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> Steps:
+    """One model request on `state` showing `tools` (None: all the Agent's tools), and its recorded reply.
 
-    Links the State to `agent` and records `model_request` (which refuses a finished State, pending calls,
+    Connects the MCP servers if needed, chooses the specs to show, links the State to `agent` and records `model_request` (which refuses a finished State, pending calls,
     another waiting think and an empty context); saves; sends the request with `on_think_start` before it;
     records the reply and `on_think_end`; saves. Any exception after the request was recorded is recorded as an
     `error` entry (taking the request back when no reply came), saved, and re-raised unchanged.
     """
+    connect = _connect(agent)
+    if connect is not None:
+        yield connect
+    specs = agent._specs if tools is None else agent._choose_specs(tools)
     reporter, store = _reporter_and_store(agent, state)
     _link(state, agent)
     state._begin_think(agent._model_string)
     model = agent._model
     try:
-        yield from save_point(store, state)
+        if store is not None:
+            yield save(store, state)
         request = model.mark_cache(make_request(agent._system, state.messages, specs, "auto"))
         if reporter is not None:
             reporter.on_think_start(state)
@@ -125,12 +131,16 @@ def think_steps(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -> 
         state._record_error(error)
         yield from save_after_error(store, state, error)
         raise
-    yield from save_point(store, state)
+    if store is not None:
+        yield save(store, state)
 
 
 def use_tools_steps(agent: AgentSeam, state: State, method: str) -> Steps:
     """Run every pending call of `state` and record one result per call, with the reporter, permissions and
     store that apply; save after, also after an exception (which is re-raised unchanged)."""
+    connect = _connect(agent)
+    if connect is not None:
+        yield connect
     state._ensure_open(method)
     context = context_for(agent, state)
     _link(state, agent)
@@ -143,7 +153,8 @@ def use_tools_steps(agent: AgentSeam, state: State, method: str) -> Steps:
         except BaseException as error:
             yield from save_after_error(store, state, error)
             raise
-    yield from save_point(store, state)
+    if store is not None:
+        yield save(store, state)
 
 
 def _compact(model: Model, request: Request, instructions: str | None, on_event: Any) -> Reply:
@@ -167,6 +178,9 @@ def _empty_summary() -> OutputError:
 def compact_steps(agent: AgentSeam, state: State, instructions: str | None) -> Steps:
     """Replace the messages with the first user message and a model-written summary; save at the end (also
     after a failure). An empty summary is an `OutputError` and leaves the messages unchanged."""
+    connect = _connect(agent)
+    if connect is not None:
+        yield connect
     reporter, store = _reporter_and_store(agent, state)
     _link(state, agent)
     state._begin_compact()
@@ -185,7 +199,8 @@ def compact_steps(agent: AgentSeam, state: State, instructions: str | None) -> S
         yield from save_after_error(store, state, error)
         raise
     state._end_compact()
-    yield from save_point(store, state)
+    if store is not None:
+        yield save(store, state)
 
 
 def _no_fit(method: str, attempts: int, answers: AnswerFormat, error: ValueError | None) -> OutputError:
@@ -205,6 +220,9 @@ def ask_steps(agent: AgentSeam, state: State, prompt: str, answers: AnswerFormat
     entry records the question, the answer (None when none fitted) and the usage of every request; nothing is
     recorded when no reply came. The context does not change.
     """
+    connect = _connect(agent)
+    if connect is not None:
+        yield connect
     reporter = _reporter_and_store(agent, state)[0]
     model = agent._model
     messages = [*state._context_for_question(), Message.user(answers.question(prompt))]
