@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import blocks_event_loop
@@ -82,7 +82,7 @@ def _sync_refusal(method: str) -> TypeError:
     )
 
 
-def _not_a_state(method: str, state: Any) -> TypeError:
+def _not_a_state(method: str, state: object) -> TypeError:
     return TypeError(
         fix_message(
             f"The first argument of agent.{method}() must be a State (got: {state!r})",
@@ -92,13 +92,13 @@ def _not_a_state(method: str, state: Any) -> TypeError:
     )
 
 
-def _checked_state(state: Any, method: str) -> State:
+def _checked_state(state: object, method: str) -> State:
     if not isinstance(state, State):
         raise _not_a_state(method, state)
     return state
 
 
-def _compact_checks(state: Any, instructions: Any, method: str) -> State:
+def _compact_checks(state: object, instructions: object, method: str) -> State:
     state = _checked_state(state, method)
     if instructions is not None and not isinstance(instructions, str):
         raise TypeError(
@@ -111,7 +111,7 @@ def _compact_checks(state: Any, instructions: Any, method: str) -> State:
     return state
 
 
-def _ask_checks(state: Any, prompt: Any, returns: Any, retries: Any, method: str) -> Answers:
+def _ask_checks(state: object, prompt: object, returns: Any, retries: object, method: str) -> Answers:
     """The checks of `ask` before anything is asked; the answer format of `returns`."""
     state = _checked_state(state, method)
     if not isinstance(prompt, str):
@@ -201,7 +201,7 @@ def _split_tools(items: tuple[Any, ...]) -> tuple[dict[str, Tool], tuple[Any, ..
     return tool_dict, servers, picks
 
 
-def _check_loop(loop: Any) -> None:
+def _check_loop(loop: object) -> None:
     if loop is not None and not callable(loop):
         raise TypeError(
             fix_message(
@@ -213,7 +213,7 @@ def _check_loop(loop: Any) -> None:
         )
 
 
-def _check_reporter(reporter: Any) -> None:
+def _check_reporter(reporter: object) -> None:
     if reporter is None or reporter is DEFAULT:
         return
     missing = [m for m in REPORTER_METHODS if not callable(getattr(reporter, m, None))]
@@ -231,7 +231,7 @@ def _check_reporter(reporter: Any) -> None:
         )
 
 
-def _check_human(human: Any) -> None:
+def _check_human(human: object) -> None:
     if human is None or human is DEFAULT:
         return
     if isinstance(human, type) or not (callable(getattr(human, "ask", None)) or callable(getattr(human, "aask", None))):
@@ -244,7 +244,7 @@ def _check_human(human: Any) -> None:
         )
 
 
-def _check_store(store: Any) -> None:
+def _check_store(store: object) -> None:
     if store is not None and not isinstance(store, Store):
         raise TypeError(
             fix_message(
@@ -272,12 +272,12 @@ def _check_permission_items(permissions: tuple[Any, ...] | None) -> None:
         )
 
 
-def _loop_name(loop: Any) -> str:
+def _loop_name(loop: object) -> str:
     name = getattr(loop, "__name__", None)
     return name if isinstance(name, str) else repr(loop)
 
 
-def _choose_loop(loop: Any, method: str) -> Any:
+def _choose_loop(loop: Callable[..., Any], method: str) -> Callable[..., Any]:
     """The loop `run` (a sync loop) or `arun` (an async loop; `default_loop` becomes `adefault_loop`) calls."""
     if method == "run":
         if is_async_callable(loop):

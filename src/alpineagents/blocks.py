@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from alpineagents.agent import Agent  # the facade above: only its type is named here
+    from alpineagents.state import State
 
 __all__ = ["CompactIfFull", "compact_if_full", "acompact_if_full"]
 
@@ -18,12 +22,12 @@ class CompactIfFull:
         self.at = at
         self.instructions = instructions
 
-    def __call__(self, agent: Any, state: Any) -> None:
+    def __call__(self, agent: Agent, state: State) -> None:
         """Compact with `agent.compact(state, instructions=...)` when `agent.context_used(state) > at`."""
         if agent.context_used(state) > self.at:
             agent.compact(state, instructions=self.instructions)
 
-    async def acall(self, agent: Any, state: Any) -> None:
+    async def acall(self, agent: Agent, state: State) -> None:
         """The async twin of `__call__`, using `await agent.acompact(...)`."""
         if agent.context_used(state) > self.at:
             await agent.acompact(state, instructions=self.instructions)

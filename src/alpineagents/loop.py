@@ -11,7 +11,7 @@ import functools
 import inspect
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from alpineagents._async import ASYNC_RUN
 from alpineagents._turn.driver import Steps, adrive, drive
@@ -19,9 +19,31 @@ from alpineagents.blocks import acompact_if_full, compact_if_full
 from alpineagents.errors import fix_message
 from alpineagents.types import StoppedByFinish, StoppedByLimit, StoppedByPermission, StoppedByUntil
 
+if TYPE_CHECKING:
+    from alpineagents.agent import Agent  # the facade that imports this module: only its type is named here
+    from alpineagents.state import State
+    from alpineagents.types import Stopped
+
 __all__ = ["loop", "Loop", "default_loop", "adefault_loop", "waiting_for_user"]
 
 _KEEP = object()
+
+
+class LoopState(Protocol):
+    """What a Loop reads and records on the State it loops over (any object offering these can be looped over)."""
+
+    @property
+    def stopped(self) -> Stopped | None: ...
+
+    @property
+    def finished(self) -> bool: ...
+
+    @property
+    def answer(self) -> Any: ...
+
+    def _record_stop(self, stopped: Stopped | None) -> None: ...
+
+
 _NEEDS_BOTH = "@loop needs both until and limit"
 
 
@@ -154,7 +176,7 @@ class Loop:
         names = [_shown_name(item) for item in self.until]
         return f"Loop({_shown_name(self.body)}, until={names!r}, limit={self.limit})"
 
-    def _reason(self, state: Any, turns: int) -> Any:
+    def _reason(self, state: LoopState, turns: int) -> Stopped | None:
         stopped = state.stopped
         if stopped is not None and isinstance(stopped, (StoppedByFinish, StoppedByPermission)):
             return stopped
@@ -168,7 +190,7 @@ class Loop:
         return None
 
     @staticmethod
-    def _stop(state: Any, reason: Any) -> Any:
+    def _stop(state: LoopState, reason: Stopped) -> Any:
         if state.stopped != reason:
             state._record_stop(reason)
         return state.answer
@@ -197,7 +219,7 @@ class Loop:
             )
         )
 
-    def _turns(self, agent: Any, state: Any) -> Steps:
+    def _turns(self, agent: object, state: LoopState) -> Steps:
         """The turns of one call, as a step sequence whose one action is the body (called, or awaited when the
         loop is async): before each turn the stop rules, after it the check of what the body returned."""
         body = self.body
@@ -214,12 +236,12 @@ class Loop:
             if result is not None and not nested:
                 raise self._bad_result(result)
 
-    def __call__(self, agent: Any, state: Any) -> Any:
+    def __call__(self, agent: object, state: LoopState) -> Any:
         if self.is_async:
             return self._acall(agent, state)
         return drive(self._turns(agent, state))
 
-    async def _acall(self, agent: Any, state: Any) -> Any:
+    async def _acall(self, agent: object, state: LoopState) -> Any:
         token = ASYNC_RUN.set(asyncio.get_running_loop())  # sync Agent methods are refused meanwhile
         try:
             return await adrive(self._turns(agent, state))
@@ -241,7 +263,7 @@ def loop(fn: Any = None, /, *, until: Any = None, limit: Any = None) -> Callable
     return decorate
 
 
-def waiting_for_user(state: Any) -> bool:
+def waiting_for_user(state: State) -> bool:
     """True when the model has handed the turn back: no pending calls, and the last message is an assistant
     message without tool calls."""
     snapshot = state.snapshot()  # one consistent value (pending calls and messages of the same moment)
@@ -255,7 +277,7 @@ def waiting_for_user(state: Any) -> bool:
 
 
 @loop(until=waiting_for_user, limit=50)
-def default_loop(agent: Any, state: Any) -> None:
+def default_loop(agent: Agent, state: State) -> None:
     """The default loop: compact when the context is full, think, then run the calls the model asked for."""
     compact_if_full(agent, state)
     agent.think(state)
@@ -264,7 +286,7 @@ def default_loop(agent: Any, state: Any) -> None:
 
 
 @loop(until=waiting_for_user, limit=50)
-async def adefault_loop(agent: Any, state: Any) -> None:
+async def adefault_loop(agent: Agent, state: State) -> None:
     """The async default loop: `default_loop` with `acompact_if_full`, `athink` and `ause_tools`."""
     await acompact_if_full(agent, state)
     await agent.athink(state)

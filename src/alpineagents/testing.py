@@ -13,7 +13,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens, estimate_text_tokens
 from alpineagents._values.construct import maker
@@ -21,6 +21,9 @@ from alpineagents.errors import ContextTooLongError
 from alpineagents.human import Human, parse_answer
 from alpineagents.models.base import Model
 from alpineagents.types import Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from alpineagents.state import State
 
 make_message = maker(Message)
 make_reply = maker(Reply)
@@ -167,7 +170,7 @@ class FakeHuman(Human):
         """The number of prepared answers not used yet."""
         return len(self._answers)
 
-    def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
+    def ask(self, state: State, prompt: str, returns: Any = str) -> Any:
         """Answer `prompt` with the next prepared answer that fits `returns` (answers that do not fit are
         skipped)."""
         with self._lock:
