@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from alpineagents._async import run_in_thread
 from alpineagents.models._redact import redacted_error
+from alpineagents.types import Price
 
 __all__ = ["close_with_loop", "SDKClients"]
 
@@ -61,6 +62,38 @@ class SDKClients:
     _SYNC_CLIENT: str
     _ASYNC_CLIENT: str
     _WARM_ATTRIBUTES: tuple[str, ...] = ()
+
+    name: str
+    max_tokens: int | None
+    temperature: float | None
+    timeout: float | None
+    retries: int
+    price: Price | None
+
+    def _set_up_model(
+        self,
+        name: str,
+        context_window: int,
+        max_tokens: int | None,
+        temperature: float | None,
+        timeout: float | None,
+        retries: int,
+        price: Price | None,
+    ) -> None:
+        """Store the settings every SDK adapter takes and prepare its clients (made later, on first use)."""
+        self.name = name
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.timeout = timeout
+        self.retries = retries
+        self.price = price
+        self._context_window = context_window
+        self._init_clients()
+
+    @property
+    def context_window(self) -> int:
+        """The model's context window in tokens (the `context_window=` given)."""
+        return self._context_window
 
     def _init_clients(self) -> None:
         self._sdk_client: Any = None

@@ -15,8 +15,9 @@ from typing import Any, NoReturn, Protocol
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
 from alpineagents.models._clients import SDKClients
+from alpineagents.models._wire import TextSink, priced_usage
 from alpineagents.models.base import Model, OnEvent, OnText
-from alpineagents.types import Image, Reply, Request
+from alpineagents.types import Image, Reply, Request, Usage
 
 __all__ = [
     "OpenAIStreaming",
@@ -24,7 +25,7 @@ __all__ = [
     "openai_sdk",
     "map_error",
     "data_url",
-    "input_split",
+    "usage_of",
     "PLACEHOLDER_KEY",
 ]
 
@@ -52,13 +53,21 @@ def data_url(image: Image) -> str:
     return f"data:{image.media_type};base64,{image.base64}"
 
 
-def input_split(total: int, details: Any) -> tuple[int, int, int]:
-    """The input tokens of an OpenAI usage as (uncached, read from the cache, written to the cache): the API's
-    total includes both cached counts (`cached_tokens` and `cache_write_tokens` of its details, each 0 when
-    missing)."""
+def usage_of(model: Model, raw: Any, names: tuple[str, str, str]) -> tuple[Usage, int | None]:
+    """The priced Usage of a reply and its context tokens (all input plus output), from an OpenAI usage object
+    whose (input, output, input details) attributes are `names`; `Usage(requests=1)` and `None` without one.
+
+    The API's input count includes the cached tokens (`cached_tokens` and `cache_write_tokens` of the details,
+    each 0 when missing); Usage counts them apart from the uncached input.
+    """
+    if raw is None:
+        return priced_usage(model, 0, 0, 0, 0), None
+    total = getattr(raw, names[0], None) or 0
+    output = getattr(raw, names[1], None) or 0
+    details = getattr(raw, names[2], None)
     cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
     written = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
-    return total - cached - written, cached, written
+    return priced_usage(model, total - cached - written, output, cached, written), total + output
 
 
 def map_error(error: BaseException) -> ProviderError:
@@ -78,9 +87,9 @@ def map_error(error: BaseException) -> ProviderError:
 
 
 class StreamReader(Protocol):
-    """Folds the events of one streamed reply; remembers an exception `on_text` raised, so it leaves unwrapped."""
+    """Folds the events of one streamed reply; its `sink` hands text to `on_text` and remembers what it raised."""
 
-    callback_error: BaseException | None
+    sink: TextSink
 
     def add(self, event: Any, /) -> None: ...
 
@@ -95,7 +104,9 @@ class OpenAIStreaming(SDKClients, Model):
     _SERVICE = "OpenAI API"
 
     base_url: str | None
+    """The server URL, or `None` for the SDK's default (its `OPENAI_BASE_URL`, else api.openai.com)."""
     api_key: str | None
+    """The API key as given (`None`: the SDK reads `OPENAI_API_KEY`)."""
 
     # -- hooks ---------------------------------------------------------------------------------------------------
 
@@ -151,7 +162,7 @@ class OpenAIStreaming(SDKClients, Model):
     def _stream_failed(self, error: BaseException, reader: StreamReader) -> NoReturn:
         """Raise what a failure while reading the stream becomes: `on_text`'s own exception as is, an SDK failure
         wrapped."""
-        if error is reader.callback_error:
+        if error is reader.sink.error:
             raise error
         raise self._wrap(error) from error
 
@@ -165,11 +176,9 @@ class OpenAIStreaming(SDKClients, Model):
         except sdk.OpenAIError as error:
             raise self._no_credentials(error) from error
         kwargs, reader = self._prepared(request, on_text)
+        stream = None
         try:
             stream = self._open(client, kwargs)
-        except sdk.OpenAIError as error:
-            raise self._wrap(error) from error
-        try:
             for event in stream:
                 reader.add(event)
         except sdk.OpenAIError as error:
@@ -190,19 +199,16 @@ class OpenAIStreaming(SDKClients, Model):
         except sdk.OpenAIError as error:
             raise self._no_credentials(error) from error
         kwargs, reader = self._prepared(request, on_text)
+        stream = None
         try:
             stream = await self._open(client, kwargs)
-        except sdk.OpenAIError as error:
-            raise self._wrap(error) from error
-        try:
             async for event in stream:
                 reader.add(event)
         except sdk.OpenAIError as error:
             self._stream_failed(error, reader)
         finally:
-            close = getattr(stream, "close", None)
-            if callable(close):
-                closing = close()
-                if inspect.isawaitable(closing):
-                    await closing
+            closing = getattr(stream, "close", None)
+            closed = closing() if callable(closing) else None
+            if inspect.isawaitable(closed):
+                await closed
         return self._finish(reader, isinstance(stream, _stream_types()))

@@ -1,14 +1,16 @@
 """Values on their way to a provider and back, the same for every adapter: plain copies of frozen JSON, the
-placeholder text of an empty message, the Usage of a reply with its cost, and the cut-off tool call."""
+placeholder text of an empty message, the Usage of a reply with its cost, the cut-off tool call, and the streamed
+text handed to `on_text`."""
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
-from alpineagents.models.base import Model
-from alpineagents.types import INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, ToolCall, Usage
+from alpineagents.models.base import Model, OnText
+from alpineagents.types import CUT_OFF_STOP_REASONS, INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, ToolCall, Usage
 
-__all__ = ["EMPTY_REPLY", "plain", "priced_usage", "truncate_last_call"]
+__all__ = ["EMPTY_REPLY", "TextSink", "plain", "priced_usage", "truncate_last_call"]
 
 EMPTY_REPLY = "(empty reply)"
 """Sent for a message with no content at all, which the APIs refuse."""
@@ -34,9 +36,31 @@ def priced_usage(model: Model, input_tokens: int, output: int, cache_read: int, 
     return usage if cost is None else Usage(input_tokens, output, cache_read, cache_write, 1, cost)
 
 
-def truncate_last_call(blocks: list[Any]) -> None:
-    """A reply cut off by the output limit: when its last block is a tool call, that call's arguments are
-    incomplete, so they become `{INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}` (same name and id)."""
-    if blocks and isinstance(blocks[-1], ToolCall):
+def truncate_last_call(
+    blocks: list[Any], stop_reason: str | None, cut_off: Container[str | None] = CUT_OFF_STOP_REASONS
+) -> None:
+    """A reply cut off by the output limit (its stop reason is one of `cut_off`): when its last block is a tool
+    call, that call's arguments are incomplete, so they become `{INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}` (same
+    name and id)."""
+    if stop_reason in cut_off and blocks and isinstance(blocks[-1], ToolCall):
         last = blocks[-1]
         blocks[-1] = ToolCall(last.name, {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, last.id)
+
+
+class TextSink:
+    """Hands each streamed text chunk to `on_text` (if any) and remembers an exception it raised, so that the
+    adapter lets that very exception leave unwrapped, whatever its type."""
+
+    __slots__ = ("on_text", "error")
+
+    def __init__(self, on_text: OnText | None) -> None:
+        self.on_text = on_text
+        self.error: BaseException | None = None
+
+    def __call__(self, text: str) -> None:
+        if self.on_text is not None:
+            try:
+                self.on_text(text)
+            except BaseException as error:
+                self.error = error
+                raise

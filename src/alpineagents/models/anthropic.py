@@ -7,25 +7,14 @@ import re
 import ssl
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._clients import SDKClients
-from alpineagents.models._wire import EMPTY_REPLY, plain, priced_usage, truncate_last_call
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage, truncate_last_call
 from alpineagents.models.base import Model, OnEvent, OnText
-from alpineagents.types import (
-    CUT_OFF_STOP_REASONS,
-    Image,
-    Message,
-    Price,
-    RawBlock,
-    Reply,
-    Request,
-    TextBlock,
-    ToolCall,
-    ToolResultBlock,
-)
+from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
 __all__ = ["Anthropic", "DEFAULT_MAX_TOKENS"]
 
@@ -65,11 +54,13 @@ def _looks_like_context_overflow(text: str) -> bool:
     return any(hint in lowered for hint in _OVERFLOW_HINTS)
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
+def _caught() -> tuple[type[BaseException], ...]:
+    """What a streamed attempt catches: SDK errors, `TypeError`/`ValueError` (request building, unreadable tool
+    input), and the transport errors the SDK lets through while reading a streaming body."""
     import anyio
     import httpx2
 
-    return (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
+    return (_sdk().AnthropicError, TypeError, ValueError, httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
 
 
 class _Rejected(Exception):
@@ -143,17 +134,10 @@ class Anthropic(SDKClients, Model):
     ) -> None:
         if name.startswith("anthropic/"):
             name = name[len("anthropic/") :]
-        self.name = name
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.timeout = timeout
-        self.retries = retries
-        self.price = price
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
         self.supports = frozenset({"thinking", "cache", "vision"}) if supports is None else frozenset(supports)
-        self._context_window = context_window
         self._api_key = api_key
         self._base_url = base_url
-        self._init_clients()
 
         self._thinking: dict[str, Any] | None = None
         self._budget: int | None = None
@@ -196,11 +180,6 @@ class Anthropic(SDKClients, Model):
         if cache is True:
             self._check_supported("cache", "cache=True")
         self.cache: bool = ("cache" in self.supports) if cache is None else bool(cache)
-
-    @property
-    def context_window(self) -> int:
-        """The model's context window in tokens (the `context_window=` given, 200,000 by default)."""
-        return self._context_window
 
     # -- clients -------------------------------------------------------------------------------------------------
 
@@ -423,8 +402,7 @@ class Anthropic(SDKClients, Model):
             else:
                 blocks.append(RawBlock(self.provider, block.model_dump(mode="json", exclude_none=True)))
         stop_reason = getattr(final_message, "stop_reason", None)
-        if stop_reason in CUT_OFF_STOP_REASONS:
-            truncate_last_call(blocks)
+        truncate_last_call(blocks, stop_reason)
         raw_usage = getattr(final_message, "usage", None)
         total: int | None = None
         counts = (0, 0, 0, 0)
@@ -459,38 +437,19 @@ class Anthropic(SDKClients, Model):
             try:
                 return self._stream(client, kwargs, on_text)
             except _Rejected as rejected:
-                error = rejected.error
-                lower = self._lower_limit(error, kwargs["max_tokens"])
-                if lower is None:
-                    raise self._wrap(error) from error
-            kwargs["max_tokens"] = lower
+                self._lower_or_raise(rejected, kwargs)
 
     def _stream(self, client: Any, kwargs: dict[str, Any], on_text: OnText | None) -> Reply:
         """One streamed attempt; a bad request of the API comes up as `_Rejected` (for the too-high retry)."""
-        sdk = _sdk()
-        caught = (sdk.AnthropicError, TypeError, ValueError, *_transport_errors())
-        callback_error: BaseException | None = None
+        sink = TextSink(on_text)
         try:
             with client.messages.stream(**kwargs) as stream:
                 for chunk in stream.text_stream:
-                    if on_text is not None:
-                        try:
-                            on_text(chunk)
-                        except BaseException as error:
-                            callback_error = error
-                            raise
+                    sink(chunk)
                 final, complete = _final_message_sync(stream)
-        except caught as error:
-            if error is callback_error:
-                raise
-            if isinstance(error, sdk.BadRequestError):
-                raise _Rejected(error) from None
-            if isinstance(error, ValueError) and _BAD_TOOL_JSON not in str(error):
-                raise
-            raise self._wrap(error) from error
-        if not complete:
-            raise ProviderError("Anthropic stream ended before its final event (the reply has no stop reason)")
-        return self._to_reply(final)
+        except _caught() as error:
+            self._attempt_failed(error, sink)
+        return self._finished(final, complete)
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond` on the async SDK client; cancelling it closes the stream."""
@@ -506,34 +465,40 @@ class Anthropic(SDKClients, Model):
             try:
                 return await self._astream(client, kwargs, on_text)
             except _Rejected as rejected:
-                error = rejected.error
-                lower = self._lower_limit(error, kwargs["max_tokens"])
-                if lower is None:
-                    raise self._wrap(error) from error
-            kwargs["max_tokens"] = lower
+                self._lower_or_raise(rejected, kwargs)
 
     async def _astream(self, client: Any, kwargs: dict[str, Any], on_text: OnText | None) -> Reply:
-        sdk = _sdk()
-        caught = (sdk.AnthropicError, TypeError, ValueError, *_transport_errors())
-        callback_error: BaseException | None = None
+        sink = TextSink(on_text)
         try:
             async with client.messages.stream(**kwargs) as stream:
                 async for chunk in stream.text_stream:
-                    if on_text is not None:
-                        try:
-                            on_text(chunk)
-                        except BaseException as error:
-                            callback_error = error
-                            raise
+                    sink(chunk)
                 final, complete = await _final_message_async(stream)
-        except caught as error:
-            if error is callback_error:
-                raise
-            if isinstance(error, sdk.BadRequestError):
-                raise _Rejected(error) from None
-            if isinstance(error, ValueError) and _BAD_TOOL_JSON not in str(error):
-                raise
+        except _caught() as error:
+            self._attempt_failed(error, sink)
+        return self._finished(final, complete)
+
+    def _lower_or_raise(self, rejected: _Rejected, kwargs: dict[str, Any]) -> None:
+        """After a rejected attempt: lower `kwargs["max_tokens"]` to the limit the rejection names (the too-high
+        retry), or raise the rejection as the library's error."""
+        error = rejected.error
+        lower = self._lower_limit(error, kwargs["max_tokens"])
+        if lower is None:
             raise self._wrap(error) from error
+        kwargs["max_tokens"] = lower
+
+    def _attempt_failed(self, error: BaseException, sink: TextSink) -> NoReturn:
+        """Raise what a failure of a streamed attempt becomes: `on_text`'s own exception and a `ValueError` that is
+        not the SDK's unreadable-tool-input error as they are, a bad request as `_Rejected`, the rest wrapped."""
+        if error is sink.error:
+            raise error
+        if isinstance(error, _sdk().BadRequestError):
+            raise _Rejected(error) from None
+        if isinstance(error, ValueError) and _BAD_TOOL_JSON not in str(error):
+            raise error
+        raise self._wrap(error) from error
+
+    def _finished(self, final: Any, complete: bool) -> Reply:
         if not complete:
             raise ProviderError("Anthropic stream ended before its final event (the reply has no stop reason)")
         return self._to_reply(final)

@@ -10,20 +10,10 @@ from typing import Any
 
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
-from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, input_split
-from alpineagents.models._wire import EMPTY_REPLY, plain, priced_usage, truncate_last_call
+from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, usage_of
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, truncate_last_call
 from alpineagents.models.base import OnText
-from alpineagents.types import (
-    Image,
-    Message,
-    Price,
-    RawBlock,
-    Reply,
-    Request,
-    TextBlock,
-    ToolCall,
-    ToolResultBlock,
-)
+from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
 __all__ = ["OpenAICompatible"]
 
@@ -55,25 +45,11 @@ class OpenAICompatible(OpenAIStreaming):
         context_window: int = 128_000,
         supports: Iterable[str] | None = None,
     ) -> None:
-        self.name = name
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
         self.base_url = base_url
-        """The server URL, or `None` for the SDK's default (its `OPENAI_BASE_URL`, else api.openai.com)."""
         self.api_key = api_key
-        """The API key as given (`None`: the SDK reads `OPENAI_API_KEY`)."""
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.timeout = timeout
-        self.retries = retries
-        self.price = price
         if supports is not None:
             self.supports = frozenset(supports)
-        self._context_window = context_window
-        self._init_clients()
-
-    @property
-    def context_window(self) -> int:
-        """The model's context window in tokens (the `context_window=` given, 128,000 by default)."""
-        return self._context_window
 
     # -- request mapping ---------------------------------------------------------------------------------------
 
@@ -155,11 +131,10 @@ class OpenAICompatible(OpenAIStreaming):
 class _StreamReader:
     """Accumulates the chunks of one streamed chat completion."""
 
-    __slots__ = ("on_text", "callback_error", "text", "reasoning", "calls", "finish_reason", "usage", "model")
+    __slots__ = ("sink", "text", "reasoning", "calls", "finish_reason", "usage", "model")
 
     def __init__(self, on_text: OnText | None) -> None:
-        self.on_text = on_text
-        self.callback_error: BaseException | None = None
+        self.sink = TextSink(on_text)
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.calls: dict[int, list[Any]] = {}
@@ -186,12 +161,7 @@ class _StreamReader:
         content = getattr(delta, "content", None)
         if content:
             self.text.append(content)
-            if self.on_text is not None:
-                try:
-                    self.on_text(content)
-                except BaseException as error:
-                    self.callback_error = error
-                    raise
+            self.sink(content)
         reasoning = getattr(delta, "reasoning_content", None)
         if reasoning:
             self.reasoning.append(reasoning)
@@ -223,18 +193,8 @@ class _StreamReader:
             call_id, name_parts, arg_parts = self.calls[index]
             args = parse_arguments("".join(arg_parts))
             blocks.append(ToolCall("".join(name_parts), args, call_id or "call_" + secrets.token_hex(6)))
-        if self.finish_reason == "length":  # only this finish reason cuts a Chat Completions reply
-            truncate_last_call(blocks)
-        raw = self.usage
-        if raw is None:
-            usage = priced_usage(model, 0, 0, 0, 0)
-            total: int | None = None
-        else:
-            prompt = getattr(raw, "prompt_tokens", None) or 0
-            completion = getattr(raw, "completion_tokens", None) or 0
-            uncached, cached, written = input_split(prompt, getattr(raw, "prompt_tokens_details", None))
-            usage = priced_usage(model, uncached, completion, cached, written)
-            total = prompt + completion
+        truncate_last_call(blocks, self.finish_reason, ("length",))  # the only finish reason that cuts a reply
+        usage, total = usage_of(model, self.usage, ("prompt_tokens", "completion_tokens", "prompt_tokens_details"))
         return Reply(
             Message("assistant", tuple(blocks)),
             usage,

@@ -35,22 +35,10 @@ from typing import Any
 
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
-from alpineagents.models._openai_sdk import OpenAIStreaming, StreamReader, data_url, input_split, openai_sdk
-from alpineagents.models._wire import EMPTY_REPLY, plain, priced_usage, truncate_last_call
+from alpineagents.models._openai_sdk import OpenAIStreaming, StreamReader, data_url, openai_sdk, usage_of
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, truncate_last_call
 from alpineagents.models.base import OnText
-from alpineagents.types import (
-    CUT_OFF_STOP_REASONS,
-    Image,
-    Message,
-    Price,
-    RawBlock,
-    Reply,
-    Request,
-    TextBlock,
-    ToolCall,
-    ToolResultBlock,
-    Usage,
-)
+from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
 __all__ = ["OpenAIResponses", "RESPONSE_IDS"]
 
@@ -95,29 +83,20 @@ class OpenAIResponses(OpenAIStreaming):
         context_window: int = 400_000,
         supports: Iterable[str] | None = None,
     ) -> None:
-        self.name = name
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
         self.base_url = base_url
-        """The server URL, or `None` for the SDK's default (its `OPENAI_BASE_URL`, else api.openai.com)."""
         self.api_key = api_key
-        """The API key as given (`None`: the SDK reads `OPENAI_API_KEY`)."""
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.timeout = timeout
-        self.retries = retries
-        self.price = price
         self.supports = frozenset({"thinking", "vision"}) if supports is None else frozenset(supports)
         self.chain = bool(chain)
         """Send `previous_response_id` and only the new items while the history allows it."""
         self.store = bool(store) or self.chain
         """Whether the provider keeps the responses (`store=` sent to the API)."""
-        self._context_window = context_window
         self._reasoning: dict[str, Any] | None = None
         if reasoning is not None:
             self._check_supported("thinking", f"reasoning={reasoning!r}")
             self._reasoning = (
                 {"effort": reasoning, "summary": "auto"} if isinstance(reasoning, str) else plain(dict(reasoning))
             )
-        self._init_clients()
         if client is not None:
             self._adopt(client)
         self._chains: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
@@ -129,11 +108,6 @@ class OpenAIResponses(OpenAIStreaming):
             self._async_client = lambda: client  # the fixed seam, replaced on the instance
         else:
             self._sdk_client = client
-
-    @property
-    def context_window(self) -> int:
-        """The model's context window in tokens (the `context_window=` given, 400,000 by default)."""
-        return self._context_window
 
     # -- request mapping -----------------------------------------------------------------------------------------
 
@@ -293,9 +267,10 @@ class OpenAIResponses(OpenAIStreaming):
             else:
                 blocks.append(RawBlock(self.provider, item.model_dump(mode="json", exclude_none=True)))
         stop_reason = _stop_reason(response, refused)
-        if stop_reason in CUT_OFF_STOP_REASONS:
-            truncate_last_call(blocks)
-        usage, total, reasoning_tokens = self._usage(getattr(response, "usage", None))
+        truncate_last_call(blocks, stop_reason)
+        raw = getattr(response, "usage", None)
+        usage, total = usage_of(self, raw, ("input_tokens", "output_tokens", "input_tokens_details"))
+        reasoning_tokens = getattr(getattr(raw, "output_tokens_details", None), "reasoning_tokens", None)
         ids: dict[str, Any] = {"type": RESPONSE_IDS, "response_id": getattr(response, "id", None) or ""}
         ids["message_ids"] = message_ids
         ids["call_ids"] = call_ids
@@ -310,26 +285,15 @@ class OpenAIResponses(OpenAIStreaming):
             model=getattr(response, "model", None) or self.name,
         )
 
-    def _usage(self, raw: Any) -> tuple[Usage, int | None, int]:
-        """The Usage (cost included), the context tokens and the reasoning tokens of the response's usage."""
-        if raw is None:
-            return priced_usage(self, 0, 0, 0, 0), None, 0
-        total_input = getattr(raw, "input_tokens", None) or 0
-        output = getattr(raw, "output_tokens", None) or 0
-        uncached, cached, written = input_split(total_input, getattr(raw, "input_tokens_details", None))
-        reasoning = getattr(getattr(raw, "output_tokens_details", None), "reasoning_tokens", None) or 0
-        return priced_usage(self, uncached, output, cached, written), total_input + output, reasoning
-
 
 class _ResponseReader:
     """Follows the events of one streamed response: text and refusal deltas go to `on_text`; the final response
     is kept; an `error` event or a failed response raises."""
 
-    __slots__ = ("on_text", "callback_error", "final", "items")
+    __slots__ = ("sink", "final", "items")
 
     def __init__(self, on_text: OnText | None, items: list[dict[str, Any]] | None) -> None:
-        self.on_text = on_text
-        self.callback_error: BaseException | None = None
+        self.sink = TextSink(on_text)
         self.final: Any = None
         self.items = items
         """The full input sent (kept only when chaining)."""
@@ -338,12 +302,8 @@ class _ResponseReader:
         kind = getattr(event, "type", None)
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":
             delta = getattr(event, "delta", None)
-            if delta and self.on_text is not None:
-                try:
-                    self.on_text(delta)
-                except BaseException as error:
-                    self.callback_error = error
-                    raise
+            if delta:
+                self.sink(delta)
         elif kind == "response.completed" or kind == "response.incomplete":
             self.final = event.response
         elif kind == "response.failed":

@@ -122,6 +122,46 @@ class _Wrapper(Model):
         """The inner model's cache markers."""
         return self._inner.mark_cache(request)
 
+    # -- the attempts: one loop for both wrappers, sync and async ------------------------------------------------
+
+    def _attempts(self) -> list[Model]:
+        """The model of each attempt, in order."""
+        raise NotImplementedError
+
+    def _after_failure(self, error: ProviderError, number: int, chars: int, on_event: OnEvent | None) -> float:
+        """After attempt `number` (0-based) failed: re-raise `error` when there is no next attempt or it cannot get
+        past the failure; otherwise report the next attempt and return the wait before it."""
+        raise NotImplementedError
+
+    def _run(
+        self, call: Callable[[Model, OnText | None], Reply], on_text: OnText | None, on_event: OnEvent | None
+    ) -> Reply:
+        for number, model in enumerate(self._attempts()):
+            counter = _Counter(on_text)
+            try:
+                return call(model, counter.wrap())
+            except ProviderError as error:
+                delay = self._after_failure(error, number, counter.chars, on_event)
+            if delay:
+                time.sleep(delay)
+        raise AssertionError("unreachable: the last failure is re-raised")  # pragma: no cover
+
+    async def _arun(
+        self,
+        call: Callable[[Model, OnText | None], Awaitable[Reply]],
+        on_text: OnText | None,
+        on_event: OnEvent | None,
+    ) -> Reply:
+        for number, model in enumerate(self._attempts()):
+            counter = _Counter(on_text)
+            try:
+                return await call(model, counter.wrap())
+            except ProviderError as error:
+                delay = self._after_failure(error, number, counter.chars, on_event)
+            if delay:
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable: the last failure is re-raised")  # pragma: no cover
+
 
 class Retry(_Wrapper):
     """Starts a reply over when it failed in a way another attempt may get past.
@@ -183,62 +223,35 @@ class Retry(_Wrapper):
             },
         )
 
-    def _run(self, call: Callable[[OnText | None], Reply], on_text: OnText | None, on_event: OnEvent | None) -> Reply:
-        attempt = 1
-        while True:
-            counter = _Counter(on_text)
-            delay = 0.0
-            try:
-                return call(counter.wrap())
-            except ProviderError as error:
-                if attempt >= self.attempts or not is_retryable(error):
-                    raise
-                delay = self._delay(attempt)
-                if on_event is not None:
-                    on_event(self._event(error, attempt, counter.chars, delay))
-            if delay:
-                time.sleep(delay)
-            attempt += 1
+    def _attempts(self) -> list[Model]:
+        return [self._inner] * self.attempts
 
-    async def _arun(
-        self,
-        call: Callable[[OnText | None], Awaitable[Reply]],
-        on_text: OnText | None,
-        on_event: OnEvent | None,
-    ) -> Reply:
-        attempt = 1
-        while True:
-            counter = _Counter(on_text)
-            delay = 0.0
-            try:
-                return await call(counter.wrap())
-            except ProviderError as error:
-                if attempt >= self.attempts or not is_retryable(error):
-                    raise
-                delay = self._delay(attempt)
-                if on_event is not None:
-                    on_event(self._event(error, attempt, counter.chars, delay))
-            if delay:
-                await asyncio.sleep(delay)
-            attempt += 1
+    def _after_failure(self, error: ProviderError, number: int, chars: int, on_event: OnEvent | None) -> float:
+        attempt = number + 1
+        if attempt >= self.attempts or not is_retryable(error):
+            raise error
+        delay = self._delay(attempt)
+        if on_event is not None:
+            on_event(self._event(error, attempt, chars, delay))
+        return delay
 
     def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """The inner model's reply, started over after a retryable failure (at most `attempts` times in all)."""
-        return self._run(lambda text: self._inner.respond(request, text, on_event), on_text, on_event)
+        return self._run(lambda m, text: m.respond(request, text, on_event), on_text, on_event)
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond`."""
-        return await self._arun(lambda text: self._inner.arespond(request, text, on_event), on_text, on_event)
+        return await self._arun(lambda m, text: m.arespond(request, text, on_event), on_text, on_event)
 
     def compact(self, request: Request, instructions: str | None = None, on_event: OnEvent | None = None) -> Reply:
         """The inner model's `compact`, retried like `respond`."""
-        return self._run(lambda _text: self._inner.compact(request, instructions, on_event), None, on_event)
+        return self._run(lambda m, _text: m.compact(request, instructions, on_event), None, on_event)
 
     async def acompact(
         self, request: Request, instructions: str | None = None, on_event: OnEvent | None = None
     ) -> Reply:
         """The inner model's `acompact`, retried like `arespond`."""
-        return await self._arun(lambda _text: self._inner.acompact(request, instructions, on_event), None, on_event)
+        return await self._arun(lambda m, _text: m.acompact(request, instructions, on_event), None, on_event)
 
 
 class Fallback(_Wrapper):
@@ -293,41 +306,15 @@ class Fallback(_Wrapper):
             },
         )
 
-    def _run(
-        self,
-        call: Callable[[Model, OnText | None], Reply],
-        on_text: OnText | None,
-        on_event: OnEvent | None,
-    ) -> Reply:
-        last = len(self.models) - 1
-        for index, model in enumerate(self.models):
-            counter = _Counter(on_text)
-            try:
-                return call(model, counter.wrap())
-            except ProviderError as error:
-                if index == last or not is_retryable(error):
-                    raise
-                if on_event is not None:
-                    on_event(self._event(error, model, self.models[index + 1], counter.chars))
-        raise AssertionError("unreachable")  # pragma: no cover
+    def _attempts(self) -> list[Model]:
+        return list(self.models)
 
-    async def _arun(
-        self,
-        call: Callable[[Model, OnText | None], Awaitable[Reply]],
-        on_text: OnText | None,
-        on_event: OnEvent | None,
-    ) -> Reply:
-        last = len(self.models) - 1
-        for index, model in enumerate(self.models):
-            counter = _Counter(on_text)
-            try:
-                return await call(model, counter.wrap())
-            except ProviderError as error:
-                if index == last or not is_retryable(error):
-                    raise
-                if on_event is not None:
-                    on_event(self._event(error, model, self.models[index + 1], counter.chars))
-        raise AssertionError("unreachable")  # pragma: no cover
+    def _after_failure(self, error: ProviderError, number: int, chars: int, on_event: OnEvent | None) -> float:
+        if number == len(self.models) - 1 or not is_retryable(error):
+            raise error
+        if on_event is not None:
+            on_event(self._event(error, self.models[number], self.models[number + 1], chars))
+        return 0.0
 
     def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """The first reply a model gives, moving on after a retryable failure."""
