@@ -563,21 +563,13 @@ def replay(entries: list[HistoryEntry], memo: dict[int, StateSnapshot] | None = 
     acc = Accumulator(None, memo)
     acc.history = entries  # already in place: each rule reads only the first ``history_len`` entries
     targets = _restore_targets(entries, acc.memo)
-    rules = _RULES
     index = 0
     try:
-        if targets is None:  # no restore: no rule reads the history length, which is set once at the end
-            for index, entry in enumerate(entries):  # noqa: B007 - the index names the entry that cannot follow
-                rule = rules.get(type(entry))
-                if rule is None:
-                    rule = _rule(entry)
-                rule(acc, entry)
-        else:
-            for index, entry in enumerate(entries):
-                acc.history_len = index
-                if index in targets:
-                    acc.memo[index] = _at(acc, entries, index)
-                (rules.get(type(entry)) or _rule(entry))(acc, entry)
+        for index, entry in enumerate(entries):
+            acc.history_len = index
+            if index in targets:
+                acc.memo[index] = _at(acc, entries, index)
+            (_RULES.get(type(entry)) or _rule(entry))(acc, entry)
     except ValueError as error:
         raise EntryCannotFollow(index, error) from error
     return _at(acc, entries, len(entries))
@@ -592,15 +584,12 @@ def _at(acc: Accumulator, entries: list[HistoryEntry], n: int) -> StateSnapshot:
     return acc.freeze()
 
 
-def _restore_targets(entries: list[HistoryEntry], memo: dict[int, StateSnapshot]) -> set[int] | None:
-    """The history lengths that the restore entries of ``entries`` go back to and ``memo`` lacks (``None`` when
-    ``entries`` has no restore entry)."""
+def _restore_targets(entries: list[HistoryEntry], memo: dict[int, StateSnapshot]) -> set[int]:
+    """The history lengths that the restore entries of ``entries`` go back to and ``memo`` lacks."""
     changes: Iterable[ContextChangeEntry]
     if _ENTRY_CLASSES.issuperset(map(type, entries)):  # the usual case: only the context changes need a look
         changes = compress(entries, map(partial(is_, ContextChangeEntry), map(type, entries)))  # type: ignore[arg-type]  # at C speed
     else:
         changes = [entry for entry in entries if isinstance(entry, ContextChangeEntry)]
-    found = [change.content.restored_to for change in changes if change.content.kind == "restore"]
-    if not found:
-        return None
+    found = (change.content.restored_to for change in changes if change.content.kind == "restore")
     return {target for target in found if type(target) is int and target not in memo}
