@@ -500,33 +500,32 @@ class Agent:
     async def __aexit__(self, *exc: Any) -> None:
         await self._amcp_close()
 
+    def _mcp(self, name: str) -> Any:
+        """Call `name` of the MCP servers' module with this Agent (loaded only when used: the MCP layer sits above
+        the Agent and needs its optional dependency)."""
+        from alpineagents._mcp import servers
+
+        return getattr(servers, name)(self)
+
     def _mcp_open(self) -> None:
         """Take one use of this Agent's MCP servers and wait until they are connected (nothing without servers)."""
         if self._mcp_servers:
-            from alpineagents._mcp.servers import acquire
-
-            acquire(self)
+            self._mcp("acquire")
 
     async def _amcp_open(self) -> None:
         """The async twin of `_mcp_open`."""
         if self._mcp_servers:
-            from alpineagents._mcp.servers import aacquire
-
-            await aacquire(self)
+            await self._mcp("aacquire")
 
     def _mcp_close(self) -> None:
         """Give back one use of this Agent's MCP servers (nothing for an Agent without servers)."""
         if self._mcp_servers:
-            from alpineagents._mcp.servers import release
-
-            release(self)
+            self._mcp("release")
 
     async def _amcp_close(self) -> None:
         """The async twin of `_mcp_close`: the event loop does not wait for a server to shut down."""
         if self._mcp_servers:
-            from alpineagents._mcp.servers import arelease
-
-            await arelease(self)
+            await self._mcp("arelease")
 
     # --- not implemented ------------------------------------------------------------------------------------
 
