@@ -16,7 +16,7 @@ from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
 from alpineagents.cli.output import note, outcome_json, print_json, print_table
 from alpineagents.cli.replay import Replay, usage_line
-from alpineagents.cli.stores import STORE_HELP, Misuse, chosen_store, first_line, store_errors, store_option
+from alpineagents.cli.stores import Command, Misuse, chosen_store, first_line, store_errors, store_option
 from alpineagents.cli.web import export, view
 from alpineagents.state import State
 from alpineagents.store import Store
@@ -26,7 +26,7 @@ from alpineagents.viewer.runs import UNFINISHED, matches, open_run, summarize
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--store", "store", metavar="URL", help=STORE_HELP)
+@store_option
 def main(store: str | None) -> None:
     """Run agents and look at their stored runs.
 
@@ -61,13 +61,20 @@ def _run(agent: Agent, store: Store, state: State, model: str | None, as_json: b
         note(f"saved as {state.id}")
 
 
+def run_options(command: Command) -> Command:
+    """Adds the options of the commands that run an Agent: --model, --json and --store."""
+    command = click.option("--model", help="Use this model instead of the Agent's (e.g. openai/gpt-5).")(command)
+    command = click.option(
+        "--json", "as_json", is_flag=True, help="Print the outcome as JSON (progress goes to stderr)."
+    )(command)
+    return store_option(command)
+
+
 @main.command(short_help="Run an Agent of your code on a prompt.")
 @click.argument("agent_spec", metavar="MODULE:AGENT")
 @click.argument("prompt")
-@click.option("--model", help="Use this model instead of the Agent's (e.g. openai/gpt-5).")
 @click.option("--id", "state_id", help="The id of the new run (letters, digits, _ and -).")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (progress goes to stderr).")
-@store_option
+@run_options
 def run(
     agent_spec: str, prompt: str, model: str | None, state_id: str | None, as_json: bool, store: str | None
 ) -> None:
@@ -88,9 +95,7 @@ def run(
 @click.argument("state_id", metavar="ID")
 @click.argument("agent_spec", metavar="MODULE:AGENT")
 @click.argument("message", required=False)
-@click.option("--model", help="Use this model instead of the Agent's.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (progress goes to stderr).")
-@store_option
+@run_options
 def resume(
     state_id: str, agent_spec: str, message: str | None, model: str | None, as_json: bool, store: str | None
 ) -> None:

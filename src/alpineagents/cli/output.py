@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -24,15 +25,8 @@ def print_json(value: Any) -> None:
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
-    """The usage counters as a JSON object."""
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-        "requests": usage.requests,
-        "cost": usage.cost,
-    }
+    """The usage counters as a JSON object (the six fields of `Usage`)."""
+    return dataclasses.asdict(usage)
 
 
 def outcome_json(state: State) -> dict[str, Any]:

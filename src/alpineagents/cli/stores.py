@@ -88,7 +88,8 @@ def open_store(given: str | None, *, create: bool = False) -> Store:
     return FileStore(path)
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+Command = TypeVar("Command", bound=Callable[..., Any])
+"""A Click command function, as the option decorators take and return it."""
 
 STORE_HELP = (
     f"The store: a folder (FileStore), a .db file or sqlite:///runs.db (SQLiteStore). "
@@ -107,7 +108,7 @@ def store_errors() -> Iterator[None]:
         raise click.ClickException(first_line(error))
 
 
-def store_option(command: F) -> F:
+def store_option(command: Command) -> Command:
     """Adds `--store` to a command; it may also be given before the command name."""
     return click.option("--store", "store", metavar="URL", help=STORE_HELP)(command)
 
