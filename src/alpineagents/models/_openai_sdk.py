@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 from abc import abstractmethod
-from typing import Any, NoReturn, Protocol
+from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
 from alpineagents.models._clients import SDKClients
@@ -94,7 +94,10 @@ class StreamReader(Protocol):
     def add(self, event: Any, /) -> None: ...
 
 
-class OpenAIStreaming(SDKClients, Model):
+_R = TypeVar("_R", bound=StreamReader)
+
+
+class OpenAIStreaming(SDKClients, Model, Generic[_R]):
     """A streamed request through the `openai` SDK, sync and async, with the errors mapped and no credential in
     their texts. Subclasses set `_SERVICE` (named in the "no credentials" error) and implement the hooks below."""
 
@@ -119,15 +122,11 @@ class OpenAIStreaming(SDKClients, Model):
         """Start the streamed call on `client` (sync: the stream; async: an awaitable of it)."""
 
     @abstractmethod
-    def _reader(self, on_text: OnText | None) -> StreamReader:
-        """A fresh reader for one streamed reply."""
-
-    def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], StreamReader]:
-        """The SDK call's keyword arguments for `request`, and the reader of its stream."""
-        return self._request_kwargs(request), self._reader(on_text)
+    def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], _R]:
+        """The SDK call's keyword arguments for `request`, and a fresh reader of its stream."""
 
     @abstractmethod
-    def _finish(self, reader: Any, real_stream: bool) -> Reply:
+    def _finish(self, reader: _R, real_stream: bool) -> Reply:
         """The Reply of a stream read to its end (`real_stream`: the SDK's own stream, which must have ended with
         its final event)."""
 
@@ -159,7 +158,7 @@ class OpenAIStreaming(SDKClients, Model):
         message = f"{self._SERVICE} authentication failed (no credentials): {error}"
         return self._redacted(AuthError(message), error)
 
-    def _stream_failed(self, error: BaseException, reader: StreamReader) -> NoReturn:
+    def _stream_failed(self, error: BaseException, reader: _R) -> NoReturn:
         """Raise what a failure while reading the stream becomes: `on_text`'s own exception as is, an SDK failure
         wrapped."""
         if error is reader.sink.error:

@@ -20,7 +20,7 @@ __all__ = ["OpenAICompatible"]
 _COMPLETION_TOKENS_NAME = re.compile(r"^o\d")
 
 
-class OpenAICompatible(OpenAIStreaming):
+class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
     """Adapter for any server speaking the OpenAI Chat Completions API (OpenAI, Ollama, vLLM, OpenRouter, ...).
 
     Construction does no I/O and needs no credentials; the SDK client is created on the first request.
@@ -117,8 +117,8 @@ class OpenAICompatible(OpenAIStreaming):
     def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
         return client.chat.completions.create(**kwargs)
 
-    def _reader(self, on_text: OnText | None) -> _StreamReader:
-        return _StreamReader(on_text)
+    def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], _StreamReader]:
+        return self._request_kwargs(request), _StreamReader(on_text)
 
     def _finish(self, reader: _StreamReader, real_stream: bool) -> Reply:
         if real_stream and reader.finish_reason is None:

@@ -31,14 +31,17 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
-from alpineagents.models._openai_sdk import OpenAIStreaming, StreamReader, data_url, openai_sdk, usage_of
+from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, openai_sdk, usage_of
 from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, truncate_last_call
 from alpineagents.models.base import OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
+
+if TYPE_CHECKING:  # the SDK is imported on first use only (it is slow to import)
+    from openai import AsyncOpenAI, OpenAI
 
 __all__ = ["OpenAIResponses", "RESPONSE_IDS"]
 
@@ -50,7 +53,7 @@ _CHAINS_KEPT = 64
 """How many responses a chaining adapter remembers the input of (one per State it is continuing)."""
 
 
-class OpenAIResponses(OpenAIStreaming):
+class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
     """Adapter for the OpenAI Responses API (reasoning models above all), built on the official `openai` SDK.
 
     `reasoning`: `None` (the model's default), an effort such as `"low"`/`"medium"`/`"high"` (sent with
@@ -71,7 +74,7 @@ class OpenAIResponses(OpenAIStreaming):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        client: Any = None,
+        client: OpenAI | AsyncOpenAI | None = None,
         reasoning: str | Mapping[str, Any] | None = None,
         store: bool = False,
         chain: bool = False,
@@ -102,7 +105,7 @@ class OpenAIResponses(OpenAIStreaming):
         self._chains: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._chains_lock = threading.Lock()
 
-    def _adopt(self, client: Any) -> None:
+    def _adopt(self, client: OpenAI | AsyncOpenAI) -> None:
         """Use the caller's SDK client: an async one for `arespond`, otherwise for `respond`."""
         if isinstance(client, openai_sdk().AsyncOpenAI):
             self._async_client = lambda: client  # the fixed seam, replaced on the instance
@@ -186,7 +189,7 @@ class OpenAIResponses(OpenAIStreaming):
 
     # -- chaining ------------------------------------------------------------------------------------------------
 
-    def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], StreamReader]:
+    def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], _ResponseReader]:
         items = self._input_items(request.messages)
         kwargs = self._kwargs(request, items)
         if self.chain:
@@ -228,9 +231,6 @@ class OpenAIResponses(OpenAIStreaming):
 
     def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
         return client.responses.create(**kwargs)
-
-    def _reader(self, on_text: OnText | None) -> _ResponseReader:
-        return _ResponseReader(on_text, None)
 
     def _finish(self, reader: _ResponseReader, real_stream: bool) -> Reply:
         final = reader.final
