@@ -10,7 +10,7 @@ values are frozen again, and a loaded value compares equal to the saved one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, NotRequired, TypedDict
 
@@ -26,13 +26,17 @@ from alpineagents._history.json_values import answer, plain
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
+    ContextChange,
     ErrorEntry,
+    Exchange,
     ExchangeEntry,
     ExtraDataEntry,
     HistoryEntry,
     Image,
     Message,
+    ModelEvent,
     RawBlock,
+    Reply,
     RunStartEntry,
     Stopped,
     StoppedByFinish,
@@ -251,26 +255,25 @@ def _image_to_dict(image: Image) -> dict[str, Any]:
     return {"type": "image", "media_type": image.media_type, "data": image.base64}
 
 
-def _result_to_json(content: Any) -> Any:
-    if type(content) is str:
+def _result_to_json(content: str | tuple[TextBlock | Image, ...]) -> Any:
+    if isinstance(content, str):
         return content
     return [
         _image_to_dict(block) if isinstance(block, Image) else {"type": "text", "text": block.text} for block in content
     ]
 
 
-def _block_to_dict(block: Any) -> dict[str, Any]:
-    cls = type(block)
-    if cls is TextBlock:
+def _block_to_dict(block: object) -> dict[str, Any]:
+    if type(block) is TextBlock:
         return {"type": "text", "text": block.text}
-    if cls is ToolCall:
+    if type(block) is ToolCall:
         return {
             "type": "tool_call",
             "name": block.name,
             "args": plain(block.args, f"tool call {block.name} args"),
             "id": block.id,
         }
-    if cls is ToolResultBlock:
+    if type(block) is ToolResultBlock:
         return {
             "type": "tool_result",
             "call_id": block.call_id,
@@ -278,11 +281,11 @@ def _block_to_dict(block: Any) -> dict[str, Any]:
             "name": block.name,
             "is_error": block.is_error,
         }
-    if cls is Image:
+    if type(block) is Image:
         return _image_to_dict(block)
-    if cls is RawBlock:
+    if type(block) is RawBlock:
         return {"type": "raw", "provider": block.provider, "data": plain(block.data, f"{block.provider} block")}
-    raise TypeError(f"cannot save a message block of type {cls.__name__}")
+    raise TypeError(f"cannot save a message block of type {type(block).__name__}")
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
@@ -305,46 +308,69 @@ def message_to_dict(message: Message) -> dict[str, Any]:
 # Entries
 
 
-def _content_to_json(entry: Any) -> Any:
-    kind = entry.kind
-    content = entry.content
-    if kind == "model_request" or kind == "error":
-        return content
-    if kind == "tool_result":
-        return _result_to_json(content)
-    if kind == "model_reply":
-        return {
-            "message": message_to_dict(content.message),
-            "usage": usage_to_dict(content.usage),
-            "context_tokens": content.context_tokens,
-            "stop_reason": content.stop_reason,
-            "model": content.model,
-        }
-    if kind == "user" or kind == "notice":
-        return _result_to_json(content)
-    if kind == "run_start":
-        return agent_info_to_dict(content)
-    if kind == "stop":
-        return stopped_to_dict(content)
-    if kind == "extra_data":
-        return plain(content, "state.extra_data")
-    if kind == "ask" or kind == "human":
-        return {"question": content.question, "answer": plain(content.answer, f"answer to {content.question!r}")}
-    if kind == "model_event":
-        return {"kind": content.kind, "message": content.message, "data": plain(content.data, "ModelEvent.data")}
-    if kind == "context_change":
-        return {
-            "kind": content.kind,
-            "before_tokens": content.before_tokens,
-            "after_tokens": content.after_tokens,
-            "summary": content.summary,
-            "kept": content.kept,
-            "cleared": list(content.cleared),
-            "messages": [message_to_dict(message) for message in content.messages],
-            "restored_to": content.restored_to,
-            "usage": None if content.usage is None else usage_to_dict(content.usage),
-        }
-    raise TypeError(f"cannot save a history entry of kind {kind!r}")
+def _reply_to_json(reply: Reply) -> dict[str, Any]:
+    return {
+        "message": message_to_dict(reply.message),
+        "usage": usage_to_dict(reply.usage),
+        "context_tokens": reply.context_tokens,
+        "stop_reason": reply.stop_reason,
+        "model": reply.model,
+    }
+
+
+def _exchange_to_json(exchange: Exchange) -> dict[str, Any]:
+    return {"question": exchange.question, "answer": plain(exchange.answer, f"answer to {exchange.question!r}")}
+
+
+def _event_to_json(event: ModelEvent) -> dict[str, Any]:
+    return {"kind": event.kind, "message": event.message, "data": plain(event.data, "ModelEvent.data")}
+
+
+def _change_to_json(change: ContextChange) -> dict[str, Any]:
+    return {
+        "kind": change.kind,
+        "before_tokens": change.before_tokens,
+        "after_tokens": change.after_tokens,
+        "summary": change.summary,
+        "kept": change.kept,
+        "cleared": list(change.cleared),
+        "messages": [message_to_dict(message) for message in change.messages],
+        "restored_to": change.restored_to,
+        "usage": None if change.usage is None else usage_to_dict(change.usage),
+    }
+
+
+def _same(content: str) -> str:
+    return content
+
+
+def _extra_data_to_json(content: Mapping[str, Any]) -> Any:
+    return plain(content, "state.extra_data")
+
+
+_CONTENT_TO_JSON: dict[str, Callable[[Any], Any]] = {
+    "model_request": _same,
+    "error": _same,
+    "tool_result": _result_to_json,
+    "user": _result_to_json,
+    "notice": _result_to_json,
+    "model_reply": _reply_to_json,
+    "run_start": agent_info_to_dict,
+    "stop": stopped_to_dict,
+    "extra_data": _extra_data_to_json,
+    "ask": _exchange_to_json,
+    "human": _exchange_to_json,
+    "model_event": _event_to_json,
+    "context_change": _change_to_json,
+}
+"""The JSON form of an entry's ``content``, by the entry's kind."""
+
+
+def _content_to_json(entry: HistoryEntry) -> Any:
+    to_json = _CONTENT_TO_JSON.get(entry.kind)
+    if to_json is None:
+        raise TypeError(f"cannot save a history entry of kind {entry.kind!r}")
+    return to_json(entry.content)
 
 
 def entry_to_dict(entry: HistoryEntry, seq: int) -> dict[str, Any]:
