@@ -26,6 +26,20 @@ from alpineagents.models._redact import redact
 if TYPE_CHECKING:
     from alpineagents.mcp_tools import MCP  # only for the types: mcp_tools imports this module
 
+__all__ = [
+    "FORKED",
+    "Connection",
+    "background_loop",
+    "describe",
+    "is_transport_error",
+    "not_connected",
+    "scrubbed",
+    "secrets_of",
+    "submit",
+    "wait_async",
+    "wait_sync",
+]
+
 T = TypeVar("T")
 
 _LOOP_LOCK = threading.Lock()

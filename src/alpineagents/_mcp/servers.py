@@ -29,7 +29,7 @@ T = TypeVar("T")
 MCPItem = MCP | MCPToolRef | MCPTool
 """What `tools=` may hold for an MCP server: the whole server, one picked tool, or (refused) a connected tool."""
 
-__all__ = ["group_servers", "acquire", "aacquire", "release", "choose"]
+__all__ = ["MCPItem", "group_servers", "acquire", "aacquire", "release", "arelease", "choose"]
 
 
 def group_servers(items: Iterable[MCPItem]) -> tuple[tuple[MCP, ...], dict[int, set[str] | None]]:
