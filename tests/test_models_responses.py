@@ -12,6 +12,7 @@ import gc
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -559,3 +560,58 @@ def test_a_state_recorded_with_it_continues_with_another_adapter(server: Provide
 def test_sse_events_split_in_pieces_are_read_whole(server: ProviderServer) -> None:  # noqa: F811
     server.script(sse(responses_events(Text(["one ", "two"])), split=True))
     assert model(server).respond(req()).text == "one two"
+
+
+def test_a_reasoning_item_without_encrypted_content_is_sent_back_only_when_responses_are_stored() -> None:
+    bare = RawBlock("openai_responses", {"type": "reasoning", "id": "rs_9", "summary": []})
+    message = Message("assistant", (bare, TextBlock("ok")))
+    stateless = OpenAIResponses("gpt-5")._request_kwargs(req(Message.user("q"), message))["input"]
+    assert stateless[1:] == [{"role": "assistant", "content": "ok"}]
+    stored = OpenAIResponses("gpt-5", store=True)._request_kwargs(req(Message.user("q"), message))["input"]
+    assert stored[1:] == [{"type": "reasoning", "id": "rs_9", "summary": []}, {"role": "assistant", "content": "ok"}]
+
+
+def test_images_reach_the_server_in_user_messages_and_function_call_outputs(server: ProviderServer) -> None:  # noqa: F811
+    shot = Message("user", (ToolResultBlock("c1", (TextBlock("Loaded"), Image(PNG)), "shot"), TextBlock("see")))
+    model(server).respond(
+        req(Message.user("look", Image(PNG)), Message("assistant", (ToolCall("shot", {}, "c1"),)), shot)
+    )
+    items = server.posts[-1].body["input"]
+    url = "data:image/png;base64," + Image(PNG).base64
+    assert items[0]["content"][1] == {"type": "input_image", "image_url": url, "detail": "auto"}
+    assert items[2] == {
+        "type": "function_call_output",
+        "call_id": "c1",
+        "output": [
+            {"type": "input_text", "text": "Loaded"},
+            {"type": "input_image", "image_url": url, "detail": "auto"},
+        ],
+    }
+    assert items[3] == {"role": "user", "content": "see"}
+
+
+def test_cancelling_arespond_closes_the_request(server: ProviderServer) -> None:  # noqa: F811
+    server.script(sse(responses_events(Text([f"c{i}" for i in range(50)])), pause=0.1))
+    m = model(server)
+    got: list[str] = []
+
+    async def main() -> float:
+        task = asyncio.create_task(m.arespond(req(), got.append))
+        deadline = time.monotonic() + 30
+        while not got:
+            assert time.monotonic() < deadline, "nothing arrived within 30 s"
+            await asyncio.sleep(0.01)
+        start = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - start
+
+    assert asyncio.run(main()) < 2.0
+    assert 0 < len(got) < 50
+
+
+def test_the_server_answers_a_request_without_stream_with_one_json_response(server: ProviderServer) -> None:  # noqa: F811
+    client = sdk.OpenAI(base_url=server.openai_url, api_key="k", max_retries=0)
+    response = client.responses.create(model="gpt-test", input="hi")
+    assert response.output_text == "Hello" and response.usage is not None and response.usage.input_tokens == 10

@@ -179,13 +179,18 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
                     item["id"] = item_id
                 items.append(item)
             elif isinstance(block, RawBlock):
-                if block.provider != self.provider:
+                if block.provider != self.provider or not self._sendable(block.data):
                     dropped = True
                 elif block.data.get("type") != RESPONSE_IDS:
                     items.append(plain(block.data))
         if not items and not dropped:
             items.append(_assistant_text(EMPTY_REPLY, None))
         return items
+
+    def _sendable(self, item: Mapping[str, Any]) -> bool:
+        """Whether an output item can go back: a reasoning item without its encrypted content can only be found
+        by its id in a stored response, so it is dropped while responses are not stored."""
+        return self.store or item.get("type") != "reasoning" or bool(item.get("encrypted_content"))
 
     # -- chaining ------------------------------------------------------------------------------------------------
 
