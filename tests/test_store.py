@@ -1768,7 +1768,7 @@ def test_a_state_file_that_is_a_folder_is_damaged(tmp_path: Path, name: str) -> 
 
 def _in_forked_child(work: Any) -> int:
     """Run `work()` in a child made by `os.fork()`; its exit code: 0 when it raised StateLockedError, 1 when it
-    wrote, 2 for any other error. Waited for with a deadline."""
+    returned, 2 for any other error. Waited for with a deadline."""
     pid = os.fork()
     if pid == 0:
         code = 2
@@ -1866,3 +1866,43 @@ def test_a_multiprocessing_fork_child_cannot_write_a_state_its_parent_holds(stor
         raise AssertionError("the child process did not finish within 60 s")
     assert child.exitcode == 0  # StateLockedError
     assert texts(reopen(store).load("held")) == ["hi"]
+
+
+def test_a_forked_child_is_not_stuck_on_a_guard_a_parent_thread_held_at_the_fork(
+    local_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from alpineagents._stores import files
+
+    store = local_store
+    store.save(State(id="other", messages=[Message.user("hi")]))
+    busy = State(id="busy", messages=[Message.user("hi")])
+    store.save(busy)
+    inside, leave = threading.Event(), threading.Event()
+
+    def blocking(*args: Any, **kwargs: Any) -> None:  # the parent's thread stops inside a write, holding its guards
+        inside.set()
+        assert leave.wait(60)
+        return original(*args, **kwargs)
+
+    if isinstance(store, FileStore):
+        original = files.write_file
+        monkeypatch.setattr(files, "write_file", blocking)
+    else:
+        original = SQLiteStore._write  # pyright: ignore[reportPrivateUsage]
+        monkeypatch.setattr(SQLiteStore, "_write", blocking)
+    busy.add_message(Message.user("more"))
+    writer = threading.Thread(target=store.save, args=(busy,))
+    writer.start()
+    try:
+        assert inside.wait(60)
+
+        def read_in_the_child() -> None:
+            assert texts(store.load("other")) == ["hi"]
+            assert texts(store.load("busy")) == ["hi"]
+
+        assert _in_forked_child(read_in_the_child) == 1  # it returned
+    finally:
+        leave.set()
+        writer.join(timeout=60)
+    assert not writer.is_alive()
+    assert texts(reopen(store).load("busy")) == ["hi", "more"]

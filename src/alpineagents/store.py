@@ -36,7 +36,7 @@ from alpineagents._serial import check_version, entry_to_dict, info_from_dict, i
 from alpineagents._stores import files
 from alpineagents._stores.batch import check_write, entries_to_add
 from alpineagents._stores.lines import json_line, log_bytes
-from alpineagents._stores.locks import SAVING, drop_lock, hold_lock, settle_lock
+from alpineagents._stores.locks import SAVING, at_fork_in_child, drop_lock, hold_lock, settle_lock
 from alpineagents._stores.locks import StateLockedError as StateLockedError  # alpineagents.store.StateLockedError
 from alpineagents.errors import fix_message
 from alpineagents.state import State, StateSnapshot, check_id
@@ -383,6 +383,7 @@ class FileStore(Store):
         self._known: dict[str, tuple[int, int]] = {}  # id -> (lines, log size) after this object's last write
         self._guard = threading.Lock()
         self._id_locks: dict[str, threading.RLock] = {}
+        at_fork_in_child(self, FileStore._new_guards)
 
     def __repr__(self) -> str:
         return f"FileStore({self._given!r})"
@@ -399,6 +400,11 @@ class FileStore(Store):
 
     def __hash__(self) -> int:
         return hash(self._real())
+
+    def _new_guards(self) -> None:
+        """In a forked child: a thread of the parent may have held a guard at the fork."""
+        self._guard = threading.Lock()
+        self._id_locks = {}
 
     def _lock(self, state_id: str) -> threading.RLock:
         """The lock that keeps this object's calls for one id apart."""

@@ -12,18 +12,30 @@ parent holds.
 
 from __future__ import annotations
 
+import builtins
 import contextvars
 import os
 import threading
 import weakref
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from alpineagents.errors import AlpineAgentsError, fix_message
 from alpineagents.state import State
 
-__all__ = ["SAVING", "StateLockedError", "locked_error", "holds_lock", "hold_lock", "settle_lock", "drop_lock"]
+__all__ = [
+    "SAVING",
+    "StateLockedError",
+    "locked_error",
+    "holds_lock",
+    "hold_lock",
+    "settle_lock",
+    "drop_lock",
+    "at_fork_in_child",
+]
 
 Release = Callable[[], None]
+_T = TypeVar("_T")
 
 
 class StateLockedError(AlpineAgentsError):
@@ -124,6 +136,16 @@ def drop_lock(key: str) -> None:
         hold.release()
 
 
+_AT_FORK: dict[int, tuple[weakref.ref[Any], Callable[[Any], None]]] = {}
+
+
+def at_fork_in_child(owner: _T, reset: Callable[[_T], None]) -> None:
+    """Have `reset(owner)` called in every child made by `os.fork()` while `owner` lives: a store drops there what is
+    its parent's (connections, guards a thread of the parent may have held at the fork)."""
+    key = id(owner)
+    _AT_FORK[key] = (weakref.ref(owner, lambda _: _AT_FORK.pop(key, None)), reset)
+
+
 def _forget_in_child() -> None:
     """In a child made by `os.fork()`: the locks its parent holds are not its own.
 
@@ -135,6 +157,10 @@ def _forget_in_child() -> None:
     _HOLDS_LOCK = threading.RLock()  # another thread of the parent may have held it at the fork
     _HOLDS.clear()
     _CLAIMED.clear()
+    for owner, reset in builtins.list(_AT_FORK.values()):
+        alive = owner()
+        if alive is not None:
+            reset(alive)
 
 
 os.register_at_fork(after_in_child=_forget_in_child)

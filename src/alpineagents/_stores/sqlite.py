@@ -24,7 +24,6 @@ import fcntl
 import hashlib
 import os
 import threading
-import weakref
 from collections.abc import Iterator, Mapping
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ from alpineagents._serial import time_from_str
 from alpineagents._stores.batch import already_saved_error, check_write, entries_to_add, not_saved_error
 from alpineagents._stores.damage import check_count
 from alpineagents._stores.lines import json_line, parse_all, parse_each
-from alpineagents._stores.locks import Release, drop_lock, hold_lock, locked_error, settle_lock
+from alpineagents._stores.locks import Release, at_fork_in_child, drop_lock, hold_lock, locked_error, settle_lock
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Entries, Info, Record, StateInfo, Store
@@ -54,8 +53,6 @@ CREATE TABLE IF NOT EXISTS alpine_entries (
 """
 _TABLES = {"alpine_states": ("id", "count", "info", "updated"), "alpine_entries": ("state_id", "seq", "line")}
 
-_STORES: weakref.WeakValueDictionary[int, SQLiteStore] = weakref.WeakValueDictionary()
-"""Every SQLiteStore of this process, by `id` (equal stores are distinct objects here), for `_reset_in_child`."""
 _INHERITED: builtins.list[sqlite3.Connection] = []
 """Connections a forked child inherited: never used (SQLite forbids carrying a connection across a fork) and never
 closed (closing could touch the parent's files), only kept from being garbage collected (which closes them)."""
@@ -73,16 +70,12 @@ def _lock_fd(path: str) -> int:
         return fd
 
 
-def _reset_in_child() -> None:
-    """In a child made by `os.fork()`: each file store opens a connection of its own, and the guards held by threads
-    of the parent at the fork are made anew. (A `:memory:` database lives in this process's memory: it stays.)"""
+def _new_guard_in_child() -> None:
     global _LOCK_FILES_GUARD
-    _LOCK_FILES_GUARD = threading.Lock()
-    for store in builtins.list(_STORES.values()):
-        store._forget_connection()  # pyright: ignore[reportPrivateUsage]
+    _LOCK_FILES_GUARD = threading.Lock()  # a thread of the parent may have held it at the fork
 
 
-os.register_at_fork(after_in_child=_reset_in_child)
+os.register_at_fork(after_in_child=_new_guard_in_child)
 
 
 def _offset(state_id: str) -> int:
@@ -127,7 +120,7 @@ class SQLiteStore(Store):
         self._resolved: str | None = None
         self._conn: sqlite3.Connection | None = None
         self._mutex = threading.RLock()
-        _STORES[id(self)] = self
+        at_fork_in_child(self, SQLiteStore._forget_connection)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._given!r})"
@@ -157,7 +150,8 @@ class SQLiteStore(Store):
     # -- connection and errors ----------------------------------------------------------------------------------
 
     def _forget_connection(self) -> None:
-        """In a forked child: the connection (of a file) and the mutex are the parent's."""
+        """In a forked child: the connection (of a file) and the mutex are the parent's; the next call opens its own
+        connection. (A `:memory:` database lives in this process's memory: it stays.)"""
         self._mutex = threading.RLock()  # another thread of the parent may have held it at the fork
         if self._conn is not None and not self._memory:
             _INHERITED.append(self._conn)
