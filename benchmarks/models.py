@@ -31,7 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from alpineagents.models import Anthropic, OpenAICompatible, OpenAIResponses  # noqa: E402
-from alpineagents.models.openai_compatible import _StreamReader  # noqa: E402
 from alpineagents.types import Message, Request, TextBlock, ToolCall, ToolResultBlock, ToolSpec  # noqa: E402
 
 SPECS = (
@@ -138,8 +137,7 @@ def bench_openai(url: str, request: Request, count: int, rounds: int) -> dict[st
     chunks = list(client.chat.completions.create(**kwargs))
 
     def own() -> None:
-        model._request_kwargs(request)
-        reader = _StreamReader(lambda _t: None)
+        _kwargs, reader = model._prepared(request, lambda _t: None)
         for chunk in chunks:
             reader.add(chunk)
         model._finish(reader, True)
