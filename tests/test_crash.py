@@ -118,7 +118,7 @@ def journal_key(entry: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize(("kind", "point"), CASES, ids=[f"{k}-{p}" for k, p in CASES])
-def test_kill_and_resume(zygote: Zygote, tmp_path: Path, kind: str, point: str) -> None:
+def test_a_run_killed_at_any_point_resumes_without_losing_or_rerunning_anything(zygote: Zygote, tmp_path: Path, kind: str, point: str) -> None:
     status = zygote.do(do="run", kind=kind, dir=str(tmp_path), point=point)
     assert status == {"signal": 9}, error_text(tmp_path) or f"the run was not killed at {point}: {status}"
     recorded = read_json(tmp_path / "recorded.json")
