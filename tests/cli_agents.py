@@ -1,5 +1,5 @@
-"""Agents for the command-line and viewer tests, each with a scripted FakeModel (no network), and `viewer`, which
-starts `alpineagents view` for a test.
+"""Agents for the command-line and viewer tests, each with a scripted FakeModel (no network), and the helpers
+both test files use: `cli` runs the command, `viewer` starts `alpineagents view`, `has_entry` reads a store.
 
 The commands import them as `cli_agents:NAME` (the tests run with this folder as the working directory or on
 PYTHONPATH). Each process gets fresh models, so a script starts over in every command.
@@ -23,6 +23,7 @@ from typing import Any
 from alpineagents import Agent, Image, Price, Request, State, loop, tool
 from alpineagents.errors import ToolError
 from alpineagents.permissions import AllowByReadOnly, DecideByHuman, DenyByName
+from alpineagents.store import Store
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
 from alpineagents.types import RawBlock, ToolResultBlock
 
@@ -228,12 +229,43 @@ def make_calc() -> Agent:
 not_an_agent = 42
 
 
+HERE = Path(__file__).resolve().parent
+
+
+def command_env(**extra: str) -> dict[str, str]:
+    """The environment of an `alpineagents` subprocess: this one's without ALPINEAGENTS_STORE, plus `extra`, with
+    this folder on PYTHONPATH (so `cli_agents:NAME` imports)."""
+    env = {key: value for key, value in os.environ.items() if key != "ALPINEAGENTS_STORE"}
+    env.update(extra)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+    return env
+
+
+def command(*args: str) -> list[str]:
+    """The command line of `python -m alpineagents ARGS`."""
+    return [sys.executable, "-m", "alpineagents", *args]
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs `alpineagents ARGS` in `cwd` (at most 60 seconds) and returns what it did."""
+    return subprocess.run(
+        command(*args), cwd=cwd, env=command_env(**(env or {})), capture_output=True, text=True, timeout=60
+    )
+
+
+def has_entry(store: Store, state_id: str, kind: str) -> bool:
+    """True once `store` holds an entry of `kind` for `state_id`."""
+    record = store.read(state_id)
+    return record is not None and any(entry["kind"] == kind for entry in record.entries)
+
+
 @contextlib.contextmanager
 def viewer(store: str, cwd: Path, deadline: float = 60) -> Iterator[str]:
     """Runs `alpineagents view --port 0` on `store` and yields the address it prints (within `deadline` seconds)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "alpineagents", "view", "--port", "0", "--store", store],
+        command("view", "--port", "0", "--store", store),
         cwd=cwd,
+        env=command_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -6,7 +6,6 @@ The agents come from `tests/cli_agents.py` (scripted FakeModels), imported by th
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,28 +16,12 @@ from pathlib import Path
 import pytest
 
 from alpineagents.store import FileStore, SQLiteStore, Store
-from cli_agents import viewer
+from cli_agents import HERE as TESTS
+from cli_agents import cli, command_env, has_entry, viewer
+from cli_agents import command as command_line
 
-TESTS = Path(__file__).resolve().parent
 SCRIPT = Path(sys.executable).parent / "alpineagents"
 COMMANDS = ["run", "ls", "show", "resume", "fork", "rm", "export", "view"]
-
-
-def cli(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    """`python -m alpineagents ARGS` in `cwd`, with the test agents importable."""
-    inherited = {key: value for key, value in os.environ.items() if key != "ALPINEAGENTS_STORE"}
-    full_env = {**inherited, **(env or {})}
-    full_env["PYTHONPATH"] = os.pathsep.join([str(TESTS), full_env.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, "-m", "alpineagents", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -133,16 +116,14 @@ def test_run_takes_an_agent_from_a_file_path_or_a_factory_function(tmp_path: Pat
 
 
 def test_run_model_option_replaces_the_agents_model(tmp_path: Path) -> None:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
     store = tmp_path / "runs.db"
+    env = {
+        key: value for key, value in command_env(ALPINEAGENTS_STORE=str(store)).items() if not key.startswith("OPENAI")
+    }
     result = subprocess.run(
-        [sys.executable, "-m", "alpineagents", "run", "cli_agents:calc", "hi", "--model", "openai/gpt-5", "--id", "m1"],
+        command_line("run", "cli_agents:calc", "hi", "--model", "openai/gpt-5", "--id", "m1"),
         cwd=tmp_path,
-        env={
-            **env,
-            "PYTHONPATH": os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]),
-            "ALPINEAGENTS_STORE": str(store),
-        },
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -293,18 +274,16 @@ def test_resume_continues_a_run_with_a_new_message(calc_run: str, tmp_path: Path
 
 def test_resume_continues_a_run_whose_process_was_killed(tmp_path: Path) -> None:
     store = str(tmp_path / "runs")
-    env = {**os.environ, "CLI_TEST_GATE": str(tmp_path / "never")}
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
     process = subprocess.Popen(
-        [sys.executable, "-m", "alpineagents", "run", "cli_agents:slow", "wait", "--id", "k1", "--store", store],
+        command_line("run", "cli_agents:slow", "wait", "--id", "k1", "--store", store),
         cwd=tmp_path,
-        env=env,
+        env=command_env(CLI_TEST_GATE=str(tmp_path / "never")),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60
-        while not _has_reply(store, "k1"):
+        while not (Path(store).exists() and has_entry(FileStore(store), "k1", "model_reply")):
             assert time.monotonic() < deadline, "the run never reached its tool call"
             time.sleep(0.05)
     finally:
@@ -317,11 +296,6 @@ def test_resume_continues_a_run_whose_process_was_killed(tmp_path: Path) -> None
     assert json.loads(result.stdout)["answer"] == "The sum is 5."
     outcomes = [entry.outcome for entry in FileStore(store).load("k1").history if entry.kind == "tool_result"]  # type: ignore[attr-defined]
     assert outcomes == ["aborted"]
-
-
-def _has_reply(store: str, state_id: str) -> bool:
-    record = FileStore(store).read(state_id) if Path(store).exists() else None
-    return record is not None and any(entry["kind"] == "model_reply" for entry in record.entries)
 
 
 def test_resume_refuses_a_finished_run_and_writes_nothing(tmp_path: Path) -> None:
@@ -385,6 +359,15 @@ def test_export_writes_one_self_contained_html_file(calc_run: str, tmp_path: Pat
         assert reference not in html
     to_stdout = cli("export", "r1", "-o", "-", "--store", calc_run, cwd=tmp_path)
     assert to_stdout.stdout == html
+
+
+def test_export_escapes_a_script_in_the_content(tmp_path: Path) -> None:
+    assert cli("run", "cli_agents:xss", "show it", "--id", "x1", cwd=tmp_path).returncode == 0
+    html = cli("export", "x1", "-o", "-", cwd=tmp_path).stdout
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script" not in html  # an exported page runs no script at all
+    assert "script-src &#39;none&#39;" in html  # the page's policy forbids scripts
 
 
 # -- errors: one line, the right exit code, nothing written -------------------------------------------------------

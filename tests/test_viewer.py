@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from alpineagents.store import SQLiteStore
-from cli_agents import XSS, viewer
+from cli_agents import HERE as TESTS
+from cli_agents import XSS, cli, command, command_env, has_entry, viewer
 
 CHROMIUM = "/usr/bin/chromium"
-TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 SHOTS = ROOT / "docs" / "screenshots"
 WAIT_MS = 20_000
@@ -30,15 +30,6 @@ if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 
 from playwright import sync_api  # noqa: E402 - only once chromium is known to be there
-
-
-def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, **(env or {})}
-    full_env["PYTHONPATH"] = os.pathsep.join([str(TESTS), full_env.get("PYTHONPATH", "")])
-    result = subprocess.run(
-        [sys.executable, "-m", "alpineagents", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=60
-    )
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -208,20 +199,16 @@ def test_a_script_in_the_content_is_shown_as_text_and_never_runs(page: Any, addr
 def test_a_run_that_is_still_going_updates_as_its_store_grows(page: Any, runs: Path, address: str) -> None:
     gate = runs / "gate.txt"
     process = subprocess.Popen(
-        [sys.executable, "-m", "alpineagents", "run", "cli_agents:slow", "wait", "--id", "live1", "--store", "runs.db"],
+        command("run", "cli_agents:slow", "wait", "--id", "live1", "--store", "runs.db"),
         cwd=runs,
-        env={
-            **os.environ,
-            "CLI_TEST_GATE": str(gate),
-            "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
-        },
+        env=command_env(CLI_TEST_GATE=str(gate)),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         store = SQLiteStore(runs / "runs.db")
         deadline = time.monotonic() + 60
-        while not _has(store, "live1", "model_reply"):
+        while not has_entry(store, "live1", "model_reply"):
             assert time.monotonic() < deadline, "the run never reached its tool call"
             time.sleep(0.05)
         page.goto(address + "runs/live1")
@@ -234,11 +221,6 @@ def test_a_run_that_is_still_going_updates_as_its_store_grows(page: Any, runs: P
         assert "opened" in page.locator("li.kind-tool_result").inner_text()
     finally:
         process.wait(timeout=60)
-
-
-def _has(store: SQLiteStore, state_id: str, kind: str) -> bool:
-    record = store.read(state_id)
-    return record is not None and any(entry["kind"] == kind for entry in record.entries)
 
 
 def test_the_exported_page_works_from_a_file_with_the_network_off(browser: Any, runs: Path, address: str) -> None:
