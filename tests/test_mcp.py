@@ -423,7 +423,7 @@ def test_ctrl_c_while_a_server_shuts_down_gets_through(tmp_path: Path) -> None:
         returned.append(agent.run(state))
         time.sleep(15)  # only reached when run() returned: the interrupt must not escape this test
     assert returned == []
-    assert time.monotonic() - interrupted[0] < 1.0
+    assert time.monotonic() - interrupted[0] < 4.0  # long before the server's 8 s
     assert ends.ended == [None]  # on_run_end first, for a run that ended well
     assert state.answer == "done"
     assert [e.content for e in state.history if isinstance(e, ToolResultEntry)] == ["3"]
@@ -469,7 +469,7 @@ class Ticker:
 
 
 def _slow_exit_agent() -> tuple[MCP, Agent]:
-    local = MCP(f"{sys.executable} {SERVER}", name="local", env={"SLOW_EXIT": "1"})  # exits 1 s after stdin ends
+    local = MCP(f"{sys.executable} {SERVER}", name="local", env={"SLOW_EXIT": "3"})  # exits 3 s after stdin ends
     agent = Agent(FakeModel([tool_call("local__add", a=1, b=2), "done"]), tools=[local], reporter=None, human=None)
     return local, agent
 
@@ -485,8 +485,8 @@ def test_arun_waits_for_a_server_shutting_down_without_blocking_the_event_loop()
         return took, await ticker.longest_gap()
 
     took, gap = asyncio.run(main())
-    assert took > 0.8  # the run waited for the server to shut down
-    assert gap < 0.5  # ... while the event loop went on
+    assert took > 2.5  # the run waited for the server to shut down
+    assert gap < 1.5  # ... while the event loop went on (a blocked loop would stall for the whole 3 s)
     assert local._conn is None and agent._mcp_users == 0
 
 
@@ -503,8 +503,8 @@ def test_async_with_releases_a_slow_server_without_blocking_the_event_loop() -> 
         return took, await ticker.longest_gap()
 
     took, gap = asyncio.run(main())
-    assert took > 0.8
-    assert gap < 0.5
+    assert took > 2.5
+    assert gap < 1.5
     assert local._conn is None and agent._mcp_users == 0
 
 

@@ -306,7 +306,7 @@ def test_timeout_bounds_the_whole_connect(base: str) -> None:
     started = time.monotonic()
     with pytest.raises(MCPConnectionError) as info:
         agent.run("go")
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 8  # a 0.5 s timeout: far less than an unbounded wait
     assert str(info.value) == f"Could not connect to MCP server 'web' ({web!r}): TimeoutError"
     assert web._conn is None and agent._mcp_users == 0
 
@@ -319,7 +319,7 @@ def test_timeout_of_connecting_to_a_server_that_never_answers(silent: Silent, ho
     started = time.monotonic()
     with pytest.raises(MCPConnectionError) as info:
         _go(agent, state, how)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 8  # a 0.5 s timeout: far less than an unbounded wait
     assert str(info.value) == f"Could not connect to MCP server 'web' ({web!r}): TimeoutError"
     assert isinstance(info.value.__cause__, TimeoutError)
     assert isinstance(state.history[-1], ErrorEntry)
@@ -354,7 +354,7 @@ def test_connecting_to_a_port_where_nothing_listens(how: str) -> None:
     started = time.monotonic()
     with pytest.raises(MCPConnectionError) as info:
         _go(agent, state, how)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 8  # a 0.5 s timeout: far less than an unbounded wait
     assert str(info.value) == (
         f"Could not connect to MCP server 'web' ({web!r}): ConnectError: All connection attempts failed"
     )
@@ -382,7 +382,7 @@ def test_ctrl_c_while_connecting_stops_the_connect(silent: Silent) -> None:
         returned.append(agent.run("go"))
         time.sleep(15)  # only reached when run() returned: the interrupt must not escape this test
     assert returned == [] and silent.accepted.is_set()
-    assert time.monotonic() - interrupted[0] < 1.5
+    assert time.monotonic() - interrupted[0] < 3.5
     assert web._conn is None
     assert agent._mcp_users == 0 and agent._mcp_ready is None
     assert silent.closed.wait(3), "the client kept the connection open after giving up"
@@ -401,7 +401,7 @@ def test_cancel_while_connecting_stops_the_connect(silent: Silent) -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert time.monotonic() - cancelled_at < 1.5
+        assert time.monotonic() - cancelled_at < 3.5
 
     asyncio.run(main())
     assert web._conn is None
@@ -492,7 +492,7 @@ def test_ctrl_c_during_a_call_stops_the_run_promptly(base: str, tmp_path: Path) 
         returned.append(agent.run(state))
         time.sleep(15)  # only reached when run() returned: the interrupt must not escape this test
     assert returned == []
-    assert time.monotonic() - interrupted[0] < 1.5
+    assert time.monotonic() - interrupted[0] < 3.5
     entry = _results_by_id(state)[slow.id]
     assert (entry.content, entry.outcome) == ("(interrupted by user)", "interrupted")
     assert state.pending_calls == ()
@@ -515,7 +515,7 @@ def test_cancelling_arun_during_a_call_cancels_it_promptly(base: str, tmp_path: 
             await task
         return time.monotonic() - cancelled_at
 
-    assert asyncio.run(main()) < 1.5
+    assert asyncio.run(main()) < 3.5  # the call would take 5 s
     entry = _results_by_id(state)[slow.id]
     assert (entry.content, entry.outcome) == ("(interrupted by user)", "interrupted")
     assert state.pending_calls == ()
