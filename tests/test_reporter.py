@@ -14,7 +14,6 @@ from alpineagents.agent import Agent
 from alpineagents.errors import ToolError, ToolInputError
 from alpineagents.permissions import AllowByDefault, DenyByName
 from alpineagents.reporter import METHODS, Reporter
-from alpineagents.state import State
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import (
@@ -28,6 +27,7 @@ from alpineagents.types import (
     ToolOutcomeKind,
     Usage,
 )
+from conftest import task
 
 
 def test_exports_and_method_order():
@@ -47,7 +47,7 @@ def test_exports_and_method_order():
     assert declared == list(METHODS)
 
 
-def test_signatures():
+def test_the_nine_hooks_take_the_documented_parameters():
     expected = {
         "on_run_start": ["self", "state"],
         "on_think_start": ["self", "state"],
@@ -230,7 +230,7 @@ def test_order_of_tool_events_in_a_turn():
 def test_every_start_gets_one_end_and_run_end_always():
     log = Log()
     agent = Agent(FakeModel([[tool_call("ok"), tool_call("crash")]]), tools=[ok, crash], reporter=log, human=None)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     with pytest.raises(TimeoutError):
         agent.run(state)
     starts = [e[1] for e in log.events if e[0] == "tool_start"]
@@ -260,7 +260,7 @@ def test_reporter_exceptions_propagate_and_run_end_follows():
 def test_refused_runs_get_no_events():
     log = Log()
     agent = Agent(FakeModel(["x"]), reporter=log, human=None)
-    state = State(messages=[Message.user("Task")])
+    state = task()
     state.finish("done")
     with pytest.raises(ValueError):
         agent.run(state)
@@ -269,7 +269,7 @@ def test_refused_runs_get_no_events():
 
 def test_context_change_goes_to_the_linked_agents_reporter():
     log = Log()
-    state = State(messages=[Message.user("Task")])
+    state = task()
     assert log.events == []  # the import notifies nobody
     state.compact("summary")  # never linked: nobody
     agent = Agent(FakeModel(["Hi"]), reporter=log, human=None)
