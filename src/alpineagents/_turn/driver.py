@@ -62,9 +62,12 @@ def drive(steps: Steps) -> Any:
     raise RuntimeError("a sync step awaited")  # pragma: no cover
 
 
-async def adrive(steps: Steps) -> Any:
-    """Run a step sequence, awaiting each action's async function; return the sequence's value."""
-    return await _perform(steps, True)
+def adrive(steps: Steps) -> Coroutine[Any, Any, Any]:
+    """Run a step sequence, awaiting each action's async function; the awaitable gives the sequence's value.
+
+    A plain function returning the one coroutine (an `async def` here would add a second one per call).
+    """
+    return _perform(steps, True)
 
 
 def save(store: Store, state: State) -> Action:
