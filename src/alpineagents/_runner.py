@@ -486,28 +486,9 @@ def _run_group(
     reporter = context.reporter
     store = context.store
     waiting: deque[_Job] = deque()
-    free = _EXECUTOR.max_workers
-    announced = 0
-    tasks = False
     broke: Exception | None = None  # the Reporter's first exception
     try:
-        for job in jobs:
-            if reporter is not None:
-                try:
-                    reporter.on_tool_start(state, job.call)
-                except Exception as error:  # noqa: BLE001 - raised once the announced calls are recorded
-                    broke = error
-                    break
-            job.announced = True
-            announced += 1
-            if type(arrivals) is _Arrivals and _tool(job).is_async:
-                _start_task(job, state, arrivals)
-                tasks = True
-            elif free > 0:
-                free -= 1
-                _start(job, state, arrivals.from_thread)
-            else:
-                waiting.append(job)
+        announced, tasks, broke = _announce(state, reporter, jobs, arrivals, waiting)
         if tasks:
             # The Tasks just created run their first step before this one resumes, in the same pass of the event
             # loop, so a tool that ends without waiting is recorded without a waiter (one loop pass per turn, not two).
@@ -533,6 +514,34 @@ def _run_group(
         if interrupt is not broke:
             _give_up(state, reporter, jobs, arrivals.drain(), failures, interrupt)
         raise
+
+
+def _announce(
+    state: State, reporter: Reporter | None, jobs: list[_Job], arrivals: _Queue | _Arrivals, waiting: deque[_Job]
+) -> tuple[int, bool, Exception | None]:
+    """Announce each job (`on_tool_start`), then start it: as a Task when it is async and there is a loop, else on
+    a worker thread while fewer than `MAX_WORKERS` run (the rest go to `waiting`). A Reporter's exception stops the
+    announcing. Returns how many jobs were announced, whether a Task was started, and that exception or `None`."""
+    free = _EXECUTOR.max_workers
+    announced = 0
+    tasks = False
+    for job in jobs:
+        if reporter is not None:
+            try:
+                reporter.on_tool_start(state, job.call)
+            except Exception as error:  # noqa: BLE001 - raised once the announced calls are recorded
+                return announced, tasks, error
+        job.announced = True
+        announced += 1
+        if type(arrivals) is _Arrivals and _tool(job).is_async:
+            _start_task(job, state, arrivals)
+            tasks = True
+        elif free > 0:
+            free -= 1
+            _start(job, state, arrivals.from_thread)
+        else:
+            waiting.append(job)
+    return announced, tasks, None
 
 
 def _start(job: _Job, state: State, notify: Callable[[_Job], None]) -> None:
