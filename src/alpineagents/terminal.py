@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from alpineagents._values.content import format_size
 from alpineagents.human import Human, describe_choices, parse_answer
 from alpineagents.reporter import Reporter
 from alpineagents.types import Image, StoppedByLimit, TextBlock, format_call, result_text
@@ -38,14 +39,6 @@ _LABELS = {
 }
 
 
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n}B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f}KB"
-    return f"{n / (1024 * 1024):.1f}MB"
-
-
 def _tokens(n: int) -> str:
     return str(n) if n < 1000 else f"{n / 1000:.0f}k"
 
@@ -56,7 +49,7 @@ def _turns(turn: int) -> str:
 
 def _done_size(result: ToolResultContent) -> str:
     if isinstance(result, str):
-        return _size(len(result.encode("utf-8")))
+        return format_size(len(result.encode("utf-8")))
     total = 0
     images = 0
     for block in result:
@@ -65,7 +58,7 @@ def _done_size(result: ToolResultContent) -> str:
             images += 1
         elif isinstance(block, TextBlock):
             total += len(block.text.encode("utf-8"))
-    text = _size(total)
+    text = format_size(total)
     if images == 1:
         text += " (1 image)"
     elif images:
