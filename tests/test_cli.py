@@ -243,6 +243,8 @@ def test_show_nests_subagent_runs_and_shows_errors_and_compaction(tmp_path: Path
         "    scout done: stopped by waiting_for_user (2 turns, ~$0.00)",
         "  error fetch_page: could not reach http://example.invalid: connection refused",
         "  context compacted: 2k → 51 tokens (cache rebuilds)",
+        'Run write_note(title="Findings")? (yes/no) yes',
+        "Go on with the summary? (yes/no) yes",
         "done: stopped by finish (2 turns, ~$0.00)",
     ]:
         assert line in lines

@@ -2,7 +2,8 @@
 
 The saved history is fed to a `Terminal` as the Reporter events the run produced: turn headers, the model's text,
 tool lines, context changes, model events and one final line per run. Subagent runs saved in the same store are
-printed inside the tool call that started them, one level deeper, as the Terminal nests them. The history keeps no
+printed inside the tool call that started them, one level deeper, as the Terminal nests them, and each question
+the person answered is printed with its answer after it, as it looked when they typed it. The history keeps no
 record of when a tool started, so each tool line comes right before its result line.
 """
 
@@ -18,6 +19,7 @@ from alpineagents.store import Store
 from alpineagents.terminal import Terminal
 from alpineagents.types import (
     ContextChangeEntry,
+    ExchangeEntry,
     HistoryEntry,
     ModelEventEntry,
     ModelReplyEntry,
@@ -69,7 +71,25 @@ class Replay:
 
     def __init__(self, store: Store, output: TextIO) -> None:
         self.store = store
-        self.terminal = Terminal(output=output)
+        self.output = output
+        self.terminal = Terminal(output=output, input=self._typed)
+        self.answer = ""
+
+    def _typed(self, prompt: str) -> str:
+        """The person's recorded answer, shown after the question as they typed it."""
+        self.output.write(prompt + self.answer + "\n")
+        return self.answer
+
+    def _human(self, shown: _Shown, entry: ExchangeEntry) -> None:
+        """A question the person answered, with its answer, as the Terminal asked it."""
+        answer = entry.content.answer
+        if isinstance(answer, bool):
+            self.answer, returns = ("yes" if answer else "no"), bool
+        elif answer in ("yes", "no"):  # a permission question keeps the answer as typed
+            self.answer, returns = str(answer), bool
+        else:
+            self.answer, returns = (str(answer).strip() or "(no answer)"), str
+        self.terminal.ask(_as_state(shown), entry.content.question, returns=returns)
 
     def history(self, entries: Sequence[HistoryEntry], depth: int = 0) -> None:
         """Print `entries` (one State's saved history) at `depth`."""
@@ -102,6 +122,8 @@ class Replay:
             terminal.on_context_change(state, entry.content)
         elif isinstance(entry, ToolResultEntry) and not entry.late:
             self._tool(shown, entry)
+        elif isinstance(entry, ExchangeEntry) and entry.kind == "human":
+            self._human(shown, entry)
 
     def _tool(self, shown: _Shown, entry: ToolResultEntry) -> None:
         if entry.outcome not in NOT_STARTED:
