@@ -1495,3 +1495,31 @@ def test_a_reporter_raising_in_on_tool_end_keeps_the_results_of_the_other_calls(
     assert [c.name for c in state.pending_calls] == ["serial"]
     assert reporter.ends()["sibling"] == ("sibling done", ToolOutcome(K.DONE))
     assert ("start", "serial") not in reporter.names()
+
+
+def test_a_reporter_raising_in_on_tool_start_keeps_the_started_calls_and_starts_no_more() -> None:
+    go = threading.Event()
+
+    class BreaksOnStart(Recorder):
+        def on_tool_start(self, state: State, call: ToolCall) -> None:
+            super().on_tool_start(state, call)
+            if call.name == "second":
+                go.set()
+                raise RuntimeError("reporter broke")
+
+    @tool
+    def first() -> str:
+        assert go.wait(5)
+        return "first done"
+
+    @tool
+    def second() -> str:
+        return "never"
+
+    reporter = BreaksOnStart()
+    state = turn(call("first"), call("second"))
+    with pytest.raises(RuntimeError, match="reporter broke"):
+        use_tools(state, first, second, reporter=reporter)
+    assert [(e.call.name, e.content, e.late) for e in results(state)] == [("first", "first done", False)]
+    assert [c.name for c in state.pending_calls] == ["second"]
+    assert [name for kind, name in reporter.names() if kind == "end"] == ["first"]
