@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from alpineagents.errors import AuthError, ProviderError
 from alpineagents.models import Anthropic, Model, OpenAICompatible, OpenAIResponses
 from alpineagents.store import Store
 from alpineagents.tool import tool
-from alpineagents.types import ErrorEntry, ToolResultEntry
+from alpineagents.types import ErrorEntry, Message, Request, ToolResultEntry
 from conftest import results, task
 from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.provider import (
@@ -87,6 +88,7 @@ def test_an_api_key_echoed_in_an_error_body_is_kept_out_of_the_error_and_the_sto
     assert "Incorrect API key provided" in text and "[REDACTED]" in text
     assert KEY not in text
     assert KEY not in str(info.value.__cause__)
+    assert KEY not in repr(getattr(info.value.__cause__, "body", None))
     state_id = next(iter(store.list())).id
     loaded = store.load(state_id)
     errors = [entry for entry in loaded.history if isinstance(entry, ErrorEntry)]
@@ -158,3 +160,14 @@ def test_a_key_read_from_the_environment_is_kept_out_of_the_error_too(
         Agent(model, store=store, reporter=None).run("hello")
     assert KEY not in str(info.value) and "[REDACTED]" in str(info.value)
     assert KEY.encode() not in stored_bytes(tmp_path)
+
+
+def test_a_key_known_only_from_the_request_headers_is_kept_out_of_the_error(server: ProviderServer) -> None:  # noqa: F811
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=server.openai_url, api_key=KEY, max_retries=0)
+    server.script(echo_key(401))
+    with pytest.raises(AuthError) as info:
+        asyncio.run(OpenAIResponses("gpt-test", client=client).arespond(Request(None, (Message.user("hi"),))))
+    assert "[REDACTED]" in str(info.value) and KEY not in str(info.value)
+    assert KEY not in str(info.value.__cause__)

@@ -74,13 +74,25 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     return text
 
 
+def _redact_value(value: object, secrets: list[str]) -> object:
+    """A decoded JSON value (an error body) with the secrets taken out of every string in it."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {key: _redact_value(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(item, secrets) for item in value]
+    return value
+
+
 def _scrub_in_place(error: BaseException, secrets: list[str]) -> None:
-    """Redact the texts an SDK exception shows (`args`, and a `message` attribute) in place."""
+    """Redact what an SDK exception shows (`args`, and its `message` and `body` attributes) in place."""
     try:
         error.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in error.args)
-        message = getattr(error, "message", None)
-        if isinstance(message, str):
-            error.message = redact(message, secrets)  # type: ignore[attr-defined]
+        for name in ("message", "body"):
+            value = getattr(error, name, None)
+            if value is not None:
+                setattr(error, name, _redact_value(value, secrets))
     except (AttributeError, TypeError):  # a read-only exception type keeps its text
         pass
 
