@@ -24,6 +24,9 @@ from alpineagents.errors import MCPConnectionError, fix_message
 from alpineagents.models._redact import redact
 
 if TYPE_CHECKING:
+    from mcp import Client  # the SDK: imported for real only inside the connection task
+    from mcp_types import CallToolResult, Tool
+
     from alpineagents.mcp_tools import MCP  # only for the types: mcp_tools imports this module
 
 __all__ = [
@@ -106,13 +109,13 @@ def _innermost(error: BaseException) -> BaseException:
     return error
 
 
-async def _list_tools(client: Any) -> list[Any]:
+async def _list_tools(client: Client) -> list[Tool]:
     """Every tool of the server, following the pagination cursors until none is returned.
 
     Raises:
         ValueError: The server sent a cursor it had sent before (following it would never end).
     """
-    tools: list[Any] = []
+    tools: list[Tool] = []
     cursor = None
     seen: set[str] = set()
     while True:
@@ -227,9 +230,9 @@ class Connection:
 
     def __init__(self, server: MCP) -> None:
         self.server = server
-        self.client: Any = None
+        self.client: Client | None = None
         self.lost: BaseException | None = None
-        self.ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
+        self.ready: concurrent.futures.Future[list[Tool]] = concurrent.futures.Future()
         self._closing: asyncio.Event | None = None
         self._running: asyncio.Task[Any] | None = None
         self._disowned = False
@@ -255,7 +258,7 @@ class Connection:
         finally:
             self.client = None
 
-    async def _open(self, stack: AsyncExitStack) -> tuple[Any, list[Any]]:
+    async def _open(self, stack: AsyncExitStack) -> tuple[Client, list[Tool]]:
         """Open an SDK client session (entered on `stack`) and list all the tools, within `timeout` seconds."""
         server = self.server
         try:
@@ -287,7 +290,7 @@ class Connection:
         wrapped.__cause__ = error
         return wrapped
 
-    async def call(self, name: str, args: dict[str, Any]) -> Any:
+    async def call(self, name: str, args: dict[str, Any]) -> CallToolResult:
         """Call one remote tool (on the background loop)."""
         client = self.client
         if client is None:
