@@ -253,6 +253,24 @@ def test_the_exported_page_works_from_a_file_with_the_network_off(browser: Any, 
     context.close()
 
 
+def test_a_damaged_run_is_listed_with_the_reason_and_its_page_says_so(page: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    assert cli("run", "cli_agents:calc", "hi", "--id", "ok1", "--store", str(folder), cwd=tmp_path).returncode == 0
+    assert cli("run", "cli_agents:calc", "hi", "--id", "bad1", "--store", str(folder), cwd=tmp_path).returncode == 0
+    log = folder / "bad1" / "log.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines()
+    log.write_text("\n".join([lines[0], "not json", *lines[2:]]) + "\n", encoding="utf-8")
+    with viewer(str(folder), tmp_path) as found:
+        page.goto(found)
+        assert page.locator('tr[data-id="bad1"] .status').inner_text().startswith("cannot load: ")
+        assert page.locator('tr[data-id="ok1"] .status').inner_text() == "stopped by waiting_for_user"
+        response = page.goto(found + "runs/bad1")
+        assert response.status == 500
+        assert page.locator("h1").inner_text() == "The store cannot be read"
+        assert "damaged" in page.locator("main").inner_text()
+        assert page.goto(found + "runs/nothing-here").status == 404
+
+
 def test_the_viewer_shows_the_demo_run(page: Any, tmp_path: Path) -> None:
     demo_env = {
         key: value

@@ -16,13 +16,13 @@ from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
 from alpineagents.cli.output import note, outcome_json, print_json, print_table
 from alpineagents.cli.replay import Replay, usage_line
-from alpineagents.cli.stores import Command, Misuse, chosen_store, first_line, store_errors, store_option
+from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
 from alpineagents.cli.web import export, view
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import Terminal
 from alpineagents.types import Message, RunStartEntry
-from alpineagents.viewer.runs import UNFINISHED, matches, open_run, summarize
+from alpineagents.viewer.runs import UNFINISHED, first_line, matches, open_run, summarize
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

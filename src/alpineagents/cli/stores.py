@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from alpineagents.store import FileStore, SQLiteStore, Store
+from alpineagents.viewer.runs import first_line
 
 DEFAULT_STORE = "runs.db"
 """The store used when neither --store nor ALPINEAGENTS_STORE names one."""
@@ -117,9 +118,3 @@ def chosen_store(given: str | None, *, create: bool = False) -> Store:
     """The store named on the command, else before it, else by the environment, else ./runs.db."""
     outer = click.get_current_context().find_root().params.get("store")
     return open_store(given or outer, create=create)
-
-
-def first_line(error: BaseException) -> str:
-    """The first line of an exception's text (our errors put the problem there and the fix below)."""
-    text = str(error)
-    return text.splitlines()[0] if text else type(error).__name__

@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from alpineagents.store import Store
 from alpineagents.viewer import page
-from alpineagents.viewer.runs import matches, summarize
+from alpineagents.viewer.runs import first_line, matches, summarize
 
 
 def _headers() -> dict[str, str]:
@@ -44,22 +44,30 @@ def create_app(store: Store) -> Starlette:
         try:
             data = page.run_page(store, state_id)
         except LookupError:
-            return HTMLResponse(page.missing_html(state_id), status_code=404, headers=_headers())
+            missing = page.problem_html(f"No run {state_id}", "The store has no run with this id.")
+            return HTMLResponse(missing, status_code=404, headers=_headers())
         return HTMLResponse(page.run_html(data), headers=_headers())
 
     def run_entries(request: Request) -> Response:
         state_id = request.path_params["state_id"]
-        try:
-            after = max(0, int(request.query_params.get("after", "0")))
-            data = page.run_page(store, state_id)
-        except ValueError:
+        given = request.query_params.get("after", "0")
+        if not given.isdigit():
             return JSONResponse({"error": "after= takes a number of entries"}, status_code=400)
+        try:
+            data = page.run_page(store, state_id)
         except LookupError:
             return JSONResponse({"error": f"no run {state_id}"}, status_code=404)
-        return JSONResponse(page.fragments(data, after), headers=_headers())
+        return JSONResponse(page.fragments(data, int(given)), headers=_headers())
 
     def runs_json(request: Request) -> Response:
         return JSONResponse([summarize(store, info).to_json() for info in store.list()])
+
+    async def unreadable(request: Request, error: Exception) -> Response:
+        """A store or run that cannot be read (damaged, or its disk gone): the reason on a page, status 500."""
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": first_line(error)}, status_code=500)
+        shown = page.problem_html("The store cannot be read", first_line(error))
+        return HTMLResponse(shown, status_code=500, headers=_headers())
 
     return Starlette(
         routes=[
@@ -67,7 +75,8 @@ def create_app(store: Store) -> Starlette:
             Route("/runs/{state_id}", run_view),
             Route("/api/runs", runs_json),
             Route("/api/runs/{state_id}/entries", run_entries),
-        ]
+        ],
+        exception_handlers={ValueError: unreadable, OSError: unreadable},
     )
 
 

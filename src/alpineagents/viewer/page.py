@@ -129,10 +129,11 @@ def _context(link: Callable[[str], str], **values: Any) -> dict[str, Any]:
     return {"css": _asset("viewer.css"), "js": _asset("viewer.js"), "link": link, "policy": policy(live=live), **values}
 
 
-def missing_html(state_id: str) -> str:
-    """The page for a run the store does not have."""
-    template = ENV.get_template("missing.html")
-    return template.render(_context(server_link, state_id=state_id, title="not found", live=False, exported=False))
+def problem_html(heading: str, message: str) -> str:
+    """A page that says what went wrong (an unknown run, a store that cannot be read)."""
+    template = ENV.get_template("problem.html")
+    values = {"heading": heading, "message": message, "title": heading, "live": False, "exported": False}
+    return template.render(_context(server_link, **values))
 
 
 def list_html(rows: Sequence[Summary], query: str, newest_first: bool, total: int) -> str:

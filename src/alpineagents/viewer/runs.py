@@ -86,12 +86,10 @@ class TreeNode:
     children: list[TreeNode] = field(default_factory=list)
 
 
-def find_info(store: Store, state_id: str) -> StateInfo:
-    """The listing info of `state_id`; `LookupError` when the store has no such run."""
-    for info in store.list():
-        if info.id == state_id:
-            return info
-    raise LookupError(f"no saved State with id {state_id!r} in {store!r}")
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's text (the library's errors put the problem there and the fix below)."""
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def open_run(store: Store, state_id: str, info: StateInfo | None = None) -> Run:
@@ -143,10 +141,9 @@ def summarize(store: Store, info: StateInfo) -> Summary:
     try:
         run = open_run(store, info.id, info)
     except (LookupError, ValueError, OSError) as error:
-        text = str(error).splitlines()[0] if str(error) else type(error).__name__
         return Summary(
             info.id, info.first_message, info.turn, info.created_at, info.updated_at,
-            "cannot load: " + text, info.finished, None, 0, 0, info.parent_id,
+            "cannot load: " + first_line(error), info.finished, None, 0, 0, info.parent_id,
         )  # fmt: skip
     usage = run.state.usage
     return Summary(
