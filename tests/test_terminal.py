@@ -679,3 +679,32 @@ def test_queued_lines_of_a_dropped_state_are_forgotten():
     gc.collect()
     assert t._queues == {}
     assert out.getvalue() == ""
+
+
+def test_a_run_printing_to_a_narrow_encoding_writes_question_marks_instead_of_failing():
+    from alpineagents.agent import Agent
+    from alpineagents.testing import FakeModel, tool_call
+    from alpineagents.tool import tool
+
+    @tool
+    def note(text: str) -> str:
+        """Note."""
+        return "noted"
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="ascii", write_through=True)  # a log file on a cp1252/ascii system
+    agent = Agent(
+        FakeModel([tool_call("note", text="caf\u00e9 \u2713"), "All done \u2705"]),
+        tools=[note],
+        reporter=Terminal(output=out),
+        human=None,
+    )
+    assert agent.run("go") == "All done \u2705"
+    assert raw.getvalue().decode("ascii").splitlines() == [
+        "[turn 1] thinking",
+        '  tool note(text="caf? ?")',
+        "  done 5B",
+        "[turn 2] thinking",
+        "All done ?",
+        "done: stopped by waiting_for_user (2 turns)",
+    ]

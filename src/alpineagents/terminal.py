@@ -72,6 +72,16 @@ def _first_line(text: str) -> str:
     return first if len(first) <= 100 else first[:99] + "\u2026"
 
 
+def _write(out: TextIO, text: str) -> None:
+    """Write ``text``; characters the stream's encoding cannot hold are written as ``?``, so that a model's emoji
+    never ends a run whose output is a console or a file with a narrow encoding (cp1252, ascii)."""
+    try:
+        out.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(out, "encoding", None) or "ascii"
+        out.write(text.encode(encoding, "replace").decode(encoding))
+
+
 def _is_tty(stream: object) -> bool:
     try:
         return bool(stream.isatty())  # pyright: ignore[reportAttributeAccessIssue] - a missing one counts as no tty
@@ -131,7 +141,7 @@ class Terminal(Reporter, Human):
             out = self._stream()
             self._end_line(out)
             for line in lines:
-                out.write(line + "\n")
+                _write(out, line + "\n")
             out.flush()
 
     def _line(self, state: State, text: str) -> None:
@@ -198,7 +208,7 @@ class Terminal(Reporter, Human):
                     self._at_line_start = True
                 if self._at_line_start:
                     self._at_line_start = False
-                out.write(piece)
+                _write(out, piece)
             out.flush()
 
     def on_think_end(self, state: State, reply: Reply) -> None:
@@ -308,7 +318,7 @@ class Terminal(Reporter, Human):
         with self._lock:
             out = self._stream()
             self._end_line(out)
-            out.write(full)
+            _write(out, full)
             out.flush()
             self._at_line_start = False
         answer = builtins.input()
