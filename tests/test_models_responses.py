@@ -407,6 +407,7 @@ def test_chain_sends_only_new_items_while_the_history_is_unchanged(server: Provi
     server.script(
         responses_stream(Reasoning("rs_1"), FunctionCallOut("search", '{"q": "a"}', call_id="c1"), response_id="r1"),
         responses_stream(Text(["done"]), response_id="r2"),
+        responses_stream(Text(["forked"]), response_id="r3"),
     )
     first = m.respond(req(Message.user("q")))
     result = Message("user", (ToolResultBlock("c1", "found", "search"),))
@@ -414,6 +415,11 @@ def test_chain_sends_only_new_items_while_the_history_is_unchanged(server: Provi
     body = server.posts[-1].body
     assert body["previous_response_id"] == "r1" and body["store"] is True
     assert body["input"] == [{"type": "function_call_output", "call_id": "c1", "output": "found"}]
+    # Back to an earlier point (a restore, or a fork of it): the response there is known, so it chains from it.
+    m.respond(req(Message.user("q"), first.message, Message("user", (ToolResultBlock("c1", "other", "search"),))))
+    body = server.posts[-1].body
+    assert body["previous_response_id"] == "r1"
+    assert body["input"] == [{"type": "function_call_output", "call_id": "c1", "output": "other"}]
     # A changed history (a compaction put a summary in front): the full input, no previous_response_id.
     m.respond(req(Message.user("Summary of the work so far"), second.message, Message.user("next")))
     body = server.posts[-1].body
@@ -615,3 +621,27 @@ def test_the_server_answers_a_request_without_stream_with_one_json_response(serv
     client = sdk.OpenAI(base_url=server.openai_url, api_key="k", max_retries=0)
     response = client.responses.create(model="gpt-test", input="hi")
     assert response.output_text == "Hello" and response.usage is not None and response.usage.input_tokens == 10
+
+
+def test_after_a_compaction_a_chaining_adapter_sends_the_full_input(server: ProviderServer) -> None:  # noqa: F811
+    m = model(server, chain=True)
+    server.script(
+        responses_stream(FunctionCallOut("lookup", '{"q": "a"}', call_id="c1", id="fc_1"), response_id="r1"),
+        responses_stream(Text(["found it"]), response_id="r2"),
+        responses_stream(Text(["Summary: a was looked up."]), response_id="r3"),
+        responses_stream(Text(["after"]), response_id="r4"),
+    )
+    agent = Agent(m, tools=[lookup], reporter=None)
+    state = State(messages=[Message.user("look up a")])
+    agent.think(state)
+    agent.use_tools(state)
+    agent.think(state)
+    assert server.posts[1].body["previous_response_id"] == "r1"
+    agent.compact(state)
+    state.add_message(Message.user("go on"))
+    agent.think(state)
+    last = server.posts[-1].body
+    assert "previous_response_id" not in last
+    assert len(last["input"]) == 1 and last["input"][0]["role"] == "user"
+    assert last["input"][0]["content"].startswith("look up a")
+    assert "Summary: a was looked up." in last["input"][0]["content"]
