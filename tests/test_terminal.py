@@ -708,3 +708,12 @@ def test_a_run_printing_to_a_narrow_encoding_writes_question_marks_instead_of_fa
         "All done ?",
         "done: stopped by waiting_for_user (2 turns)",
     ]
+
+
+def test_a_process_without_stdout_runs_with_the_default_terminal(monkeypatch: pytest.MonkeyPatch):
+    from alpineagents.agent import Agent
+    from alpineagents.testing import FakeModel
+
+    monkeypatch.setattr(sys, "stdout", None)  # pythonw, or a service detached from any console
+    agent = Agent(FakeModel(["Hello"]), reporter=Terminal(), human=None)
+    assert agent.run("go") == "Hello"

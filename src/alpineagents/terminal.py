@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import io
 import sys
 import threading
 import weakref
@@ -72,7 +73,18 @@ def _first_line(text: str) -> str:
     return first if len(first) <= 100 else first[:99] + "\u2026"
 
 
-def _write(out: TextIO, text: str) -> None:
+class _Nowhere(io.TextIOBase):
+    """Where the Terminal writes when the process has no ``sys.stdout`` (``pythonw``, a detached service): the
+    lines are dropped instead of ending the run."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+_NOWHERE = _Nowhere()
+
+
+def _write(out: TextIO | io.TextIOBase, text: str) -> None:
     """Write ``text``; characters the stream's encoding cannot hold are written as ``?``, so that a model's emoji
     never ends a run whose output is a console or a file with a narrow encoding (cp1252, ascii)."""
     try:
@@ -128,10 +140,11 @@ class Terminal(Reporter, Human):
 
     # --- low-level writing (call with self._lock held) -------------------------------------------------------
 
-    def _stream(self) -> TextIO:
-        return self._output if self._output is not None else sys.stdout
+    def _stream(self) -> TextIO | io.TextIOBase:
+        out = self._output if self._output is not None else sys.stdout
+        return out if out is not None else _NOWHERE
 
-    def _end_line(self, out: TextIO) -> None:
+    def _end_line(self, out: TextIO | io.TextIOBase) -> None:
         if not self._at_line_start:
             out.write("\n")
             self._at_line_start = True
