@@ -64,7 +64,8 @@ def _after_fork_in_child() -> None:
         conn.disown()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
