@@ -18,6 +18,7 @@ from typing import Any
 
 import openai as sdk
 import pytest
+from openai.types.responses import Response
 
 from alpineagents import Agent, FileStore
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
@@ -298,7 +299,7 @@ def test_unreadable_arguments_are_kept_as_text(server: ProviderServer) -> None: 
 def test_a_reply_without_usage_counts_one_request() -> None:
     m = OpenAIResponses("gpt-5", price=Price(input=1.0, output=1.0))
     events = responses_events(with_usage=False)
-    final = sdk.types.responses.Response.construct(**events[-1][1]["response"])
+    final = Response.construct(**events[-1][1]["response"])
     reply = m._to_reply(final)
     assert reply.usage == Usage(requests=1, cost=0.0) and reply.context_tokens is None
 

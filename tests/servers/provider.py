@@ -357,7 +357,7 @@ def openai_chunks(
             },
         )
 
-    out = [chunk({"role": "assistant", "content": ""})]
+    out: list[tuple[str | None, Any]] = [chunk({"role": "assistant", "content": ""})]
     out.extend(chunk({"reasoning_content": piece}) for piece in reasoning)
     out.extend(chunk({"content": piece}) for piece in text)
     for call in calls:
@@ -415,7 +415,7 @@ class _Handler(BaseHTTPRequestHandler):
     # Send each small write at once (TCP_NODELAY). With Nagle's algorithm on, the second request of a kept-alive
     # connection waits ~40 ms for the client's delayed ACK before the server's small writes leave.
     disable_nagle_algorithm = True
-    server: _Server
+    server: _Server  # pyright: ignore[reportIncompatibleVariableOverride] - this server is always a _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence the access log
         return
