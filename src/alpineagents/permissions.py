@@ -579,6 +579,8 @@ def check_run_start(
 
 
 def _async_only(permission: Permission) -> bool:
+    """True for a permission that implements only ``acheck`` (for a ``DecideByHuman``: a subclass that overrides
+    ``acheck`` but not ``check``)."""
     cls = type(permission)
     if isinstance(permission, DecideByHuman):
         return cls.check is DecideByHuman.check and cls.acheck is not DecideByHuman.acheck
@@ -780,8 +782,7 @@ class DecideByHuman(DecidePermission):
             NoHumanError: Nobody can answer.
             TypeError: A subclass that overrides only ``acheck`` checks only asynchronously.
         """
-        cls = type(self)
-        if cls.check is DecideByHuman.check and cls.acheck is not DecideByHuman.acheck:
+        if _async_only(self):  # a subclass that overrides only acheck checks only asynchronously
             return Permission.check(self, state, call, tool)
         human, inherited = self._who(state)
         answer = ask_human_with(
