@@ -171,3 +171,11 @@ def test_a_key_known_only_from_the_request_headers_is_kept_out_of_the_error(serv
         asyncio.run(OpenAIResponses("gpt-test", client=client).arespond(Request(None, (Message.user("hi"),))))
     assert "[REDACTED]" in str(info.value) and KEY not in str(info.value)
     assert KEY not in str(info.value.__cause__)
+
+
+def test_the_redaction_rule_replaces_each_secret_whole_and_ignores_short_values() -> None:
+    from alpineagents.models._redact import REDACTED, redact
+
+    text = f"key {KEY} and its prefix {KEY[:12]} and the placeholder k"
+    assert redact(text, [KEY[:12], KEY, "k", None]) == f"key {REDACTED} and its prefix {REDACTED} and the placeholder k"
+    assert redact("nothing here", [KEY]) == "nothing here"
