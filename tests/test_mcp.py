@@ -5,6 +5,7 @@ from __future__ import annotations
 import _thread
 import asyncio
 import base64
+import gc
 import os
 import signal
 import subprocess
@@ -597,3 +598,22 @@ def test_a_malformed_required_list_from_a_server_is_left_to_the_server() -> None
     state = task("go")
     assert agent.run(state) == "done"
     assert [entry.content for entry in results(state)] == ["(input error: missing required arguments: a)", "ran t"]
+
+
+def test_a_dropped_agent_gives_back_its_sticky_use() -> None:
+    local = MCP(f"{sys.executable} {SERVER}", name="local", timeout=30)
+    agent = _agent(["thought"], [local])
+    state = task("go")
+    agent.think(state)  # a sticky use: the Agent stays connected
+    assert local._conn is not None
+    kept = _agent(["thought"], [local])
+    kept.think(task("go"))  # another Agent holds the same server and is kept
+    del agent, state
+    gc.collect()
+    assert local._conn is not None  # still held by the Agent that is kept
+    del kept
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while local._conn is not None:  # given back on a thread of its own
+        assert time.monotonic() < deadline, "the server of the dropped Agents is still held"
+        time.sleep(0.02)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -156,7 +158,33 @@ def _take(agent: Agent) -> concurrent.futures.Future[dict[str, Tool]]:
             ready = submit(_connect(agent, conns))
             agent._mcp_ready = ready
             ready.add_done_callback(lambda done: _on_ready(agent, done))
+            _watch(agent)
         return ready
+
+
+_WATCHED: dict[int, weakref.finalize[Any, Any]] = {}
+"""Per Agent holding its servers (by `id`): what gives its holds back if the Agent is dropped while holding."""
+
+
+def _watch(agent: Agent) -> None:
+    """If the Agent is garbage-collected while it still holds its servers (a sticky use of `think` and the like is
+    never given back), its holds are given back then, so that a server nobody can use any more is closed."""
+    key = id(agent)
+    watch = weakref.finalize(agent, _dropped, key, agent._mcp_servers)
+    watch.atexit = False  # at exit the process ends, and its servers with it
+    _WATCHED[key] = watch
+
+
+def _unwatch(agent: Agent) -> None:
+    watch = _WATCHED.pop(id(agent), None)
+    if watch is not None:
+        watch.detach()
+
+
+def _dropped(key: int, servers: tuple[MCP, ...]) -> None:
+    # Runs wherever the garbage collector ran: the shutdown (up to 5 s) goes on a thread of its own.
+    _WATCHED.pop(key, None)
+    threading.Thread(target=_unhold_all, args=(servers,), name="alpineagents-mcp-release", daemon=True).start()
 
 
 def _on_ready(agent: Agent, done: concurrent.futures.Future[dict[str, Tool]]) -> None:
@@ -217,15 +245,16 @@ def _give_back(agent: Agent) -> bool:
         if ready is None:
             return False
         _install(agent, None)
+        _unwatch(agent)
     if not ready.done():
         ready.cancel()
     return True
 
 
-def _unhold_all(agent: Agent) -> None:
-    """Give back this Agent's hold on each of its servers; the last holder of a server closes it (up to 5 s)."""
+def _unhold_all(servers: tuple[MCP, ...]) -> None:
+    """Give back one hold on each server; the last holder of a server closes it (up to 5 s)."""
     interrupt: KeyboardInterrupt | None = None
-    for server in agent._mcp_servers:
+    for server in servers:
         try:
             server._unhold()  # a connection still starting is stopped
         except KeyboardInterrupt as error:  # release the other servers too, then let Ctrl+C through
@@ -237,13 +266,13 @@ def _unhold_all(agent: Agent) -> None:
 def release(agent: Agent) -> None:
     """Give back one Agent-level use; the last one releases the servers (a connect in progress is stopped)."""
     if _give_back(agent):
-        _unhold_all(agent)
+        _unhold_all(agent._mcp_servers)
 
 
 async def arelease(agent: Agent) -> None:
     """The async twin of `release`: a server's shutdown is waited for on a worker thread, not on the event loop."""
     if _give_back(agent):
-        await asyncio.to_thread(_unhold_all, agent)
+        await asyncio.to_thread(_unhold_all, agent._mcp_servers)
 
 
 def choose(agent: Agent, item: MCPItem) -> list[MCPTool] | None:
