@@ -42,7 +42,7 @@ def log_bytes(entries: Sequence[Mapping[str, Any]]) -> bytes:
         return b"".join(json_line(e) + b"\n" for e in entries)
 
 
-def parse_all(array: bytes, count: int) -> list[Any] | None:
+def parse_all(array: str | bytes, count: int) -> list[Any] | None:
     """The entries of `array`, the text of a JSON array made by joining `count` stored lines (one parse for all of
     them), or `None` when it does not hold exactly `count` JSON objects: then `parse_each` finds the bad line."""
     try:
@@ -54,7 +54,7 @@ def parse_all(array: bytes, count: int) -> list[Any] | None:
     return values  # pyright: ignore[reportUnknownVariableType]
 
 
-def parse_each(lines: Iterable[tuple[int, bytes]], damaged: Callable[[int, ValueError], ValueError]) -> list[Any]:
+def parse_each(lines: Iterable[tuple[int, str | bytes]], damaged: Callable[[int, ValueError], ValueError]) -> list[Any]:
     """The JSON value of each `(number, line)`, in order; `damaged(number, error)` is raised (chained) for the first
     line that is not valid JSON or not UTF-8."""
     values: list[Any] = []

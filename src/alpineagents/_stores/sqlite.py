@@ -78,6 +78,20 @@ def _new_guard_in_child() -> None:
 os.register_at_fork(after_in_child=_new_guard_in_child)
 
 
+def _texts(conn: sqlite3.Connection, query: str, column: str, args: tuple[object, ...]) -> builtins.list[Any]:
+    """The rows of `query` with `column` (put in place of `{}`) read as text; when a stored text is not UTF-8, that
+    column is read as bytes instead (`CAST ... AS BLOB`), so that parsing it reports damaged data, not an error of
+    the database. (Reading bytes always would cost a slower parse on every load.)"""
+    import sqlite3  # loaded already: only a store that opened its file runs this
+
+    try:
+        return conn.execute(query.format(column), args).fetchall()
+    except sqlite3.OperationalError as error:
+        if "decode" not in str(error):
+            raise
+        return conn.execute(query.format(f"CAST({column} AS BLOB)"), args).fetchall()
+
+
 def _offset(state_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(state_id.encode(), digest_size=7).digest(), "big")
 
@@ -286,13 +300,9 @@ class SQLiteStore(Store):
             raise not_saved_error(state_id, self)
         have = 0 if row is None else row[0]
 
-        def saved_lines(start: int, end: int) -> dict[int, bytes]:
-            return dict(
-                conn.execute(
-                    "SELECT seq, CAST(line AS BLOB) FROM alpine_entries WHERE state_id = ? AND seq >= ? AND seq < ?",
-                    (state_id, start, end),
-                ).fetchall()
-            )
+        def saved_lines(start: int, end: int) -> dict[int, str | bytes]:
+            query = "SELECT seq, {} FROM alpine_entries WHERE state_id = ? AND seq >= ? AND seq < ?"
+            return dict(_texts(conn, query, "line", (state_id, start, end)))
 
         new = entries_to_add(state_id, self, entries, have, saved_lines)
         if new:
@@ -320,18 +330,14 @@ class SQLiteStore(Store):
             if conn is None:
                 return None
             with self._transaction(conn, "BEGIN"):
-                # Texts are read as bytes (CAST ... AS BLOB): one that is not UTF-8 is then damaged JSON, not an
-                # error of the database.
-                row = conn.execute(
-                    "SELECT count, CAST(info AS BLOB) FROM alpine_states WHERE id = ?", (state_id,)
-                ).fetchone()
-                lines: builtins.list[tuple[int, bytes]] = (
+                rows = _texts(conn, "SELECT count, {} FROM alpine_states WHERE id = ?", "info", (state_id,))
+                row = rows[0] if rows else None
+                lines: builtins.list[tuple[int, str | bytes]] = (
                     []
                     if row is None
-                    else conn.execute(
-                        "SELECT seq, CAST(line AS BLOB) FROM alpine_entries WHERE state_id = ? ORDER BY seq",
-                        (state_id,),
-                    ).fetchall()
+                    else _texts(
+                        conn, "SELECT seq, {} FROM alpine_entries WHERE state_id = ? ORDER BY seq", "line", (state_id,)
+                    )
                 )
         if row is None:
             return None
@@ -340,7 +346,7 @@ class SQLiteStore(Store):
 
     _fresh_read = read
 
-    def _parse_info(self, state_id: str, text: bytes) -> Any:
+    def _parse_info(self, state_id: str, text: str | bytes) -> Any:
         return parse_each(
             [(0, text)],
             lambda _, error: ValueError(
@@ -348,14 +354,15 @@ class SQLiteStore(Store):
             ),
         )[0]
 
-    def _parse_entries(self, state_id: str, rows: builtins.list[tuple[int, bytes]]) -> builtins.list[Any]:
-        lines = [line for _, line in rows]
-        if lines:  # brackets on the first and last line: one join, no copy of the whole text
-            lines[0] = b"[" + lines[0]
-            lines[-1] = lines[-1] + b"]"
-        values = parse_all(b",".join(lines) if lines else b"[]", len(rows))
-        if values is not None:
-            return values
+    def _parse_entries(self, state_id: str, rows: builtins.list[tuple[int, str | bytes]]) -> builtins.list[Any]:
+        lines = [line for _, line in rows if type(line) is str]
+        if len(lines) == len(rows):  # texts (not the bytes of a text that is not UTF-8)
+            if lines:  # brackets on the first and last line: one join, no copy of the whole text
+                lines[0] = "[" + lines[0]
+                lines[-1] = lines[-1] + "]"
+            values = parse_all(",".join(lines) if lines else "[]", len(rows))
+            if values is not None:
+                return values
         return parse_each(
             rows,
             lambda seq, error: ValueError(
@@ -374,9 +381,9 @@ class SQLiteStore(Store):
             conn = self._connect(create=False)
             if conn is None:
                 return []
-            rows = conn.execute(
-                "SELECT id, CAST(info AS BLOB) FROM alpine_states ORDER BY updated IS NULL, updated DESC, id"
-            ).fetchall()
+            rows = _texts(
+                conn, "SELECT id, {} FROM alpine_states ORDER BY updated IS NULL, updated DESC, id", "info", ()
+            )
         return [StateInfo.from_info(state_id, self._parse_info(state_id, text)) for state_id, text in rows]
 
     def delete(self, state_id: str) -> None:
