@@ -184,7 +184,10 @@ def _unwatch(agent: Agent) -> None:
 def _dropped(key: int, servers: tuple[MCP, ...]) -> None:
     # Runs wherever the garbage collector ran: the shutdown (up to 5 s) goes on a thread of its own.
     _WATCHED.pop(key, None)
-    threading.Thread(target=_unhold_all, args=(servers,), name="alpineagents-mcp-release", daemon=True).start()
+    try:
+        threading.Thread(target=_unhold_all, args=(servers,), name="alpineagents-mcp-release", daemon=True).start()
+    except RuntimeError:  # the interpreter is shutting down: the servers end with the process
+        pass
 
 
 def _on_ready(agent: Agent, done: concurrent.futures.Future[dict[str, Tool]]) -> None:
