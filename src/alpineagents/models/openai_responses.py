@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from alpineagents.errors import ProviderError
@@ -347,30 +347,30 @@ def _stop_reason(response: Any, refused: bool) -> str:
     return "refusal" if refused else "completed"
 
 
-def _recorded(message: Message, provider: str) -> Mapping[str, Any] | None:
-    """The response-ids record of an assistant message this adapter produced, if any (the last one)."""
-    found: Mapping[str, Any] | None = None
-    for block in message.content:
-        if isinstance(block, RawBlock) and block.provider == provider and block.data.get("type") == RESPONSE_IDS:
-            found = block.data
-    return found
+def _records(message: Message, provider: str) -> list[Mapping[str, Any]]:
+    """The response-ids records of an assistant message this adapter produced (a merged message may hold
+    several, in order)."""
+    return [
+        block.data
+        for block in message.content
+        if isinstance(block, RawBlock) and block.provider == provider and block.data.get("type") == RESPONSE_IDS
+    ]
 
 
 def _response_id(message: Message, provider: str) -> str | None:
-    record = _recorded(message, provider)
-    value = record.get("response_id") if record is not None else None
+    """The id of the (latest) response an assistant message came from, if this adapter recorded one."""
+    records = _records(message, provider)
+    value = records[-1].get("response_id") if records else None
     return value if isinstance(value, str) and value else None
 
 
-def _recorded_ids(message: Message, provider: str) -> tuple[Any, dict[str, str]]:
-    """An iterator over the message item ids, and the function-call item id of each call id, of every
-    response-ids record in `message` (a merged message may hold several)."""
+def _recorded_ids(message: Message, provider: str) -> tuple[Iterator[str], dict[str, str]]:
+    """The message item ids in order, and the function-call item id of each call id, recorded in `message`."""
     message_ids: list[str] = []
     call_ids: dict[str, str] = {}
-    for block in message.content:
-        if isinstance(block, RawBlock) and block.provider == provider and block.data.get("type") == RESPONSE_IDS:
-            message_ids.extend(block.data.get("message_ids") or ())
-            call_ids.update(block.data.get("call_ids") or {})
+    for record in _records(message, provider):
+        message_ids.extend(record.get("message_ids") or ())
+        call_ids.update(record.get("call_ids") or {})
     return iter(message_ids), call_ids
 
 
