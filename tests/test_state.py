@@ -1299,6 +1299,29 @@ def test_copy_and_pickle() -> None:
     assert pickle.loads(pickle.dumps(state.snapshot())) == state.snapshot()
 
 
+def test_a_shallow_copy_records_apart_from_the_original() -> None:
+    state = task("q")
+    think(state, "a")
+    before = state.snapshot()
+    clone = copy.copy(state)
+    clone.add_message(Message.user("only in the copy"))
+    state.add_message(Message.user("only in the original"))
+    assert [m.text for m in clone.messages][-1] == "only in the copy"
+    assert [m.text for m in state.messages][-1] == "only in the original"
+    assert len(state.history) == len(clone.history) == len(before.history) + 1
+    assert before.messages == state.messages[:-1] and same_as_replay(state) and same_as_replay(clone)
+
+
+def test_a_snapshot_shares_no_values_with_its_state() -> None:
+    state = task("q")
+    snap = state.snapshot()
+    assert vars(snap) is not vars(state) and all(value is not vars(snap) for value in vars(state).values())
+    think(state, "a")
+    state.finish("done")
+    assert snap.turn == 0 and snap.answer is None and not snap.finished and len(snap.messages) == 1
+    assert vars(state.snapshot()) is not vars(snap)
+
+
 def test_state_compares_by_identity() -> None:
     a = State(id="x")
     b = State(id="x")
