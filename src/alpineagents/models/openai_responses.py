@@ -262,8 +262,9 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
             if kind == "message":
                 text, refusal = _message_text(item)
                 refused = refused or refusal
-                blocks.append(TextBlock(text))
-                message_ids.append(getattr(item, "id", None) or "")
+                if text:  # an empty message item has nothing to keep
+                    blocks.append(TextBlock(text))
+                    message_ids.append(getattr(item, "id", None) or "")
             elif kind == "function_call":
                 call = ToolCall(item.name, parse_arguments(item.arguments or ""), item.call_id)
                 blocks.append(call)
