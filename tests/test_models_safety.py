@@ -111,7 +111,7 @@ def _non_strict_reply(adapter: str, raw: str) -> Any:
     return responses_stream(FunctionCallOut("add", raw, call_id="call_nan"))
 
 
-@pytest.mark.parametrize("store_kind", ["file", "sqlite"])
+@pytest.mark.parametrize("store_kind", ["file", "sqlite", "none"])
 @pytest.mark.parametrize("raw", ['{"a": NaN}', '{"a": Infinity, "b": 1}', '{"a": 1, "b": [-Infinity]}'])
 @pytest.mark.parametrize("adapter", list(ADAPTERS))
 def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_goes_on(
@@ -122,7 +122,7 @@ def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_
     store_kind: str,
 ) -> None:
     server.script(_non_strict_reply(adapter, raw))  # then the server's default reply: text, no tool call
-    store = make_store(store_kind, tmp_path)
+    store = make_store(store_kind, tmp_path) if store_kind != "none" else None
     agent = Agent(ADAPTERS[adapter](server), tools=[add], store=store, reporter=None)
     state = task("add them")
     agent.run(state)
@@ -136,9 +136,10 @@ def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_
     json.dumps(second, allow_nan=False)  # the next request is strict JSON
     assert ("toolu_nan" if adapter == "anthropic" else "call_nan") in json.dumps(second)
     assert state.messages[-1].text == "Hello"
-    loaded = store.load(state.id)
-    assert len(loaded.history) == len(state.history)
-    assert results(loaded)[0].content == entry.content
+    if store is not None:
+        loaded = store.load(state.id)
+        assert len(loaded.history) == len(state.history)
+        assert results(loaded)[0].content == entry.content
 
 
 @pytest.mark.parametrize("adapter", list(ADAPTERS))
