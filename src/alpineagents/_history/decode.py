@@ -17,40 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
+from alpineagents import types as t
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents._values.construct import maker
-from alpineagents.types import (
-    AgentInfo,
-    ContextChange,
-    ContextChangeEntry,
-    ErrorEntry,
-    Exchange,
-    ExchangeEntry,
-    ExtraDataEntry,
-    HistoryEntry,
-    Image,
-    Message,
-    MessageEntry,
-    ModelEvent,
-    ModelEventEntry,
-    ModelReplyEntry,
-    ModelRequestEntry,
-    RawBlock,
-    Reply,
-    RunStartEntry,
-    StopEntry,
-    Stopped,
-    StoppedByFinish,
-    StoppedByLimit,
-    StoppedByPermission,
-    StoppedByUntil,
-    TextBlock,
-    ToolCall,
-    ToolOutcomeKind,
-    ToolResultBlock,
-    ToolResultEntry,
-    Usage,
-)
 
 __all__ = [
     "agent_info_from_dict",
@@ -63,20 +32,20 @@ __all__ = [
     "usage_from_dict",
 ]
 
-_make_text = maker(TextBlock)
-_make_call = maker(ToolCall)
-_make_message = maker(Message)
-_make_usage = maker(Usage)
-_make_reply = maker(Reply)
-_make_request_entry = maker(ModelRequestEntry)
-_make_reply_entry = maker(ModelReplyEntry)
-_make_result_entry = maker(ToolResultEntry)
-_make_message_entry = maker(MessageEntry)
+_make_text = maker(t.TextBlock)
+_make_call = maker(t.ToolCall)
+_make_message = maker(t.Message)
+_make_usage = maker(t.Usage)
+_make_reply = maker(t.Reply)
+_make_request_entry = maker(t.ModelRequestEntry)
+_make_reply_entry = maker(t.ModelReplyEntry)
+_make_result_entry = maker(t.ToolResultEntry)
+_make_message_entry = maker(t.MessageEntry)
 
 _fromiso = datetime.fromisoformat
-_OUTCOMES: dict[object, ToolOutcomeKind] = {kind.value: kind for kind in ToolOutcomeKind}
+_OUTCOMES: dict[object, t.ToolOutcomeKind] = {kind.value: kind for kind in t.ToolOutcomeKind}
 
-Calls = dict[str, tuple[ToolCall, dict[str, Any]]]
+Calls = dict[str, tuple[t.ToolCall, dict[str, Any]]]
 """The calls of the replies read so far, by id, with the arguments they were read from."""
 
 
@@ -150,7 +119,7 @@ def time_from_str(text: str) -> datetime:
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "requests")
 
 
-def usage_from_dict(data: Mapping[str, Any]) -> Usage:
+def usage_from_dict(data: Mapping[str, Any]) -> t.Usage:
     """A ``Usage`` from its object; absent counts take the ``Usage`` defaults."""
     if type(data) is not dict:
         data = _dict(data, "usage")
@@ -198,7 +167,7 @@ def _same_args(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return True
 
 
-def _call(data: object, calls: Calls | None = None, *, in_reply: bool = False) -> ToolCall:
+def _call(data: object, calls: Calls | None = None, *, in_reply: bool = False) -> t.ToolCall:
     """A tool call (a message block or a call object). ``calls``: the calls of earlier replies, to share or add to."""
     if type(data) is not dict:
         data = _dict(data, "a message block" if in_reply else "call")
@@ -208,7 +177,7 @@ def _call(data: object, calls: Calls | None = None, *, in_reply: bool = False) -
         _dict(args, "call args")
         _str(call_id, "call id")
     if type(args) is not dict:  # another Mapping: the constructor normalizes it
-        return ToolCall(name, args, call_id)
+        return t.ToolCall(name, args, call_id)
     if calls is not None:
         if in_reply:
             call = calls[call_id] = (_make_call(name, _frozen_args(args), call_id), args)
@@ -219,7 +188,7 @@ def _call(data: object, calls: Calls | None = None, *, in_reply: bool = False) -
     return _make_call(name, _frozen_args(args), call_id)
 
 
-def stopped_from_dict(data: Mapping[str, Any] | None) -> Stopped | None:
+def stopped_from_dict(data: Mapping[str, Any] | None) -> t.Stopped | None:
     """The stop value of a stop object (``None`` for ``null``).
 
     Raises:
@@ -230,20 +199,20 @@ def stopped_from_dict(data: Mapping[str, Any] | None) -> Stopped | None:
     data = _dict(data, "stop")
     kind = data["kind"]
     if kind == "until":
-        return StoppedByUntil(_str(data["name"], "stop name"))
+        return t.StoppedByUntil(_str(data["name"], "stop name"))
     if kind == "limit":
-        return StoppedByLimit(_int(data["turns"], "stop turns"))
+        return t.StoppedByLimit(_int(data["turns"], "stop turns"))
     if kind == "finish":
-        return StoppedByFinish(data.get("answer"))
+        return t.StoppedByFinish(data.get("answer"))
     if kind == "permission":
-        return StoppedByPermission(_call(data["call"]), _str(data["permission"], "stop permission"))
+        return t.StoppedByPermission(_call(data["call"]), _str(data["permission"], "stop permission"))
     raise ValueError(f"unknown stop kind {kind!r}")
 
 
-def agent_info_from_dict(data: Mapping[str, Any]) -> AgentInfo:
+def agent_info_from_dict(data: Mapping[str, Any]) -> t.AgentInfo:
     """An ``AgentInfo`` from its agent object."""
     data = _dict(data, "agent info")
-    return AgentInfo(
+    return t.AgentInfo(
         name=_opt_str(data["name"], "agent name"),
         model=_str(data["model"], "agent model"),
         system_sha256=_opt_str(data["system_sha256"], "agent system_sha256"),
@@ -252,15 +221,15 @@ def agent_info_from_dict(data: Mapping[str, Any]) -> AgentInfo:
     )
 
 
-def _image(data: Mapping[str, Any]) -> Image:
-    return Image.from_base64(_str(data["data"], "image data"), _str(data["media_type"], "image media_type"))
+def _image(data: Mapping[str, Any]) -> t.Image:
+    return t.Image.from_base64(_str(data["data"], "image data"), _str(data["media_type"], "image media_type"))
 
 
-def _result_content(content: object) -> str | tuple[TextBlock | Image, ...]:
+def _result_content(content: object) -> str | tuple[t.TextBlock | t.Image, ...]:
     """A tool result's (or a user message's) content: a string, or a list of text and image objects."""
     if type(content) is str:
         return content
-    blocks: list[TextBlock | Image] = []
+    blocks: list[t.TextBlock | t.Image] = []
     for item in _list(content, "tool result content"):
         item = _dict(item, "a tool result block")
         kind = item["type"]
@@ -273,8 +242,8 @@ def _result_content(content: object) -> str | tuple[TextBlock | Image, ...]:
     return tuple(blocks)
 
 
-def _tool_result_block(data: Mapping[str, Any]) -> ToolResultBlock:
-    return ToolResultBlock(
+def _tool_result_block(data: Mapping[str, Any]) -> t.ToolResultBlock:
+    return t.ToolResultBlock(
         _str(data["call_id"], "call_id"),
         _result_content(data["content"]),
         _str(data["name"], "name"),
@@ -282,8 +251,8 @@ def _tool_result_block(data: Mapping[str, Any]) -> ToolResultBlock:
     )
 
 
-def _raw_block(data: Mapping[str, Any]) -> RawBlock:
-    return RawBlock(_str(data["provider"], "provider"), _dict(data["data"], "raw data"))
+def _raw_block(data: Mapping[str, Any]) -> t.RawBlock:
+    return t.RawBlock(_str(data["provider"], "provider"), _dict(data["data"], "raw data"))
 
 
 _BLOCKS: dict[object, Callable[[Mapping[str, Any]], Any]] = {
@@ -317,7 +286,7 @@ def block_from_dict(data: Mapping[str, Any]) -> Any:
     return _block(data, None)
 
 
-def _message(data: object, calls: Calls | None) -> Message:
+def _message(data: object, calls: Calls | None) -> t.Message:
     if type(data) is not dict:
         data = _dict(data, "message")
     role, content, tokens, stop_reason = data["role"], data["content"], data["tokens"], data.get("stop_reason")
@@ -332,26 +301,26 @@ def _message(data: object, calls: Calls | None) -> Message:
     return _make_message(role, blocks, tokens, stop_reason)
 
 
-def message_from_dict(data: Mapping[str, Any]) -> Message:
+def message_from_dict(data: Mapping[str, Any]) -> t.Message:
     """A ``Message`` from its object (``stop_reason`` is ``None`` without the key)."""
     return _message(data, None)
 
 
 # --- entries, by kind --------------------------------------------------------------------------------------------
 
-Reader = Callable[[Mapping[str, Any], str, int, datetime, "Calls | None"], HistoryEntry]
+Reader = Callable[[Mapping[str, Any], str, int, datetime, "Calls | None"], t.HistoryEntry]
 
 
-def _read_message(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
+def _read_message(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     return _make_message_entry(kind, _result_content(d["content"]), turn, at)
 
 
-def _read_request(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
+def _read_request(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     content = d["content"]
     return _make_request_entry(kind, content if type(content) is str else _str(content, "content"), turn, at)
 
 
-def _read_reply(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
+def _read_reply(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     c = d["content"]
     if type(c) is not dict:
         c = _dict(c, "content")
@@ -365,18 +334,18 @@ def _read_reply(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls:
     return _make_reply_entry(kind, reply, turn, at)
 
 
-def _read_event(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
+def _read_event(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     c = _dict(d["content"], "content")
-    event = ModelEvent(_str(c["kind"], "event kind"), _str(c["message"], "event message"), _dict(c["data"], "data"))
-    return ModelEventEntry(content=event, turn=turn, at=at)
+    event = t.ModelEvent(_str(c["kind"], "event kind"), _str(c["message"], "event message"), _dict(c["data"], "data"))
+    return t.ModelEventEntry(content=event, turn=turn, at=at)
 
 
-def _read_result(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
+def _read_result(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     call = d.get("call")
     if call is None:
         raise ValueError("a saved tool_result history entry has no call")
     usage = d.get("usage")
-    outcome = _OUTCOMES.get(d["outcome"]) or ToolOutcomeKind(d["outcome"])
+    outcome = _OUTCOMES.get(d["outcome"]) or t.ToolOutcomeKind(d["outcome"])
     late = d.get("late", False)
     return _make_result_entry(
         kind,
@@ -392,22 +361,22 @@ def _read_result(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls
     )
 
 
-def _read_exchange(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
+def _read_exchange(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     c = _dict(d["content"], "content")
     usage = d.get("usage")
-    return ExchangeEntry(
+    return t.ExchangeEntry(
         kind=kind,  # pyright: ignore[reportArgumentType]
-        content=Exchange(_str(c["question"], "question"), c["answer"]),
+        content=t.Exchange(_str(c["question"], "question"), c["answer"]),
         usage=None if usage is None else usage_from_dict(usage),
         turn=turn,
         at=at,
     )
 
 
-def _read_change(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
+def _read_change(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     c = _dict(d["content"], "content")
     usage = c["usage"]
-    change = ContextChange(
+    change = t.ContextChange(
         _str(c["kind"], "change kind"),  # pyright: ignore[reportArgumentType]
         _int(c["before_tokens"], "before_tokens"),
         _int(c["after_tokens"], "after_tokens"),
@@ -418,11 +387,11 @@ def _read_change(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls
         _opt_int(c["restored_to"], "restored_to"),
         None if usage is None else usage_from_dict(usage),
     )
-    return ContextChangeEntry(content=change, turn=turn, at=at)
+    return t.ContextChangeEntry(content=change, turn=turn, at=at)
 
 
-def _read_run_start(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
-    return RunStartEntry(
+def _read_run_start(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
+    return t.RunStartEntry(
         content=agent_info_from_dict(d["content"]),
         parent_id=_opt_str(d.get("parent_id"), "parent_id"),
         parent_call_id=_opt_str(d.get("parent_call_id"), "parent_call_id"),
@@ -431,13 +400,13 @@ def _read_run_start(d: Mapping[str, Any], kind: str, turn: int, at: datetime, ca
     )
 
 
-def _read_stop(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
-    return StopEntry(content=stopped_from_dict(d["content"]), turn=turn, at=at)
+def _read_stop(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
+    return t.StopEntry(content=stopped_from_dict(d["content"]), turn=turn, at=at)
 
 
-def _read_extra(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
+def _read_extra(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     removed = d.get("removed")
-    return ExtraDataEntry(
+    return t.ExtraDataEntry(
         content=_dict(d["content"], "content"),
         removed=() if removed is None else _strs(removed, "removed"),
         turn=turn,
@@ -445,9 +414,9 @@ def _read_extra(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls:
     )
 
 
-def _read_error(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> HistoryEntry:
+def _read_error(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     call = d.get("call")
-    return ErrorEntry(
+    return t.ErrorEntry(
         content=_str(d["content"], "content"),
         call=None if call is None else _call(call),
         turn=turn,
@@ -472,7 +441,7 @@ _READERS: dict[object, Reader] = {
 }
 
 
-def _entry(data: Mapping[str, Any], calls: Calls | None) -> HistoryEntry:
+def _entry(data: Mapping[str, Any], calls: Calls | None) -> t.HistoryEntry:
     try:
         kind = data["kind"]
         reader = _READERS.get(kind)
@@ -487,7 +456,7 @@ def _entry(data: Mapping[str, Any], calls: Calls | None) -> HistoryEntry:
         raise ValueError(f"saved history entry {seq!r} is damaged ({type(error).__name__}: {error})") from error
 
 
-def entry_from_dict(data: Mapping[str, Any]) -> HistoryEntry:
+def entry_from_dict(data: Mapping[str, Any]) -> t.HistoryEntry:
     """The history entry of one saved JSON object. Unknown keys are ignored; ``error`` is ``None``.
 
     Raises:
@@ -504,7 +473,7 @@ BadSeq = Callable[[int, object], "ValueError | None"]
 
 def entries_from_dicts(
     items: Sequence[Any], bad_seq: BadSeq | None = None, consume: bool = False
-) -> list[HistoryEntry]:
+) -> list[t.HistoryEntry]:
     """The entries of a whole saved history: ``entry_from_dict`` of each item, in one pass, with the calls of
     results shared with the replies that asked for them (see the module).
 
@@ -517,7 +486,7 @@ def entries_from_dicts(
             entry that cannot be read.
     """
     calls: Calls = {}
-    out: list[HistoryEntry] = []
+    out: list[t.HistoryEntry] = []
     for index, data in enumerate(items):
         if bad_seq is not None:
             seq = data.get("seq") if type(data) is dict else None

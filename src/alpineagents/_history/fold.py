@@ -25,32 +25,11 @@ from itertools import compress
 from operator import is_
 from typing import Any
 
+from alpineagents import types as t
 from alpineagents._frozen import FrozenDict
 from alpineagents._history.snapshot import SharedPrefix, StateSnapshot, history_of, messages_of
 from alpineagents._values.construct import maker
-from alpineagents.types import (
-    ContextChangeEntry,
-    ErrorEntry,
-    ExchangeEntry,
-    ExtraDataEntry,
-    HistoryEntry,
-    Message,
-    MessageEntry,
-    ModelEventEntry,
-    ModelReplyEntry,
-    ModelRequestEntry,
-    RunStartEntry,
-    StopEntry,
-    Stopped,
-    StoppedByFinish,
-    ToolCall,
-    ToolOutcomeKind,
-    ToolResultBlock,
-    ToolResultEntry,
-    Usage,
-    format_call,
-    result_text,
-)
+from alpineagents.types import HistoryEntry, Message, ToolCall, ToolResultBlock, Usage
 
 make_message = maker(Message)
 make_result_block = maker(ToolResultBlock)
@@ -74,7 +53,7 @@ LATE_RESULT = "[notice] interrupted {call} finished later: {content}"
 make_message = maker(Message)
 make_result_block = maker(ToolResultBlock)
 
-_DONE = ToolOutcomeKind.DONE
+_DONE = t.ToolOutcomeKind.DONE
 _EMPTY_USAGE = Usage()
 _new = object.__new__
 
@@ -131,7 +110,7 @@ class Accumulator:
     extra_data: FrozenDict[str, Any]
     finished: bool
     answer: Any
-    stopped: Stopped | None
+    stopped: t.Stopped | None
     created_at: datetime | None
     updated_at: datetime | None
     turn_calls: tuple[ToolCall, ...]
@@ -285,7 +264,7 @@ class Accumulator:
 # --- rules per entry (each checks its precondition before changing anything) ---------------------------------
 
 
-def _message(acc: Accumulator, entry: MessageEntry) -> None:
+def _message(acc: Accumulator, entry: t.MessageEntry) -> None:
     message = entry.message
     if acc.first_user_message is None and entry.kind == "user":
         acc.first_user_message = message
@@ -295,7 +274,7 @@ def _message(acc: Accumulator, entry: MessageEntry) -> None:
         acc.add_message(message)
 
 
-def _request(acc: Accumulator, entry: ModelRequestEntry) -> None:
+def _request(acc: Accumulator, entry: t.ModelRequestEntry) -> None:
     if acc.waiting:
         raise ValueError("a request is already waiting on the model")
     if acc.turn_calls:
@@ -308,7 +287,7 @@ def _request(acc: Accumulator, entry: ModelRequestEntry) -> None:
     acc.turn += 1
 
 
-def _reply(acc: Accumulator, entry: ModelReplyEntry) -> None:
+def _reply(acc: Accumulator, entry: t.ModelReplyEntry) -> None:
     if not acc.waiting:
         raise ValueError("no request is waiting for this reply")
     reply = entry.content
@@ -329,11 +308,11 @@ def _reply(acc: Accumulator, entry: ModelReplyEntry) -> None:
             acc.release_queued()
 
 
-def _event(acc: Accumulator, entry: ModelEventEntry) -> None:
+def _event(acc: Accumulator, entry: t.ModelEventEntry) -> None:
     pass
 
 
-def _error(acc: Accumulator, entry: ErrorEntry) -> None:
+def _error(acc: Accumulator, entry: t.ErrorEntry) -> None:
     if acc.waiting and entry.call is None:  # a failed request takes its turn back
         acc.waiting = False
         acc.turn -= 1
@@ -351,10 +330,10 @@ def _open_slot(acc: Accumulator, call: object) -> int:
     return -1
 
 
-def _tool_result(acc: Accumulator, entry: ToolResultEntry) -> None:
+def _tool_result(acc: Accumulator, entry: t.ToolResultEntry) -> None:
     if entry.late:
         acc.add_usage(entry.usage)
-        notice = LATE_RESULT.format(call=format_call(entry.call), content=result_text(entry.content))
+        notice = LATE_RESULT.format(call=t.format_call(entry.call), content=t.result_text(entry.content))
         acc.late_notices = (*acc.late_notices, notice)
         return
     calls = acc.turn_calls
@@ -363,7 +342,7 @@ def _tool_result(acc: Accumulator, entry: ToolResultEntry) -> None:
     else:
         index = _open_slot(acc, entry.call)
     if index < 0:
-        shown = format_call(entry.call) if isinstance(entry.call, ToolCall) else repr(entry.call)
+        shown = t.format_call(entry.call) if isinstance(entry.call, ToolCall) else repr(entry.call)
         raise ValueError(f"{shown} is not a pending call, so it cannot get a result")
     slot = calls[index]
     content = entry.content
@@ -385,28 +364,28 @@ def _tool_result(acc: Accumulator, entry: ToolResultEntry) -> None:
         acc.release_queued()
 
 
-def _exchange(acc: Accumulator, entry: ExchangeEntry) -> None:
+def _exchange(acc: Accumulator, entry: t.ExchangeEntry) -> None:
     acc.add_usage(entry.usage)
 
 
-def _run_start(acc: Accumulator, entry: RunStartEntry) -> None:
+def _run_start(acc: Accumulator, entry: t.RunStartEntry) -> None:
     acc.stopped = None
     if acc.parent_id is None and entry.parent_id is not None:  # the first link stays
         acc.parent_id = entry.parent_id
         acc.parent_call_id = entry.parent_call_id
 
 
-def _stop(acc: Accumulator, entry: StopEntry) -> None:
+def _stop(acc: Accumulator, entry: t.StopEntry) -> None:
     stopped = entry.content
     acc.stopped = stopped
-    if isinstance(stopped, StoppedByFinish):
+    if isinstance(stopped, t.StoppedByFinish):
         acc.finished = True
         if stopped.answer is not None:
             acc.finish_answer = stopped.answer
             acc.set_answer()
 
 
-def _extra_data(acc: Accumulator, entry: ExtraDataEntry) -> None:
+def _extra_data(acc: Accumulator, entry: t.ExtraDataEntry) -> None:
     current = acc.extra_data
     gone = set(entry.removed)
     values = {key: value for key, value in current.items() if key not in gone} if gone else dict(current)
@@ -414,7 +393,7 @@ def _extra_data(acc: Accumulator, entry: ExtraDataEntry) -> None:
     acc.extra_data = FrozenDict(values)
 
 
-def _import(acc: Accumulator, entry: ContextChangeEntry) -> None:
+def _import(acc: Accumulator, entry: t.ContextChangeEntry) -> None:
     if acc.waiting or acc.turn_calls:
         raise ValueError("messages can only be imported between turns")
     imported = entry.content.messages
@@ -424,7 +403,7 @@ def _import(acc: Accumulator, entry: ContextChangeEntry) -> None:
         acc.first_user_message = next((message for message in imported if message.role == "user"), None)
 
 
-def _compact(acc: Accumulator, entry: ContextChangeEntry) -> None:
+def _compact(acc: Accumulator, entry: t.ContextChangeEntry) -> None:
     change = entry.content
     if acc.turn_calls:
         raise ValueError("cannot compact while calls are pending")
@@ -442,11 +421,11 @@ def _compact(acc: Accumulator, entry: ContextChangeEntry) -> None:
     acc.set_messages(messages)
 
 
-def _clear_tool_results(acc: Accumulator, entry: ContextChangeEntry) -> None:
+def _clear_tool_results(acc: Accumulator, entry: t.ContextChangeEntry) -> None:
     acc.set_messages(cleared_messages(acc.messages[: acc.messages_len], set(entry.content.cleared)))
 
 
-def _restore(acc: Accumulator, entry: ContextChangeEntry) -> None:
+def _restore(acc: Accumulator, entry: t.ContextChangeEntry) -> None:
     restored_to = entry.content.restored_to
     n = acc.history_len
     if type(restored_to) is not int or not 0 <= restored_to <= n:
@@ -457,7 +436,7 @@ def _restore(acc: Accumulator, entry: ContextChangeEntry) -> None:
     acc.take(target)
 
 
-_CHANGES: dict[str, Callable[[Accumulator, ContextChangeEntry], None]] = {
+_CHANGES: dict[str, Callable[[Accumulator, t.ContextChangeEntry], None]] = {
     "import": _import,
     "compact": _compact,
     "clear_tool_results": _clear_tool_results,
@@ -465,7 +444,7 @@ _CHANGES: dict[str, Callable[[Accumulator, ContextChangeEntry], None]] = {
 }
 
 
-def _context_change(acc: Accumulator, entry: ContextChangeEntry) -> None:
+def _context_change(acc: Accumulator, entry: t.ContextChangeEntry) -> None:
     kind = entry.content.kind
     rule = _CHANGES.get(kind)
     if rule is None:
@@ -493,17 +472,17 @@ def cleared_messages(messages: list[Message], cleared: set[str]) -> list[Message
 
 
 _RULES: dict[type, Callable[[Accumulator, Any], None]] = {
-    MessageEntry: _message,
-    ModelRequestEntry: _request,
-    ModelReplyEntry: _reply,
-    ModelEventEntry: _event,
-    ToolResultEntry: _tool_result,
-    ExchangeEntry: _exchange,
-    ContextChangeEntry: _context_change,
-    RunStartEntry: _run_start,
-    StopEntry: _stop,
-    ExtraDataEntry: _extra_data,
-    ErrorEntry: _error,
+    t.MessageEntry: _message,
+    t.ModelRequestEntry: _request,
+    t.ModelReplyEntry: _reply,
+    t.ModelEventEntry: _event,
+    t.ToolResultEntry: _tool_result,
+    t.ExchangeEntry: _exchange,
+    t.ContextChangeEntry: _context_change,
+    t.RunStartEntry: _run_start,
+    t.StopEntry: _stop,
+    t.ExtraDataEntry: _extra_data,
+    t.ErrorEntry: _error,
 }
 
 
@@ -586,10 +565,10 @@ def _at(acc: Accumulator, entries: list[HistoryEntry], n: int) -> StateSnapshot:
 
 def _restore_targets(entries: list[HistoryEntry], memo: dict[int, StateSnapshot]) -> set[int]:
     """The history lengths that the restore entries of ``entries`` go back to and ``memo`` lacks."""
-    changes: Iterable[ContextChangeEntry]
+    changes: Iterable[t.ContextChangeEntry]
     if _ENTRY_CLASSES.issuperset(map(type, entries)):  # the usual case: only the context changes need a look
-        changes = compress(entries, map(partial(is_, ContextChangeEntry), map(type, entries)))  # type: ignore[arg-type]  # at C speed
+        changes = compress(entries, map(partial(is_, t.ContextChangeEntry), map(type, entries)))  # type: ignore[arg-type]  # at C speed
     else:
-        changes = [entry for entry in entries if isinstance(entry, ContextChangeEntry)]
+        changes = [entry for entry in entries if isinstance(entry, t.ContextChangeEntry)]
     found = (change.content.restored_to for change in changes if change.content.kind == "restore")
     return {target for target in found if type(target) is int and target not in memo}
