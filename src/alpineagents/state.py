@@ -237,7 +237,9 @@ class State(Recorder):
             with self._lock:
                 snap = self._snapshot
                 if snap is None:
-                    snap = self._snapshot = self._acc.freeze()
+                    snap = self.__dict__["_snapshot"] = (
+                        self._acc.freeze()
+                    )  # past the attribute guard (see _commit_locked)
         return snap
 
     def add_message(self, message: Message) -> None:

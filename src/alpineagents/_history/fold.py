@@ -12,7 +12,7 @@ changes anything. Three users share the rules:
   accumulator and freezes once at the end.
 
 The two sequences that grow with history (``history`` and ``messages``) live in shared, append-only lists: a
-snapshot keeps a list and its length (``SharedPrefix``). Appending to a list that a newer snapshot already extended
+snapshot keeps a list and its length. Appending to a list that a newer snapshot already extended
 (an old snapshot folded again) copies the prefix first, so every snapshot keeps its value.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from alpineagents import types as t
 from alpineagents._frozen import FrozenDict
-from alpineagents._history.snapshot import SharedPrefix, StateSnapshot, history_of, messages_of
+from alpineagents._history.snapshot import SHARED, StateSnapshot, history_of, messages_of, prefix_tuple
 from alpineagents._values.construct import maker
 from alpineagents.types import HistoryEntry, Message, ToolCall, ToolResultBlock, Usage
 
@@ -152,40 +152,40 @@ class Accumulator:
         which keeps the cost of a snapshot far below that of the 22-parameter ``__init__``.
         """
         snap = _new(StateSnapshot)
-        fields = snap.__dict__
-        fields.update(
-            pending_calls=self.pending_calls,
-            turn=self.turn,
-            usage=self.usage,
-            extra_data=self.extra_data,
-            finished=self.finished,
-            answer=self.answer,
-            stopped=self.stopped,
-            created_at=self.created_at,
-            updated_at=self.updated_at,
-            _turn_calls=self.turn_calls,
-            _turn_results=self.turn_results,
-            _queued=self.queued,
-            _waiting=self.waiting,
-            _late_notices=self.late_notices,
-            _first_user_message=self.first_user_message,
-            _last_reply_text=self.last_reply_text,
-            _finish_answer=self.finish_answer,
-            _parent_id=self.parent_id,
-            _parent_call_id=self.parent_call_id,
-            _memo=self.memo,
-            _shared_history=SharedPrefix(self.history, self.history_len),
-            _shared_messages=SharedPrefix(self.messages, self.messages_len),
+        snap.__dict__.update(
+            {
+                "pending_calls": self.pending_calls,
+                "turn": self.turn,
+                "usage": self.usage,
+                "extra_data": self.extra_data,
+                "finished": self.finished,
+                "answer": self.answer,
+                "stopped": self.stopped,
+                "created_at": self.created_at,
+                "updated_at": self.updated_at,
+                "_turn_calls": self.turn_calls,
+                "_turn_results": self.turn_results,
+                "_queued": self.queued,
+                "_waiting": self.waiting,
+                "_late_notices": self.late_notices,
+                "_first_user_message": self.first_user_message,
+                "_last_reply_text": self.last_reply_text,
+                "_finish_answer": self.finish_answer,
+                "_parent_id": self.parent_id,
+                "_parent_call_id": self.parent_call_id,
+                "_memo": self.memo,
+                SHARED: (self.history, self.history_len, self.messages, self.messages_len),
+            }
         )
         if self.messages_tuple is not None:
-            fields["messages"] = self.messages_tuple
+            snap.__dict__["messages"] = self.messages_tuple
         return snap
 
     def messages_now(self) -> tuple[Message, ...]:
         """The messages as a tuple, built once until the next change."""
         found = self.messages_tuple
         if found is None:
-            found = self.messages_tuple = SharedPrefix(self.messages, self.messages_len).tuple()
+            found = self.messages_tuple = prefix_tuple(self.messages, self.messages_len)
         return found
 
     # --- changes shared by the rules --------------------------------------------------------------------------

@@ -72,7 +72,9 @@ class Recorder:
         The fold checks before it changes anything, so an entry that cannot follow leaves the State as it was.
         """
         self._acc.apply(entry)
-        self._snapshot = None
+        # Written through the instance dict: State's attribute guard (its __setattr__) would add a Python call to
+        # every recorded entry and every new snapshot.
+        self.__dict__["_snapshot"] = None
 
     def _commit(self, entry: HistoryEntry) -> None:
         """Record one prepared history entry through the fold, under the State lock.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from alpineagents._frozen import FrozenDict
 from alpineagents.types import HistoryEntry, Message, Stopped, ToolCall, ToolResultBlock, Usage
 
-__all__ = ["StateSnapshot", "SharedPrefix", "history_of", "is_folded", "messages_of"]
+__all__ = ["SHARED", "SharedPrefix", "StateSnapshot", "history_of", "is_folded", "messages_of", "prefix_tuple"]
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -53,15 +53,16 @@ class StateSnapshot:
         def __getattr__(self, name: str) -> Any:
             # Only reached for the ``history`` and ``messages`` of a snapshot made by the fold (the class has no
             # default for them): the tuple is built from the shared list on first read, once.
-            shared = self.__dict__.get("_shared_" + name)
-            if shared is None:
+            lists = self.__dict__.get(SHARED)
+            if lists is None or name not in _LIST_FIELDS:
                 raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
-            value = shared.tuple()
+            position = _LIST_FIELDS[name]
+            value = prefix_tuple(lists[position], lists[position + 1])
             self.__dict__[name] = value
             return value
 
     def __dir__(self) -> list[str]:
-        return sorted(name for name in {*super().__dir__(), "history", "messages"} if not name.startswith("_shared_"))
+        return sorted(name for name in {*super().__dir__(), "history", "messages"} if name != SHARED)
 
     def __repr__(self) -> str:
         end = " finished>" if self.finished else ">"
@@ -79,6 +80,18 @@ del StateSnapshot.history  # type: ignore[misc]
 del StateSnapshot.messages  # type: ignore[misc]
 
 
+SHARED = "_shared_lists"
+"""The attribute of a folded snapshot that holds ``(history list, its length, messages list, its length)``."""
+
+_LIST_FIELDS = {"history": 0, "messages": 2}
+
+
+def prefix_tuple(items: list[Any], n: int) -> tuple[Any, ...]:
+    """The first ``n`` items of a list that only ever grows, as a tuple (also while another thread appends)."""
+    value = tuple(items) if len(items) == n else tuple(items[:n])
+    return value if len(value) == n else value[:n]  # the list grew while it was copied: take the prefix
+
+
 class SharedPrefix:
     """The first ``length`` items of a list that only ever grows (shared by the snapshots of one State)."""
 
@@ -91,19 +104,12 @@ class SharedPrefix:
     def __len__(self) -> int:
         return self.length
 
-    def tuple(self) -> tuple[Any, ...]:
-        items, n = self.items, self.length
-        value = tuple(items) if len(items) == n else tuple(items[:n])
-        return value if len(value) == n else value[:n]  # the list grew while it was copied: take the prefix
-
-    def list(self) -> list[Any]:
-        return self.items[: self.length]
-
 
 def _shared(snap: StateSnapshot, name: str) -> SharedPrefix:
-    found = snap.__dict__.get("_shared_" + name)
-    if found is not None:
-        return found
+    lists = snap.__dict__.get(SHARED)
+    if lists is not None:
+        position = _LIST_FIELDS[name]
+        return SharedPrefix(lists[position], lists[position + 1])
     items = list(getattr(snap, name))
     return SharedPrefix(items, len(items))
 
@@ -120,4 +126,4 @@ def messages_of(snap: StateSnapshot) -> SharedPrefix:
 
 def is_folded(snap: StateSnapshot) -> bool:
     """Whether the fold made ``snap`` (rather than ``StateSnapshot(...)`` or ``dataclasses.replace``)."""
-    return "_shared_history" in snap.__dict__
+    return SHARED in snap.__dict__
