@@ -688,13 +688,8 @@ class Decision:
 def decide(
     permissions: Iterable[Permission], state: State, call: ToolCall, tool: Tool, owners: Owners = None
 ) -> Decision:
-    """Ask the list about one call with ``check``.
-
-    Pass 1 asks every ``DenyPermission`` in order, pass 2 every other one; the first non-``None`` verdict
-    decides. While a permission is asked, its owner (from ``owners`` -- one ``Owner`` or plain Human per
-    permission, e.g. ``RunContext.owners`` -- or from a ``PermissionList``) is the default Human of
-    ``DecideByHuman``. A ``ToolError`` refuses the call with its message. Nobody decided -> ``Denied(NOBODY_DECIDED)``
-    and a ``PermissionWarning``.
+    """Ask the list about one call with ``check``, as ``_asking`` says. While a permission is asked, its owner (from
+    ``owners``, else from a ``PermissionList``) is the default Human of ``DecideByHuman``.
 
     Raises:
         TypeError: A verdict the permission's kind may not return (no note).
