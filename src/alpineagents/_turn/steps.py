@@ -103,10 +103,11 @@ def _record_reply(state: State, reply: Reply, reporter: Reporter | None) -> None
 def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> Steps:
     """One model request on `state` showing `tools` (None: all the Agent's tools), and its recorded reply.
 
-    Connects the MCP servers if needed, chooses the specs to show, links the State to `agent` and records `model_request` (which refuses a finished State, pending calls,
-    another waiting think and an empty context); saves; sends the request with `on_think_start` before it;
-    records the reply and `on_think_end`; saves. Any exception after the request was recorded is recorded as an
-    `error` entry (taking the request back when no reply came), saved, and re-raised unchanged.
+    Connects the MCP servers if needed, chooses the specs to show, links the State to `agent` and records
+    `model_request` (which refuses a finished State, pending calls, another waiting think and an empty context);
+    saves; sends the request with `on_think_start` before it; records the reply and `on_think_end`; saves. Any
+    exception after the request was recorded is recorded as an `error` entry (taking the request back when no
+    reply came), saved, and re-raised unchanged.
     """
     connect = _connect(agent)
     if connect is not None:
