@@ -156,7 +156,10 @@ def test_user_messages_tool_results_and_images_become_items() -> None:
         {"type": "function_call_output", "call_id": "c1", "output": "found it"},
         {"type": "function_call_output", "call_id": "c2", "output": "Error: boom"},
         {"type": "function_call_output", "call_id": "c3", "output": [{"type": "input_text", "text": "Loaded"}, image]},
-        {"role": "user", "content": [{"type": "input_text", "text": "and this"}, image]},
+        {
+            "role": "user",
+            "content": [{"type": "input_text", "text": "and "}, {"type": "input_text", "text": "this"}, image],
+        },
     ]
 
 
@@ -644,5 +647,16 @@ def test_after_a_compaction_a_chaining_adapter_sends_the_full_input(server: Prov
     last = server.posts[-1].body
     assert "previous_response_id" not in last
     assert len(last["input"]) == 1 and last["input"][0]["role"] == "user"
-    assert last["input"][0]["content"].startswith("look up a")
-    assert "Summary: a was looked up." in last["input"][0]["content"]
+    texts = [part["text"] for part in last["input"][0]["content"]]
+    assert texts[0] == "look up a" and texts[-1] == "go on"
+    assert any("Summary: a was looked up." in text for text in texts)
+
+
+def test_a_tool_result_of_texts_is_one_text_by_lines_and_an_error_with_images_starts_with_error() -> None:
+    m = OpenAIResponses("gpt-5")
+    texts = ToolResultBlock("c1", (TextBlock("line one"), TextBlock("line two")), "read")
+    failed = ToolResultBlock("c2", (TextBlock("partial"), Image(PNG)), "shot", is_error=True)
+    items = m._request_kwargs(req(Message("user", (texts, failed))))["input"]
+    assert items[0] == {"type": "function_call_output", "call_id": "c1", "output": "line one\nline two"}
+    assert [part.get("text") for part in items[1]["output"]] == ["Error: ", "partial", None]
+    assert len(items) == 2

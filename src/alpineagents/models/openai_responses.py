@@ -392,41 +392,35 @@ def _image_part(image: Image) -> dict[str, Any]:
     return {"type": "input_image", "image_url": data_url(image), "detail": "auto"}
 
 
-def _parts(blocks: Iterable[Any]) -> tuple[list[dict[str, Any]], bool]:
-    """Input parts of texts and images (adjacent texts merged, empty texts dropped), and whether any is an image."""
+def _parts(blocks: Iterable[Any]) -> list[dict[str, Any]]:
+    """Input parts in block order: one per non-empty text (texts stay apart, so none runs into the next) and one
+    per image."""
     parts: list[dict[str, Any]] = []
-    text: list[str] = []
-    has_image = False
     for block in blocks:
         if isinstance(block, TextBlock):
-            text.append(block.text)
+            if block.text:
+                parts.append({"type": "input_text", "text": block.text})
         elif isinstance(block, Image):
-            if "".join(text):
-                parts.append({"type": "input_text", "text": "".join(text)})
-            text.clear()
             parts.append(_image_part(block))
-            has_image = True
-    if "".join(text):
-        parts.append({"type": "input_text", "text": "".join(text)})
-    return parts, has_image
+    return parts
 
 
 def _result_output(block: ToolResultBlock) -> str | list[dict[str, Any]]:
-    """A tool result as a `function_call_output`'s output: its text, or input parts when it holds images."""
+    """A tool result as a `function_call_output`'s output: its text (texts joined by lines), or input parts when
+    it holds images. An error result starts with `Error: `."""
     content = block.content
     prefix = "Error: " if block.is_error else ""
     if isinstance(content, str):
         return prefix + content
-    parts, has_image = _parts(content)
-    if not has_image:
-        return prefix + "".join(part["text"] for part in parts)
-    if prefix:
-        parts.insert(0, {"type": "input_text", "text": prefix})
-    return parts
+    parts = _parts(content)
+    if all(part["type"] == "input_text" for part in parts):
+        return prefix + "\n".join(part["text"] for part in parts)
+    return ([{"type": "input_text", "text": prefix}] if prefix else []) + parts
 
 
 def _user_items(message: Message) -> list[dict[str, Any]]:
-    """One user message as items: a `function_call_output` per tool result, then the user's own message."""
+    """One user message as items: a `function_call_output` per tool result, then the user's own message (its
+    text as a plain string when it is one text)."""
     items: list[dict[str, Any]] = []
     own: list[Any] = []
     for block in message.content:
@@ -434,11 +428,11 @@ def _user_items(message: Message) -> list[dict[str, Any]]:
             items.append({"type": "function_call_output", "call_id": block.call_id, "output": _result_output(block)})
         else:
             own.append(block)
-    parts, has_image = _parts(own)
-    if has_image:
-        items.append({"role": "user", "content": parts})
-    elif parts:
+    parts = _parts(own)
+    if len(parts) == 1 and parts[0]["type"] == "input_text":
         items.append({"role": "user", "content": parts[0]["text"]})
+    elif parts:
+        items.append({"role": "user", "content": parts})
     elif not items:
         items.append({"role": "user", "content": EMPTY_REPLY})
     return items
