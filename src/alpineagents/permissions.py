@@ -626,6 +626,8 @@ def _nobody(call: ToolCall) -> Decision:
     return Decision(Denied(NOBODY_DECIDED))
 
 
+_VERDICTS = (Allowed, Denied)
+
 Answer = tuple[object, Exception | None]
 """What one permission answered: its verdict (unchecked), or the exception it raised."""
 
@@ -650,7 +652,7 @@ def _asking(
             _note(error, permission, call)
             raise error
         check_verdict(permission, verdict)
-        if isinstance(verdict, Allowed | Denied):
+        if isinstance(verdict, _VERDICTS):
             yield Decision(verdict, repr(permission))
             return
     yield _nobody(call)
