@@ -43,3 +43,15 @@ def postgres_schema(postgres: pgserver.Server) -> str:
 
 
 _SCHEMAS = itertools.count()
+
+
+@pytest.fixture
+def postgres_database(postgres: pgserver.Server) -> str:
+    """The URL of a fresh database on the test server, for one test (its schema, queues and tables its own)."""
+    import psycopg
+
+    name = f"db_{os.getpid()}_{next(_SCHEMAS)}"
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # pyright: ignore[reportArgumentType]
+    params = psycopg.conninfo.conninfo_to_dict(postgres.dsn)
+    return f"postgresql://{params.get('user') or 'postgres'}@/{name}?host={params['host']}"

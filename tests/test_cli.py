@@ -409,10 +409,18 @@ def test_a_damaged_store_is_one_error_line(tmp_path: Path) -> None:
         assert result.returncode == 1 and "damaged" in one_error_line(result)
 
 
-def test_a_postgresql_url_says_that_store_is_not_available_yet(tmp_path: Path) -> None:
-    result = cli("ls", "--store", "postgresql://localhost/runs", cwd=tmp_path)
-    assert result.returncode == 1
-    assert "PostgresStore is not available yet" in one_error_line(result)
+def test_a_postgresql_url_is_a_postgres_store(tmp_path: Path, postgres_database: str) -> None:
+    schema_url = postgres_database
+    missing = cli("ls", "--store", schema_url, cwd=tmp_path)  # no schema yet, and only run creates a store
+    assert missing.returncode == 1 and "is at version 0" in one_error_line(missing)
+    assert cli("run", "cli_agents:calc", "hi", "--id", "pg1", "--store", schema_url, cwd=tmp_path).returncode == 0
+    listed = cli("ls", "--json", "--store", schema_url, cwd=tmp_path)
+    assert listed.returncode == 0
+    assert "pg1" in [row["id"] for row in json.loads(listed.stdout)]
+    assert cli("show", "pg1", "--store", schema_url, cwd=tmp_path).returncode == 0
+    assert cli("rm", "pg1", "--store", schema_url, cwd=tmp_path).returncode == 0
+    unreachable = cli("ls", "--store", "postgresql://nobody@127.0.0.1:1/runs?connect_timeout=2", cwd=tmp_path)
+    assert unreachable.returncode == 1 and "could not reach its database" in one_error_line(unreachable)
     unknown = cli("ls", "--store", "redis://localhost", cwd=tmp_path)
     assert unknown.returncode == 2 and "unknown kind of store" in one_error_line(unknown)
 

@@ -50,15 +50,17 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
 
 from alpineagents._serial import time_from_str
+from alpineagents._stores import batch, lines, locks
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Record, StateInfo, Store
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.sql import Composed
     from psycopg_pool import ConnectionPool
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
@@ -68,7 +70,7 @@ _T = TypeVar("_T")
 SCHEMA_VERSION = 1
 """The newest schema this code knows; a database with a newer one is refused."""
 
-_MIGRATIONS: dict[int, str] = {
+_MIGRATIONS: dict[int, LiteralString] = {
     1: """
 CREATE TABLE {schema}.states (
     id TEXT PRIMARY KEY, count INTEGER NOT NULL, info TEXT NOT NULL, updated TIMESTAMPTZ
@@ -196,7 +198,10 @@ class _Locks:
         if self.conn is None or self.conn.closed:
             self.conn = _open(self._conninfo)
             self.pid = self.conn.info.backend_pid
-        row = self.conn.execute(f"SELECT {function}(%s)", (key,)).fetchone()
+        query = (
+            "SELECT pg_try_advisory_lock(%s)" if function == "pg_try_advisory_lock" else "SELECT pg_advisory_unlock(%s)"
+        )
+        row = self.conn.execute(query, (key,)).fetchone()
         return bool(row and row[0])
 
     def _drop(self) -> None:
@@ -293,6 +298,7 @@ class PostgresStore(Store):
         self._lock_conninfo = lock_conninfo or self._conninfo
         self._schema = schema
         self._create = create
+        self._queries: dict[str, Composed] = {}
         self._shown = _display(self._conninfo)
         self._idle: builtins.list[psycopg.Connection[Any]] = []
         self._idle_guard = threading.Lock()
@@ -313,6 +319,14 @@ class PostgresStore(Store):
 
     def __hash__(self) -> int:
         return hash((self._shown, self._schema))
+
+    def _q(self, template: LiteralString) -> Composed:
+        """The query `template` with `{schema}` naming this store's schema (quoted as an identifier), made once."""
+        query = self._queries.get(template)
+        if query is None:
+            sql = _psycopg().sql
+            query = self._queries[template] = sql.SQL(template).format(schema=sql.Identifier(self._schema))
+        return query
 
     def close(self) -> None:
         """Close the idle connections this store opened (a pool passed in stays open); the next call opens new
@@ -401,15 +415,17 @@ class PostgresStore(Store):
         with conn.transaction():
             if self._create:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema, "\0migrations"),))
-                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+                conn.execute(self._q("CREATE SCHEMA IF NOT EXISTS {schema}"))
                 conn.execute(
-                    f"CREATE TABLE IF NOT EXISTS {schema}.schema_version "
-                    "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                    self._q(
+                        "CREATE TABLE IF NOT EXISTS {schema}.schema_version "
+                        "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                    )
                 )
             exists = conn.execute("SELECT to_regclass(%s)", (f"{schema}.schema_version",)).fetchone()
             have = 0
             if exists and exists[0] is not None:
-                row = conn.execute(f"SELECT coalesce(max(version), 0) FROM {schema}.schema_version").fetchone()
+                row = conn.execute(self._q("SELECT coalesce(max(version), 0) FROM {schema}.schema_version")).fetchone()
                 have = int(row[0]) if row else 0
             if have > SCHEMA_VERSION:
                 raise ValueError(
@@ -430,8 +446,8 @@ class PostgresStore(Store):
                     )
                 )
             for version in range(have + 1, SCHEMA_VERSION + 1):
-                conn.execute(_MIGRATIONS[version].format(schema=schema))  # pyright: ignore[reportArgumentType]
-                conn.execute(f"INSERT INTO {schema}.schema_version (version) VALUES (%s)", (version,))
+                conn.execute(self._q(_MIGRATIONS[version]))
+                conn.execute(self._q("INSERT INTO {schema}.schema_version (version) VALUES (%s)"), (version,))
 
     # -- locks --------------------------------------------------------------------------------------------------
 
@@ -443,21 +459,20 @@ class PostgresStore(Store):
 
         The database is asked before the process-wide table of held locks is entered, never while it is held: a
         State's lock can be given back by the garbage collector on any thread, and that needs the table."""
-        shared = _shared()
         key = _lock_key(self._schema, state_id)
-        if shared.holds_lock(name):
+        if locks.holds_lock(name):
             return
         with self._errors():
             taken = self._locks.take(key)
         if not taken:
-            raise shared.locked_error(state_id, self)
+            raise locks.locked_error(state_id, self)
         used: builtins.list[bool] = []
 
         def acquire() -> Callable[[], None]:
             used.append(True)
             return lambda: self._locks.give_back(key)
 
-        shared.hold_lock(name, acquire)
+        locks.hold_lock(name, acquire)
         if not used:  # another thread of this process took it meanwhile: the database counted ours twice
             self._locks.give_back(key)
 
@@ -489,22 +504,21 @@ class PostgresStore(Store):
             StateLockedError: Another process is writing this State.
             OSError: The database could not be reached; nothing of this write is kept (send it again).
         """
-        shared = _shared()
         check_id(state_id, "PostgresStore.write()")
-        info = shared.check_write("PostgresStore.write()", entries, info)
+        checked = batch.check_write("PostgresStore.write()", entries, info)
         name = self._lock_name(state_id)
         self._hold(name, state_id)
         try:
             for attempt in (1, 2):
-                if self._again_if_lost(lambda again: self._write(state_id, entries, info, create, again)):
+                if self._again_if_lost(lambda again: self._write(state_id, entries, checked, create, again)):
                     return
                 if attempt == 2:
-                    raise shared.locked_error(state_id, self)
+                    raise locks.locked_error(state_id, self)
                 # The lock connection lost the lock (it was closed, or the server restarted): take it again.
-                shared.drop_lock(name)
+                locks.drop_lock(name)
                 self._hold(name, state_id)
         finally:
-            shared.settle_lock(name)
+            locks.settle_lock(name)
 
     def _again_if_lost(self, action: Callable[[bool], _T]) -> _T:
         """`action(False)`; when its connection was lost (a killed session, a restarted server), `action(True)` on
@@ -522,22 +536,24 @@ class PostgresStore(Store):
     ) -> bool:
         """One transaction; False (nothing written) when this process no longer holds the State's lock. `again`:
         this is the same write sent again after a lost connection, so a create may find its own first attempt."""
-        shared = _shared()
-        info_text = shared.dump_json(info).decode()
+        info_text = lines.json_line(info).decode()
         updated = _updated(info)
-        schema = self._schema
         with self._connection() as conn:
             with conn.pipeline():  # round trip 1: open the transaction, check the lock, read (or create) the row
                 conn.execute("BEGIN")
                 held = self._lock_held(conn, state_id)
                 if create and not again:
                     row_query = conn.execute(
-                        f"INSERT INTO {schema}.states (id, count, info, updated) VALUES (%s, 0, %s, %s) "
-                        "ON CONFLICT (id) DO NOTHING RETURNING count",
+                        self._q(
+                            "INSERT INTO {schema}.states (id, count, info, updated) VALUES (%s, 0, %s, %s) "
+                            "ON CONFLICT (id) DO NOTHING RETURNING count"
+                        ),
                         (state_id, info_text, updated),
                     )
                 else:  # on a create sent again, a row that is there must hold these very entries (checked below)
-                    row_query = conn.execute(f"SELECT count FROM {schema}.states WHERE id = %s FOR UPDATE", (state_id,))
+                    row_query = conn.execute(
+                        self._q("SELECT count FROM {schema}.states WHERE id = %s FOR UPDATE"), (state_id,)
+                    )
             try:
                 if not held.fetchone()[0]:  # pyright: ignore[reportOptionalSubscript]
                     conn.execute("ROLLBACK")
@@ -550,11 +566,11 @@ class PostgresStore(Store):
             with conn.pipeline():  # round trip 2: the new entries, the row, the commit
                 if new:
                     conn.cursor().executemany(
-                        f"INSERT INTO {schema}.entries (state_id, seq, line) VALUES (%s, %s, %s)",
-                        [(state_id, entry["seq"], shared.dump_json(entry).decode()) for entry in new],
+                        self._q("INSERT INTO {schema}.entries (state_id, seq, line) VALUES (%s, %s, %s)"),
+                        [(state_id, entry["seq"], lines.json_line(entry).decode()) for entry in new],
                     )
                 conn.execute(
-                    f"UPDATE {schema}.states SET count = %s, info = %s, updated = %s WHERE id = %s",
+                    self._q("UPDATE {schema}.states SET count = %s, info = %s, updated = %s WHERE id = %s"),
                     (have + len(new), info_text, updated, state_id),
                 )
                 conn.execute("COMMIT")
@@ -564,16 +580,15 @@ class PostgresStore(Store):
         self, conn: psycopg.Connection[Any], state_id: str, entries: Sequence[dict[str, Any]], have: int
     ) -> builtins.list[Mapping[str, Any]]:
         """The entries the database lacks; those it has must be the very same (a batch sent again)."""
-        shared = _shared()
         if entries and entries[0]["seq"] < have:
             saved = dict(
                 conn.execute(
-                    f"SELECT seq, line FROM {self._schema}.entries WHERE state_id = %s AND seq >= %s AND seq < %s",
+                    self._q("SELECT seq, line FROM {schema}.entries WHERE state_id = %s AND seq >= %s AND seq < %s"),
                     (state_id, entries[0]["seq"], have),
                 ).fetchall()
             )
-            shared.check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
-        return shared.check_batch(state_id, self, entries, have)
+            batch.check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
+        return batch.new_entries(state_id, self, entries, have)
 
     def _have(self, state_id: str, row: Any, create: bool) -> int:
         """How many entries the database has for the State (0 for a new one), or the create/lookup error."""
@@ -610,12 +625,13 @@ class PostgresStore(Store):
         return Record(entries, info)
 
     def _read_row(self, state_id: str) -> Any:
-        schema = self._schema
         with self._connection() as conn:
             row = conn.execute(
-                f"SELECT s.count, s.info, e.n, e.lo, e.hi, e.body FROM {schema}.states s LEFT JOIN LATERAL "
-                f"(SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi, string_agg(line, ',' ORDER BY seq) AS body "
-                f"FROM {schema}.entries WHERE state_id = s.id) e ON true WHERE s.id = %s",
+                self._q(
+                    "SELECT s.count, s.info, e.n, e.lo, e.hi, e.body FROM {schema}.states s LEFT JOIN LATERAL "
+                    "(SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi, string_agg(line, ',' ORDER BY seq) AS body "
+                    "FROM {schema}.entries WHERE state_id = s.id) e ON true WHERE s.id = %s"
+                ),
                 (state_id,),
             ).fetchone()
         return row
@@ -647,13 +663,13 @@ class PostgresStore(Store):
 
     def _delete(self, state_id: str) -> None:
         with self._connection() as conn, conn.transaction():
-            conn.execute(f"DELETE FROM {self._schema}.entries WHERE state_id = %s", (state_id,))
-            conn.execute(f"DELETE FROM {self._schema}.states WHERE id = %s", (state_id,))
+            conn.execute(self._q("DELETE FROM {schema}.entries WHERE state_id = %s"), (state_id,))
+            conn.execute(self._q("DELETE FROM {schema}.states WHERE id = %s"), (state_id,))
 
     def _list_rows(self) -> builtins.list[tuple[str, str]]:
         with self._connection() as conn:
             rows = conn.execute(
-                f"SELECT id, info FROM {self._schema}.states ORDER BY updated DESC NULLS LAST, id"
+                self._q("SELECT id, info FROM {schema}.states ORDER BY updated DESC NULLS LAST, id")
             ).fetchall()
         return rows
 
@@ -663,14 +679,13 @@ class PostgresStore(Store):
         Raises:
             StateLockedError: Another process is writing this State.
         """
-        shared = _shared()
         check_id(state_id, "PostgresStore.delete()")
         name = self._lock_name(state_id)
         self._hold(name, state_id)
         try:
             self._again_if_lost(lambda again: self._delete(state_id))
         finally:
-            shared.drop_lock(name)
+            locks.drop_lock(name)
 
 
 def _updated(info: Mapping[str, Any]) -> datetime | None:
@@ -686,22 +701,3 @@ def _updated(info: Mapping[str, Any]) -> datetime | None:
 
 def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
-def _shared() -> Any:
-    # alpineagents._storeshared moved into alpineagents._stores (locks, batch, lines); the names it had, mapped:
-    from types import SimpleNamespace
-
-    from alpineagents._stores import batch, lines, locks
-
-    return SimpleNamespace(
-        locked_error=locks.locked_error,
-        holds_lock=locks.holds_lock,
-        hold_lock=locks.hold_lock,
-        settle_lock=locks.settle_lock,
-        drop_lock=locks.drop_lock,
-        check_write=batch.check_write,
-        check_overlap=batch.check_overlap,
-        check_batch=batch.new_entries,
-        dump_json=lines.json_line,
-    )

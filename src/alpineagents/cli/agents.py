@@ -1,4 +1,4 @@
-"""Finding the Agent a command names as MODULE:AGENT.
+"""Finding the Agent (or the Workers) a command names as MODULE:AGENT.
 
 MODULE is a dotted module name importable from the current folder (`myproject.agents`) or the path of a Python
 file (`agents.py`, `tools/agents.py`); AGENT is the name of an `Agent` in it. A name that holds a function is
@@ -12,11 +12,14 @@ import importlib.util
 import os
 import sys
 from types import ModuleType
+from typing import TypeVar
 
 import click
 
 from alpineagents.agent import Agent
 from alpineagents.cli.stores import Misuse
+
+T = TypeVar("T")
 
 
 def _split(spec: str) -> tuple[str, str]:
@@ -58,15 +61,20 @@ def _import(module: str) -> ModuleType:
         raise click.ClickException(f"cannot import {module}: {type(error).__name__}: {first}")
 
 
-def load_agent(spec: str) -> Agent:
-    """The Agent that `spec` (MODULE:AGENT) names; one clear error line when it cannot be found."""
+def load_object(spec: str, kind: type[T]) -> T:
+    """The `kind` object that `spec` (MODULE:NAME) names; one clear error line when it cannot be found."""
     module_name, name = _split(spec)
     module = _import(module_name)
-    found = getattr(module, name, None)
+    found: object = getattr(module, name, None)
     if found is None:
         raise Misuse(f"{module_name} has no {name!r}")
-    if callable(found) and not isinstance(found, Agent) and not isinstance(found, type):
-        found = found()
-    if not isinstance(found, Agent):
-        raise Misuse(f"{spec} is a {type(found).__name__}, not an Agent")
-    return found
+    made: object = found() if callable(found) and not isinstance(found, (kind, type)) else found
+    if isinstance(made, kind):
+        return made
+    article = "an" if kind.__name__[0] in "AEIOU" else "a"
+    raise Misuse(f"{spec} is a {type(made).__name__}, not {article} {kind.__name__}")
+
+
+def load_agent(spec: str) -> Agent:
+    """The Agent that `spec` (MODULE:AGENT) names; one clear error line when it cannot be found."""
+    return load_object(spec, Agent)

@@ -18,6 +18,7 @@ from alpineagents.cli.output import note, outcome_json, print_json, print_table
 from alpineagents.cli.replay import Replay, usage_line
 from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
 from alpineagents.cli.web import export, view
+from alpineagents.cli.worker import worker
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import Terminal
@@ -189,3 +190,4 @@ def rm(state_id: str, store: str | None) -> None:
 
 main.add_command(export)
 main.add_command(view)
+main.add_command(worker)

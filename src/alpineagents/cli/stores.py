@@ -1,8 +1,8 @@
 """Turning the `--store` text into a Store.
 
 The text is a folder (a `FileStore`), a database file or a `sqlite:///path` URL (a `SQLiteStore`), or a
-`postgresql://` URL (not available yet). Every command but `run` needs the store to exist already, so that a typo
-in the path gives an error instead of a new, empty store.
+`postgresql://` URL (a `PostgresStore`, with the `postgres` extra installed). Every command but `run` needs the store
+to exist already, so that a typo in the path gives an error instead of a new, empty store.
 """
 
 from __future__ import annotations
@@ -50,15 +50,13 @@ def _sqlite_path(text: str) -> str:
 
 
 def _kind_and_path(text: str) -> tuple[str, str]:
-    """("file" or "sqlite", the path) for a store text; a misuse error for one this version cannot open."""
+    """("file", "sqlite" or "postgres", the path or URL) for a store text; a misuse error for one it cannot open."""
     if text.startswith("sqlite:"):
         return "sqlite", _sqlite_path(text)
     if text.startswith("file://"):
         return "file", text[len("file://") :]
     if text.startswith(("postgresql:", "postgres:")):
-        raise click.ClickException(
-            "PostgresStore is not available yet: use a folder (FileStore) or a SQLite file (sqlite:///runs.db)"
-        )
+        return "postgres", text
     if "://" in text:
         raise Misuse(f"--store {text!r}: unknown kind of store; give a folder, a .db file or sqlite:///runs.db")
     path = Path(text)
@@ -76,6 +74,8 @@ def open_store(given: str | None, *, create: bool = False) -> Store:
     """
     text = store_text(given)
     kind, path = _kind_and_path(text)
+    if kind == "postgres":
+        return _postgres(path, create)
     if not path:
         raise Misuse(f"--store {text!r} names no path")
     if not create and not os.path.exists(path):
@@ -89,11 +89,22 @@ def open_store(given: str | None, *, create: bool = False) -> Store:
     return FileStore(path)
 
 
+def _postgres(url: str, create: bool) -> Store:
+    """A PostgresStore on `url` (its schema created only by a command that may create the store)."""
+    try:
+        from alpineagents.postgres import PostgresStore
+
+        return PostgresStore(url, create=create)
+    except ImportError as error:
+        raise click.ClickException(first_line(error))
+
+
 Command = TypeVar("Command", bound=Callable[..., Any])
 """A Click command function, as the option decorators take and return it."""
 
 STORE_HELP = (
-    f"The store: a folder (FileStore), a .db file or sqlite:///runs.db (SQLiteStore). "
+    f"The store: a folder (FileStore), a .db file or sqlite:///runs.db (SQLiteStore), a postgresql:// URL "
+    f"(PostgresStore). "
     f"Default: ${ENV_STORE}, else ./runs.db."
 )
 

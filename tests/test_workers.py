@@ -1,0 +1,185 @@
+"""Runs spread over worker processes on real DBOS: all finish, each exactly once, taken over after a kill -9,
+handed back on SIGTERM; on one machine (SQLite for DBOS and the store) and on PostgreSQL (for both).
+
+The workers are real processes started here with the `alpineagents worker` command, running `tests/worker_app.py`:
+a scripted model that asks for one `note` call per run, whose side effect is a line in a journal file, so a call
+that ran twice would show there.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(400)  # real worker processes over real queues, on a 2-core machine
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+
+@dataclass
+class Setup:
+    env: dict[str, str]
+    journal: Path
+    logs: Path
+
+    def workers_module(self):  # noqa: ANN201 - the test application, imported in this process with this setup
+        os.environ.update(self.env)
+        sys.modules.pop("worker_app", None)
+        import worker_app
+
+        return worker_app
+
+    def start_worker(self, **extra: str) -> subprocess.Popen[bytes]:
+        name = f"worker-{len(list(self.logs.iterdir()))}"
+        log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - the child's
+        return subprocess.Popen(
+            [sys.executable, "-m", "alpineagents", "worker", "worker_app:workers", "--id", name],
+            env={**os.environ, **self.env, **extra, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT / 'src'}"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def show_logs(self) -> str:
+        return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}" for log in self.logs.iterdir())
+
+    def notes(self) -> Counter[str]:
+        if not self.journal.exists():
+            return Counter()
+        return Counter(self.journal.read_text(encoding="utf-8").splitlines())
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
+    journal = tmp_path / "journal.txt"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {"WORKER_JOURNAL": str(journal), "WORKER_MODEL_DELAY": "0.05"}
+    if request.param == "sqlite":
+        env["WORKER_STORE"] = f"sqlite:{tmp_path / 'runs.db'}"
+        env["WORKER_DATABASE"] = f"sqlite:///{tmp_path / 'queue.sqlite'}"
+        yield Setup(env, journal, logs)
+        return
+    url = request.getfixturevalue("postgres_database")
+    env["WORKER_STORE"] = url
+    env["WORKER_DATABASE"] = url
+    yield Setup(env, journal, logs)
+
+
+def stop(workers: list[subprocess.Popen[bytes]]) -> None:
+    for worker in workers:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+    for worker in workers:
+        try:
+            worker.wait(60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(10)
+
+
+def wait_all(setup: Setup, runs: list, timeout: float) -> list[str]:  # noqa: ANN001 - Run handles
+    deadline = time.monotonic() + timeout
+    try:
+        return [run.result(timeout=max(0.1, deadline - time.monotonic())) for run in runs]
+    except BaseException:
+        print(setup.show_logs())
+        raise
+
+
+def test_runs_over_three_workers_all_finish_each_exactly_once(setup: Setup) -> None:
+    app = setup.workers_module()
+    count = 200 if setup.env["WORKER_STORE"].startswith("sqlite:") else 120
+    runs = [app.workers.submit("noter", f"task {n}", state_id=f"task-{n}") for n in range(count)]
+    again = app.workers.submit("noter", app.workers.store.load("task-0"))  # the same run again: queued once
+    assert again.id == runs[0].id
+    workers = [setup.start_worker() for _ in range(3)]
+    try:
+        answers = wait_all(setup, runs, 240)
+    finally:
+        stop(workers)
+    assert answers[:2] == ["done: task 0", "done: task 1"]
+    assert all(answer == f"done: task {n}" for n, answer in enumerate(answers))
+    notes = setup.notes()
+    assert sorted(notes) == sorted(f"task {n}" for n in range(count))
+    assert {note for note, times in notes.items() if times > 1} == set()
+
+
+def test_a_worker_killed_mid_run_has_its_runs_taken_over_and_no_call_runs_twice(setup: Setup) -> None:
+    app = setup.workers_module()
+    setup.env["WORKER_MODEL_DELAY"] = "0.5"
+    count = 30
+    runs = [app.workers.submit("noter", f"task {n}", state_id=f"task-{n}") for n in range(count)]
+    workers = [setup.start_worker(WORKER_CONCURRENCY="5") for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 120
+        while sum(run.status() == "done" for run in runs) < count // 3:
+            assert time.monotonic() < deadline, "the workers did not get going"
+            time.sleep(0.1)
+        holding = Counter(found.executor_id for found in app.workers._client().list_workflows(status="PENDING"))
+        victim = max(range(3), key=lambda n: holding[f"worker-{n}"])
+        workers[victim].send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        print(f"killed worker-{victim} while it held {holding[f'worker-{victim}']} runs of {dict(holding)}")
+        answers = wait_all(setup, runs, 180)
+        took = time.monotonic() - killed_at
+    finally:
+        stop(workers)
+    print(f"from the kill to the last run's end: {took:.1f} s")
+    assert answers == [f"done: task {n}" for n in range(count)]
+    notes = setup.notes()
+    assert sorted(notes) == sorted(f"task {n}" for n in range(count)), "a call is missing"
+    assert set(notes.values()) == {1}, "a finished tool call ran twice"
+    resumed = 0
+    for n in range(count):  # every history loads: no gap, nothing damaged
+        state = app.workers.store.load(f"task-{n}")
+        assert state.answer == f"done: task {n}"
+        resumed += sum(entry.kind == "run_start" for entry in state.history) > 1
+    assert resumed >= 1, "the killed worker held no run: the test proved nothing"
+    print(f"{resumed} runs were taken over and resumed from their saved State")
+
+
+def test_a_worker_stopped_with_sigterm_hands_back_its_runs(setup: Setup) -> None:
+    app = setup.workers_module()
+    setup.env["WORKER_MODEL_DELAY"] = "0.3"
+    count = 20
+    runs = [app.workers.submit("noter", f"task {n}", state_id=f"task-{n}") for n in range(count)]
+    leaving = setup.start_worker(WORKER_GRACE="0.5", WORKER_CONCURRENCY="10")
+    staying = setup.start_worker(WORKER_CONCURRENCY="10")
+    try:
+        deadline = time.monotonic() + 120
+        while not any(run.status() == "done" for run in runs):
+            assert time.monotonic() < deadline, "the workers did not get going"
+            time.sleep(0.05)
+        leaving.send_signal(signal.SIGTERM)
+        assert leaving.wait(60) is not None
+        answers = wait_all(setup, runs, 180)
+    finally:
+        stop([leaving, staying])
+    assert answers == [f"done: task {n}" for n in range(count)]
+    assert set(setup.notes().values()) == {1}
+
+
+def test_a_run_waiting_for_a_person_continues_with_the_next_submit(setup: Setup) -> None:
+    app = setup.workers_module()
+    first = app.workers.submit("noter", "first", state_id="chat")
+    workers = [setup.start_worker()]
+    try:
+        assert first.result(timeout=60) == "done: first"
+        follow_up = app.workers.submit("noter", "second", state_id="chat")
+        assert follow_up.id != first.id
+        assert follow_up.result(timeout=60) == "done: first"  # the script answers with the first message
+    finally:
+        stop(workers)
+    state = app.workers.store.load("chat")
+    assert [m.text for m in state.messages if m.role == "user" and m.text] == ["first", "second"]
+    assert setup.notes() == Counter({"first": 1, "second": 1})
