@@ -316,7 +316,7 @@ class PostgresKind(StoreKind):
         return copy
 
     def bad_line_named(self, index: int) -> str:
-        return "the text of its entries is not valid JSON"  # one parse in the server: it does not say which
+        return f"entry {index}"
 
     def opener(self, store: Store) -> str:
         dsn, schema = self._where(store)

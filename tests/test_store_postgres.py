@@ -149,8 +149,8 @@ def test_a_batch_sent_again_is_accepted_and_a_different_one_refused(
 @pytest.mark.parametrize(
     "damage, why",
     [
-        ("DELETE FROM {s}.entries WHERE seq = 0", "records 1 entries, and the database holds 0"),
-        ("UPDATE {s}.entries SET line = 'not json'", "not valid JSON"),
+        ("DELETE FROM {s}.entries WHERE seq = 0", "has 0 of its 1 entries"),
+        ("UPDATE {s}.entries SET line = 'not json'", "entry 0 in PostgresStore"),
         ("UPDATE {s}.states SET info = '{{'", "not valid JSON"),
         ("UPDATE {s}.entries SET line = '[1]'", "not a JSON object"),
     ],

@@ -44,7 +44,6 @@ import collections
 import contextlib
 import errno
 import hashlib
-import json
 import os
 import threading
 import weakref
@@ -53,7 +52,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
 
 from alpineagents._serial import time_from_str
-from alpineagents._stores import batch, lines, locks
+from alpineagents._stores import batch, damage, lines, locks
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Record, StateInfo, Store
@@ -237,17 +236,6 @@ def _release(locks: _Locks, idle: builtins.list[psycopg.Connection[Any]]) -> Non
     idle.clear()
 
 
-_ALL: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for store in builtins.list(_ALL):
-        store._forget_after_fork()  # pyright: ignore[reportPrivateUsage]
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 class PostgresStore(Store):
     """A store that keeps States in PostgreSQL: each entry a row, each save point one transaction.
 
@@ -305,7 +293,7 @@ class PostgresStore(Store):
         self._ready = False
         self._ready_guard = threading.Lock()
         self._locks = _Locks(self._lock_conninfo)
-        _ALL.add(self)
+        locks.at_fork_in_child(self, PostgresStore._forget_after_fork)
         # A store nobody holds any more closes its connections (their locks go with them) and ends its thread.
         weakref.finalize(self, _release, self._locks, self._idle)
 
@@ -580,28 +568,19 @@ class PostgresStore(Store):
         self, conn: psycopg.Connection[Any], state_id: str, entries: Sequence[dict[str, Any]], have: int
     ) -> builtins.list[Mapping[str, Any]]:
         """The entries the database lacks; those it has must be the very same (a batch sent again)."""
-        if entries and entries[0]["seq"] < have:
-            saved = dict(
-                conn.execute(
-                    self._q("SELECT seq, line FROM {schema}.entries WHERE state_id = %s AND seq >= %s AND seq < %s"),
-                    (state_id, entries[0]["seq"], have),
-                ).fetchall()
-            )
-            batch.check_overlap(state_id, self, entries, have, lambda seq: json.loads(saved.get(seq, "null")))
-        return batch.new_entries(state_id, self, entries, have)
+
+        def saved_lines(start: int, end: int) -> dict[int, str]:
+            query = self._q("SELECT seq, line FROM {schema}.entries WHERE state_id = %s AND seq >= %s AND seq < %s")
+            return dict(conn.execute(query, (state_id, start, end)).fetchall())
+
+        return batch.entries_to_add(state_id, self, entries, have, saved_lines)
 
     def _have(self, state_id: str, row: Any, create: bool) -> int:
         """How many entries the database has for the State (0 for a new one), or the create/lookup error."""
         if create and row is None:
-            raise ValueError(
-                fix_message(
-                    f"a State with id {state_id!r} is already saved in {self!r}",
-                    "continue it with store.load(id), or give the new State another id (or none, for a random one)",
-                    f'state = store.load("{state_id}")\nagent.run(state)',
-                )
-            )
+            raise batch.already_saved_error(state_id, self)
         if row is None:
-            raise LookupError(f"no saved State with id {state_id!r} in {self!r} (was it deleted?)")
+            raise batch.not_saved_error(state_id, self)
         return int(row[0])
 
     def read(self, state_id: str) -> Record | None:
@@ -616,13 +595,26 @@ class PostgresStore(Store):
         if row is None:
             return None
         count, info_text, n, lo, hi, body = row
-        if n != count or (count and (lo != 0 or hi != count - 1)):
-            raise self._damaged(state_id, f"it records {count} entries, and the database holds {n}")
-        info = self._parse(state_id, info_text, "its info")
-        entries = self._parse(state_id, f"[{body or ''}]", "the text of its entries")
-        if type(entries) is not builtins.list or any(type(entry) is not dict for entry in entries):
-            raise self._damaged(state_id, "an entry is not a JSON object")
+        if count and n == count and (lo != 0 or hi != count - 1):
+            n = -1  # as many rows, but not the positions 0 to count - 1: some are lost
+        damage.check_count(state_id, self, n, count)  # rows lost (deleted, or the table dropped and made again)
+        info = self._info(state_id, info_text)
+        entries = lines.parse_all(f"[{body or ''}]", count)
+        if entries is None:  # a damaged line: read them one by one to name it
+            entries = lines.parse_each(
+                self._lines(state_id), lambda seq, error: self._not_json(state_id, f"entry {seq}", error)
+            )
+            if any(type(entry) is not dict for entry in entries):
+                raise damage.damaged_error(state_id, f"an entry in {self!r} is not a JSON object")
         return Record(entries, info)
+
+    def _not_json(self, state_id: str, what: str, error: ValueError) -> ValueError:
+        return damage.damaged_error(state_id, f"{what} in {self!r} is not valid JSON ({error})")
+
+    def _lines(self, state_id: str) -> builtins.list[tuple[int, str]]:
+        with self._connection() as conn:
+            query = self._q("SELECT seq, line FROM {schema}.entries WHERE state_id = %s ORDER BY seq")
+            return conn.execute(query, (state_id,)).fetchall()
 
     def _read_row(self, state_id: str) -> Any:
         with self._connection() as conn:
@@ -636,20 +628,8 @@ class PostgresStore(Store):
             ).fetchone()
         return row
 
-    def _parse(self, state_id: str, text: str, what: str) -> Any:
-        try:
-            return json.loads(text)
-        except (ValueError, TypeError) as error:
-            raise self._damaged(state_id, f"{what} is not valid JSON ({error})") from error
-
-    def _damaged(self, state_id: str, why: str) -> ValueError:
-        return ValueError(
-            fix_message(
-                f"saved State {state_id!r} is damaged: {why} in {self!r}",
-                "restore the database from a backup, or delete the State with store.delete(id)",
-                f'store.delete("{state_id}")',
-            )
-        )
+    def _info(self, state_id: str, text: str) -> Any:
+        return lines.parse_each([(0, text)], lambda _, error: self._not_json(state_id, "its info", error))[0]
 
     def list(self) -> builtins.list[StateInfo]:
         """One `StateInfo` per saved State (one query): newest `updated_at` first, States with no history last,
@@ -659,7 +639,7 @@ class PostgresStore(Store):
             ValueError: An info is not valid JSON, is from another format version, or misses a key.
         """
         rows = self._again_if_lost(lambda again: self._list_rows())
-        return [StateInfo.from_info(state_id, self._parse(state_id, text, "its info")) for state_id, text in rows]
+        return [StateInfo.from_info(state_id, self._info(state_id, text)) for state_id, text in rows]
 
     def _delete(self, state_id: str) -> None:
         with self._connection() as conn, conn.transaction():
