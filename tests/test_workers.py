@@ -98,7 +98,7 @@ def wait_all(setup: Setup, runs: list, timeout: float) -> list[str]:  # noqa: AN
 
 def test_runs_over_three_workers_all_finish_each_exactly_once(setup: Setup) -> None:
     app = setup.workers_module()
-    count = 200 if setup.env["WORKER_STORE"].startswith("sqlite:") else 120
+    count = 200
     runs = [app.workers.submit("noter", f"task {n}", state_id=f"task-{n}") for n in range(count)]
     again = app.workers.submit("noter", app.workers.store.load("task-0"))  # the same run again: queued once
     assert again.id == runs[0].id
