@@ -82,19 +82,16 @@ def _sync_refusal(method: str) -> TypeError:
     )
 
 
-def _not_a_state(method: str, state: object) -> TypeError:
-    return TypeError(
-        fix_message(
-            f"The first argument of agent.{method}() must be a State (got: {state!r})",
-            "pass the State to work on",
-            f'state = State(messages=[Message.user("Find the bug")])\nagent.{method}(state)',
-        )
-    )
-
-
 def _checked_state(state: object, method: str) -> State:
+    """`state`, or the `TypeError` saying the first argument of `agent.{method}()` must be a State."""
     if not isinstance(state, State):
-        raise _not_a_state(method, state)
+        raise TypeError(
+            fix_message(
+                f"The first argument of agent.{method}() must be a State (got: {state!r})",
+                "pass the State to work on",
+                f'state = State(messages=[Message.user("Find the bug")])\nagent.{method}(state)',
+            )
+        )
     return state
 
 
