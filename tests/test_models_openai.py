@@ -131,8 +131,9 @@ def test_openai_compatible_defaults_and_no_thinking_parameter() -> None:
 
 
 def test_credentials_a_placeholder_key_for_a_base_url_and_auth_error_without_any(
-    no_credentials: None, monkeypatch: pytest.MonkeyPatch
-) -> None:  # noqa: F811
+    no_credentials: None,  # noqa: F811 - the pytest fixture of that name
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with pytest.raises(AuthError, match="no credentials") as info:
         OpenAICompatible("gpt-5").respond(req())
     assert isinstance(info.value.__cause__, sdk.OpenAIError)
