@@ -1,0 +1,83 @@
+"""The documentation's code samples: each file in `docs/examples/` runs, offline, and prints what its page shows.
+
+A page includes a sample with `--8<-- "docs/examples/NAME.py"` and, when it shows the output, the file
+`docs/examples/NAME.out`; these tests run every sample in a fresh process (no API key in its environment, a
+temporary working folder, a deadline) and compare what it prints with its `.out` file, character for character.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+EXAMPLES = DOCS / "examples"
+DEADLINE = 60  # seconds for one sample
+
+NOT_RUN = {
+    "real_provider.py": "talks to a real provider: needs the network and an API key",
+    "postgres_store.py": "needs a PostgreSQL server",
+    "workers_app.py": "needs DBOS and a PostgreSQL server shared by worker processes",
+}
+"""Samples the pages show but this suite does not run, with the reason."""
+
+INCLUDE = re.compile(r'--8<--\s+"([^"]+)"')
+
+SAMPLES = sorted(path.name for path in EXAMPLES.glob("*.py"))
+RUN = [name for name in SAMPLES if name not in NOT_RUN]
+
+
+def included_files() -> set[str]:
+    """Every file a page of the site includes with the snippets syntax, as a path from the repository root."""
+    found: set[str] = set()
+    for page in DOCS.rglob("*.md"):
+        found.update(INCLUDE.findall(page.read_text(encoding="utf-8")))
+    return found
+
+
+def run_sample(name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    env["NO_COLOR"] = "1"
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+
+
+@pytest.mark.parametrize("name", RUN)
+def test_a_sample_runs_offline_and_prints_what_its_page_shows(name: str, tmp_path: Path) -> None:
+    done = run_sample(name, tmp_path)
+    assert done.returncode == 0, f"{name} failed:\n{done.stdout}\n{done.stderr}"
+    shown = EXAMPLES / (name[: -len(".py")] + ".out")
+    if shown.exists():
+        assert done.stdout == shown.read_text(encoding="utf-8")
+
+
+def test_every_sample_and_every_shown_output_is_on_a_page() -> None:
+    included = included_files()
+    files = sorted(p.relative_to(ROOT).as_posix() for p in EXAMPLES.iterdir() if p.suffix in {".py", ".out", ".sh"})
+    assert [f for f in files if f not in included] == []
+
+
+def test_every_included_file_exists() -> None:
+    assert [f for f in sorted(included_files()) if not (ROOT / f).is_file()] == []
+
+
+def test_every_shown_output_belongs_to_a_sample_that_runs() -> None:
+    outputs = sorted(p.name[: -len(".out")] + ".py" for p in EXAMPLES.glob("*.out"))
+    assert [name for name in outputs if name not in RUN] == []
+
+
+def test_the_samples_not_run_exist() -> None:
+    assert sorted(set(NOT_RUN) - set(SAMPLES)) == []
