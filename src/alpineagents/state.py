@@ -2,8 +2,10 @@
 
 History is the only source of truth: every value of a State is the fold of its history entries (``fold``). A State
 changes only through its own methods, each of which validates first and then records entries under the State's
-lock. The underscore methods of section "recording operations" are what the Agent, the loops, the tool runner and
-the stores use to record what happens.
+lock. The recording operations (the underscore methods inherited from ``_history.recording.Recorder``, and the run,
+compaction and store bookkeeping below) are what the Agent, the loops, the tool runner and the stores use to record
+what happens. The rules of the fold, the decoder of the saved form and the texts of the misuse errors live in
+``alpineagents._history``; the public names defined there (``fold``, ``check_id``, the result texts) are imported here.
 """
 
 from __future__ import annotations
