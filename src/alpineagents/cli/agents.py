@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 from types import ModuleType
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import click
 
@@ -70,7 +70,7 @@ def load_object(spec: str, kind: type[T]) -> T:
         raise Misuse(f"{module_name} has no {name!r}")
     made: object = found() if callable(found) and not isinstance(found, (kind, type)) else found
     if isinstance(made, kind):
-        return made
+        return cast(T, made)  # pyright narrows `made` to T | Callable here, though the check above is on `kind`
     article = "an" if kind.__name__[0] in "AEIOU" else "a"
     raise Misuse(f"{spec} is a {type(made).__name__}, not {article} {kind.__name__}")
 
