@@ -24,6 +24,7 @@ NOT_RUN = {
     "real_provider.py": "talks to a real provider: needs the network and an API key",
     "postgres_store.py": "needs a PostgreSQL server",
     "workers_app.py": "needs DBOS and a PostgreSQL server shared by worker processes",
+    "mcp_server.py": "an MCP server that waits for a client; mcp_agent.py starts it and runs through it",
 }
 """Samples the pages show but this suite does not run, with the reason."""
 
@@ -49,6 +50,7 @@ def run_sample(name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         [sys.executable, str(EXAMPLES / name)],
         cwd=tmp_path,
         env=env,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=DEADLINE,

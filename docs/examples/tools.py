@@ -50,20 +50,17 @@ class Clock(Tool):
 # What the model reads about a function tool: its name, the docstring's first line, a schema from the signature.
 print(json.dumps(find_user.input_schema, indent=2))
 
-model = FakeModel(
-    [
-        [  # one reply, four calls: they run in parallel; each result is recorded as it finishes
-            tool_call("find_user", email="ada@example.com"),
-            tool_call("find_user", email="nobody"),
-            tool_call("increment", by="many"),
-            tool_call("clock"),
-        ],
-        "Found Ada.",
-    ]
-)
+calls = [  # one reply, four calls: they run in parallel, and each result is recorded as it finishes
+    tool_call("find_user", email="ada@example.com"),
+    tool_call("find_user", email="nobody"),
+    tool_call("increment", by="many"),
+    tool_call("clock"),
+]
+model = FakeModel([calls, "Found Ada."])
 agent = Agent(model, tools=[find_user, Counter(), Clock()], reporter=None)
 state = State(messages=[Message.user("Who is ada@example.com?")])
 agent.run(state)
-for entry in state.history:
-    if isinstance(entry, ToolResultEntry):
-        print(f"{entry.call.name}: {entry.outcome.value}: {entry.content}")
+results = {entry.call.id: entry for entry in state.history if isinstance(entry, ToolResultEntry)}
+for call in calls:  # the history has them in the order they finished; print them in the order they were asked
+    entry = results[call.id]
+    print(f"{call.name}: {entry.outcome.value}: {entry.content}")
