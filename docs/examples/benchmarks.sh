@@ -1,0 +1,7 @@
+.venv/bin/python benchmarks/turns.py        # per-turn cost of a run
+.venv/bin/python benchmarks/fold.py         # recording and replaying history entries
+.venv/bin/python benchmarks/store.py        # FileStore and SQLiteStore (--quick for a short run)
+.venv/bin/python benchmarks/postgres.py     # PostgresStore (starts its own server; --quick)
+.venv/bin/python benchmarks/concurrent.py   # 1,000 async runs on one event loop
+.venv/bin/python benchmarks/models.py       # the model adapters' own cost per request
+.venv/bin/python benchmarks/workers.py      # runs over worker processes on DBOS (--quick)
