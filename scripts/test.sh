@@ -15,5 +15,7 @@ echo "== ruff"
 .venv/bin/ruff check src tests benchmarks examples
 echo "== pyright"
 .venv/bin/pyright src
+echo "== mkdocs"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 echo "== pytest"
 exec .venv/bin/python -m pytest "$@"

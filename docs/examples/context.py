@@ -16,7 +16,9 @@ def read_page(number: int) -> str:
 
 
 script = [tool_call("read_page", number=n) for n in range(1, 5)] + ["The manual says: be careful."]
-agent = Agent(FakeModel(script + ["The person asked about the manual; it says: be careful."]), tools=[read_page], reporter=None)
+agent = Agent(
+    FakeModel(script + ["The person asked about the manual; it says: be careful."]), tools=[read_page], reporter=None
+)
 state = State(messages=[Message.user("What does the manual say?")])
 agent.run(state)
 

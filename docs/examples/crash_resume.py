@@ -25,7 +25,9 @@ def send_report(to: str) -> str:
 
 
 def crashing_process(db: str) -> None:
-    agent = Agent(FakeModel([tool_call("send_report", to="boss@example.com")]), tools=[send_report], store=SQLiteStore(db))
+    agent = Agent(
+        FakeModel([tool_call("send_report", to="boss@example.com")]), tools=[send_report], store=SQLiteStore(db)
+    )
     agent.run("Send the weekly report to my boss")
 
 

@@ -2,8 +2,8 @@
 
 from alpineagents import Agent, Message, State, tool
 from alpineagents.permissions import (
-    Allowed,
     AllowByReadOnly,
+    Allowed,
     DecideByHuman,
     DecidePermission,
     Denied,

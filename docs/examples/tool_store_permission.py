@@ -3,7 +3,7 @@
 import tempfile
 from pathlib import Path
 
-from alpineagents import Agent, SQLiteStore, State, Message, tool
+from alpineagents import Agent, Message, SQLiteStore, State, tool
 from alpineagents.permissions import AllowByReadOnly, DecideByHuman, DenyByName
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
 
