@@ -83,3 +83,26 @@ def test_every_shown_output_belongs_to_a_sample_that_runs() -> None:
 
 def test_the_samples_not_run_exist() -> None:
     assert sorted(set(NOT_RUN) - set(SAMPLES)) == []
+
+
+def public_modules() -> list[str]:
+    """The public modules of the package: the package, `models`, and each module file without a leading underscore
+    (the command line and the viewer are documented by their page, not by a reference page)."""
+    package = ROOT / "src" / "alpineagents"
+    found = ["alpineagents", "alpineagents.models"]
+    for folder, prefix in [(package, "alpineagents."), (package / "models", "alpineagents.models.")]:
+        found += [prefix + path.stem for path in sorted(folder.glob("*.py")) if not path.name.startswith("_")]
+    return found
+
+
+def test_every_public_module_has_a_reference_page_in_the_navigation() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    missing = []
+    for module in public_modules():
+        name = "alpineagents" if module == "alpineagents" else module.removeprefix("alpineagents.")
+        page = DOCS / "reference" / f"{name}.md"
+        if not page.is_file() or f"::: {module}\n" not in page.read_text(encoding="utf-8"):
+            missing.append(f"{module}: no page {page.relative_to(ROOT)}")
+        elif f"reference/{name}.md" not in nav:
+            missing.append(f"{module}: its page is not in the nav of mkdocs.yml")
+    assert missing == []

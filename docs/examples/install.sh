@@ -1,8 +1,11 @@
-pip install alpineagents                 # the core: Agent, State, tools, the Anthropic and OpenAI adapters, stores
-pip install 'alpineagents[mcp]'          # MCP servers as tools
-pip install 'alpineagents[postgres]'     # PostgresStore
-pip install 'alpineagents[dbos]'         # Workers (runs spread over processes)
-pip install 'alpineagents[viewer]'       # the run viewer of the command line
+# In a clone of the repository, into a virtual environment of its own:
+python3 -m venv .venv
+.venv/bin/pip install -e .                  # the core: Agent, State, tools, the Anthropic and OpenAI adapters, stores
+.venv/bin/pip install -e '.[mcp]'           # MCP servers as tools
+.venv/bin/pip install -e '.[postgres]'      # PostgresStore
+.venv/bin/pip install -e '.[dbos]'          # Workers (runs spread over processes)
+.venv/bin/pip install -e '.[viewer]'        # the run viewer of the command line
+.venv/bin/pip install -e '.[docs]'          # this site (mkdocs)
 
-# or, from a clone of the repository, everything including the test tools:
+# Everything, with the test tools, then the checks and the whole test suite:
 bash scripts/test.sh
