@@ -28,6 +28,10 @@ NOT_RUN = {
 }
 """Samples the pages show but this suite does not run, with the reason."""
 
+SHELL_RUN = ["cli_try.sh"]
+"""Shell samples this suite runs (with bash, from the repository root, the interpreter's bin folder first on PATH);
+the other `.sh` files are install and serve commands, shown only."""
+
 INCLUDE = re.compile(r'--8<--\s+"([^"]+)"')
 
 SAMPLES = sorted(path.name for path in EXAMPLES.glob("*.py"))
@@ -57,13 +61,36 @@ def run_sample(name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("name", RUN)
-def test_a_sample_runs_offline_and_prints_what_its_page_shows(name: str, tmp_path: Path) -> None:
-    done = run_sample(name, tmp_path)
+def run_shell_sample(name: str) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.pop("ALPINEAGENTS_STORE", None)
+    return subprocess.run(
+        ["bash", "-eu", str(EXAMPLES / name)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+
+
+def check_output(name: str, done: subprocess.CompletedProcess[str]) -> None:
     assert done.returncode == 0, f"{name} failed:\n{done.stdout}\n{done.stderr}"
-    shown = EXAMPLES / (name[: -len(".py")] + ".out")
+    shown = EXAMPLES / (Path(name).stem + ".out")
     if shown.exists():
         assert done.stdout == shown.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", RUN)
+def test_a_sample_runs_offline_and_prints_what_its_page_shows(name: str, tmp_path: Path) -> None:
+    check_output(name, run_sample(name, tmp_path))
+
+
+@pytest.mark.parametrize("name", SHELL_RUN)
+def test_a_shell_sample_runs_offline_and_prints_what_its_page_shows(name: str) -> None:
+    check_output(name, run_shell_sample(name))
 
 
 def test_every_sample_and_every_shown_output_is_on_a_page() -> None:
@@ -77,12 +104,12 @@ def test_every_included_file_exists() -> None:
 
 
 def test_every_shown_output_belongs_to_a_sample_that_runs() -> None:
-    outputs = sorted(p.name[: -len(".out")] + ".py" for p in EXAMPLES.glob("*.out"))
-    assert [name for name in outputs if name not in RUN] == []
+    runs = {Path(name).stem for name in RUN + SHELL_RUN}
+    assert sorted(p.name for p in EXAMPLES.glob("*.out") if p.stem not in runs) == []
 
 
-def test_the_samples_not_run_exist() -> None:
-    assert sorted(set(NOT_RUN) - set(SAMPLES)) == []
+def test_the_samples_named_here_exist() -> None:
+    assert sorted(name for name in [*NOT_RUN, *SHELL_RUN] if not (EXAMPLES / name).is_file()) == []
 
 
 def public_modules() -> list[str]:
