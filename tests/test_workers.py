@@ -87,6 +87,13 @@ def stop(workers: list[subprocess.Popen[bytes]]) -> None:
             worker.wait(10)
 
 
+def mid_run(app, found) -> bool:  # noqa: ANN001 - the test application and a DBOS workflow status
+    """Whether the run's State has a tool result saved and no answer yet."""
+    record = app.workers.store.read(found.workflow_id.rsplit(".", 1)[0])
+    kinds = [entry["kind"] for entry in record.entries] if record else []
+    return "tool_result" in kinds and "stop" not in kinds
+
+
 def wait_all(setup: Setup, runs: list, timeout: float) -> list[str]:  # noqa: ANN001 - Run handles
     deadline = time.monotonic() + timeout
     try:
@@ -122,13 +129,15 @@ def test_a_worker_killed_mid_run_has_its_runs_taken_over_and_no_call_runs_twice(
     workers = [setup.start_worker(WORKER_CONCURRENCY="5") for _ in range(3)]
     try:
         deadline = time.monotonic() + 120
-        while True:  # about a third done, and some worker in the middle of at least two runs
-            holding = Counter(found.executor_id for found in app.workers._client().list_workflows(status="PENDING"))
+        while True:  # kill a worker while it is in the middle of runs: a tool result saved, the answer not yet
+            pending = app.workers._client().list_workflows(status="PENDING")
+            holding = Counter(found.executor_id for found in pending)
             victim = max(range(3), key=lambda n: holding[f"worker-{n}"])
-            if sum(run.status() == "done" for run in runs) >= count // 3 and holding[f"worker-{victim}"] >= 2:
+            midway = [found for found in pending if found.executor_id == f"worker-{victim}" and mid_run(app, found)]
+            if midway:
                 break
-            assert time.monotonic() < deadline, "the workers did not get going"
-            time.sleep(0.05)
+            assert time.monotonic() < deadline, "no worker was ever in the middle of a run"
+            time.sleep(0.02)
         workers[victim].send_signal(signal.SIGKILL)
         killed_at = time.monotonic()
         print(f"killed worker-{victim} while it held {holding[f'worker-{victim}']} runs of {dict(holding)}")
@@ -146,7 +155,10 @@ def test_a_worker_killed_mid_run_has_its_runs_taken_over_and_no_call_runs_twice(
         state = app.workers.store.load(f"task-{n}")
         assert state.answer == f"done: task {n}"
         resumed += sum(entry.kind == "run_start" for entry in state.history) > 1
-    assert resumed >= 1, "the killed worker held no run: the test proved nothing"
+    assert resumed >= 1, "no run was resumed from its saved State"
+    client = app.workers._client()
+    for found in midway:  # the runs the killed worker was in the middle of ended on the others
+        assert client.retrieve_workflow(found.workflow_id).get_status().executor_id != f"worker-{victim}"
     print(f"{resumed} runs were taken over and resumed from their saved State")
 
 
