@@ -7,6 +7,7 @@ temporary working folder, a deadline) and compare what it prints with its `.out`
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -132,4 +133,27 @@ def test_every_public_module_has_a_reference_page_in_the_navigation() -> None:
             missing.append(f"{module}: no page {page.relative_to(ROOT)}")
         elif f"reference/{name}.md" not in nav:
             missing.append(f"{module}: its page is not in the nav of mkdocs.yml")
+    assert missing == []
+
+
+def test_the_built_reference_shows_every_public_name(tmp_path: Path) -> None:
+    """Builds the site (as `scripts/test.sh` does) and looks for an entry of every name in each module's `__all__`
+    on its reference page, or on the page of the module that defines it."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(tmp_path)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    anchors: set[str] = set()
+    for page in (tmp_path / "reference").rglob("index.html"):
+        anchors.update(re.findall(r'id="(alpineagents\.[^"]+)"', page.read_text(encoding="utf-8")))
+    missing = []
+    for module in public_modules():
+        if module == "alpineagents":
+            continue  # the package page links each export to the page of its module (checked by the strict build)
+        names = getattr(importlib.import_module(module), "__all__", [])
+        for name in names:
+            value = getattr(importlib.import_module(module), name)
+            home = getattr(value, "__module__", module) if isinstance(value, type) else module
+            if f"{module}.{name}" not in anchors and f"{home}.{name}" not in anchors:
+                missing.append(f"{module}.{name}")
     assert missing == []
