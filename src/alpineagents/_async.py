@@ -1,7 +1,8 @@
 """Shared async plumbing: the async-run mark and running sync work off the event loop.
 
-`ASYNC_RUN` is the fixed name of 03 §8.2 / 06 §11: the event loop of the async run going on in this context, or
-`None`. A sync method that would block (run, think, store.save, ...) checks `blocks_event_loop()` first.
+`ASYNC_RUN` (a fixed name: tests and stores read it) holds the event loop of the async run going on in this
+context, or `None`. A sync method that would block (run, think, store.save, ...) checks `blocks_event_loop()` first,
+so that a blocking call made by mistake inside an async run fails with a clear error instead of stalling the loop.
 """
 
 from __future__ import annotations
