@@ -24,7 +24,7 @@ DEADLINE = 60  # seconds for one sample
 NOT_RUN = {
     "real_provider.py": "talks to a real provider: needs the network and an API key",
     "postgres_store.py": "needs a PostgreSQL server",
-    "workers_app.py": "needs DBOS and a PostgreSQL server shared by worker processes",
+    "workers_app.py": "needs a PostgreSQL server shared by the worker processes (workers_local.py runs offline)",
     "mcp_server.py": "an MCP server that waits for a client; mcp_agent.py starts it and runs through it",
 }
 """Samples the pages show but this suite does not run, with the reason."""
