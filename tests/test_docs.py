@@ -23,11 +23,13 @@ DEADLINE = 60  # seconds for one sample
 
 NOT_RUN = {
     "real_provider.py": "talks to a real provider: needs the network and an API key",
-    "postgres_store.py": "needs a PostgreSQL server",
     "workers_app.py": "needs a PostgreSQL server shared by the worker processes (workers_local.py runs offline)",
     "mcp_server.py": "an MCP server that waits for a client; mcp_agent.py starts it and runs through it",
 }
 """Samples the pages show but this suite does not run, with the reason."""
+
+WITH_POSTGRES = ["postgres_store.py"]
+"""Samples that need a PostgreSQL server: run here against a fresh database of the test server (`DATABASE_URL`)."""
 
 SHELL_RUN = ["cli_try.sh"]
 """Shell samples this suite runs (with bash, from the repository root, the interpreter's bin folder first on PATH);
@@ -36,7 +38,7 @@ the other `.sh` files are install and serve commands, shown only."""
 INCLUDE = re.compile(r'--8<--\s+"([^"]+)"')
 
 SAMPLES = sorted(path.name for path in EXAMPLES.glob("*.py"))
-RUN = [name for name in SAMPLES if name not in NOT_RUN]
+RUN = [name for name in SAMPLES if name not in NOT_RUN and name not in WITH_POSTGRES]
 
 
 def included_files() -> set[str]:
@@ -47,8 +49,9 @@ def included_files() -> set[str]:
     return found
 
 
-def run_sample(name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run_sample(name: str, tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
+    env.update(extra_env)
     env["PYTHONPATH"] = str(ROOT / "src")
     env["NO_COLOR"] = "1"
     return subprocess.run(
@@ -89,6 +92,11 @@ def test_a_sample_runs_offline_and_prints_what_its_page_shows(name: str, tmp_pat
     check_output(name, run_sample(name, tmp_path))
 
 
+@pytest.mark.parametrize("name", WITH_POSTGRES)
+def test_a_postgres_sample_runs_against_a_local_server(name: str, tmp_path: Path, postgres_database: str) -> None:
+    check_output(name, run_sample(name, tmp_path, DATABASE_URL=postgres_database))
+
+
 @pytest.mark.parametrize("name", SHELL_RUN)
 def test_a_shell_sample_runs_offline_and_prints_what_its_page_shows(name: str) -> None:
     check_output(name, run_shell_sample(name))
@@ -105,12 +113,12 @@ def test_every_included_file_exists() -> None:
 
 
 def test_every_shown_output_belongs_to_a_sample_that_runs() -> None:
-    runs = {Path(name).stem for name in RUN + SHELL_RUN}
+    runs = {Path(name).stem for name in RUN + WITH_POSTGRES + SHELL_RUN}
     assert sorted(p.name for p in EXAMPLES.glob("*.out") if p.stem not in runs) == []
 
 
 def test_the_samples_named_here_exist() -> None:
-    assert sorted(name for name in [*NOT_RUN, *SHELL_RUN] if not (EXAMPLES / name).is_file()) == []
+    assert sorted(name for name in [*NOT_RUN, *WITH_POSTGRES, *SHELL_RUN] if not (EXAMPLES / name).is_file()) == []
 
 
 def public_modules() -> list[str]:

@@ -1,20 +1,22 @@
-"""PostgresStore: many processes and machines share one database. Needs a PostgreSQL server and
-`pip install 'alpineagents[postgres]'`."""
+"""PostgresStore: many processes and machines share one database. Needs `pip install 'alpineagents[postgres]'`
+and a PostgreSQL server: set DATABASE_URL (for example postgresql://app@db.internal/agents)."""
 
 import os
 
-from alpineagents import Agent, PostgresStore
+from alpineagents import Agent, Message, PostgresStore, State
 from alpineagents.store import StateLockedError
+from alpineagents.testing import FakeModel
 
-DSN = os.environ.get("DATABASE_URL", "postgresql://app@db.internal/agents")
-
-store = PostgresStore(DSN)  # or a psycopg_pool.ConnectionPool; schema="alpineagents", created on first use
+store = PostgresStore(os.environ["DATABASE_URL"])  # or a psycopg_pool.ConnectionPool; schema="alpineagents"
 # Behind PgBouncer in transaction mode, give the lock connection a direct address:
-# store = PostgresStore(POOLED_DSN, lock_conninfo=DIRECT_DSN)
+# store = PostgresStore(POOLED_URL, lock_conninfo=DIRECT_URL)
 
-agent = Agent("anthropic/claude-sonnet-5", store=store)
+agent = Agent(FakeModel(["Ticket 4711 is answered."]), store=store, reporter=None)
+agent.run(State(id="ticket-4711", messages=[Message.user("Answer ticket 4711")]))
+
 try:
-    state = store.load("ticket-4711")  # started by another process, maybe on another machine
-    agent.run(state)
-except StateLockedError:
+    state = store.load("ticket-4711")  # in any process, on any machine that reaches the database
+    print(state.answer, "-", len(state.history), "entries")
+except StateLockedError:  # raised by a save while another process is writing this State
     print("another process is running ticket-4711 right now")
+print([info.id for info in store.list()])
