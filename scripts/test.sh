@@ -12,7 +12,7 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 echo "== ruff"
-.venv/bin/ruff check src tests benchmarks examples
+.venv/bin/ruff check src tests benchmarks examples docs/examples
 echo "== pyright"
 .venv/bin/pyright src
 echo "== mkdocs"

@@ -1,8 +1,9 @@
 """The run viewer in a real headless browser: Playwright driving Debian's chromium at /usr/bin/chromium.
 
 The runs are made by the `alpineagents` command with the agents of `tests/cli_agents.py`, the viewer is
-`alpineagents view` on a free 127.0.0.1 port, and the screenshots go to docs/screenshots/. Without chromium the
-tests are skipped, except in CI (the CI variable is set), where they must run.
+`alpineagents view` on a free 127.0.0.1 port. The screenshots go to a temporary folder, or to docs/screenshots/ with
+`ALPINEAGENTS_SCREENSHOTS=1` (how the README's pictures are made). Without chromium the tests are skipped, except in
+CI (the CI variable is set), where they must run.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +25,11 @@ from cli_agents import XSS, cli, command, command_env, has_entry, viewer
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = TESTS.parent
-SHOTS = ROOT / "docs" / "screenshots"
+SHOTS = (
+    ROOT / "docs" / "screenshots"
+    if os.environ.get("ALPINEAGENTS_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / f"alpineagents-screenshots-{os.getpid()}"
+)
 WAIT_MS = 20_000
 
 if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
