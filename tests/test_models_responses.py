@@ -488,7 +488,8 @@ def test_a_run_with_tools_saved_loads_in_a_fresh_process_and_continues(
     agent = Agent(model(server), tools=[lookup], store=store, reporter=None)
     state = State(messages=[Message.user("look up a and b")])
     agent.run(state)
-    assert [r.content for r in results(state)] == ["result for a", "result for b"]
+    # the two calls run in parallel: their results are recorded in the order they finish
+    assert sorted(r.content for r in results(state)) == ["result for a", "result for b"]
     assert state.messages[-1].text == "Done."
     state_id = state.id
     del state
