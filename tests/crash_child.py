@@ -6,8 +6,8 @@ zygote never touches a State, so every child starts without any State in memory.
 
 Jobs:
 
-- `{"do": "run", "kind": "file"|"sqlite", "dir": ..., "point": "think_end:2"}`: run the scripted conversation with
-  the store in `dir`; when the point is reached for the n-th time, write `recorded.json` (the in-memory history
+- `{"do": "run", "kind": "file"|"sqlite"|"postgres", "dir": ..., "point": "think_end:2"}`: run the scripted
+  conversation with the store in `dir` (for "postgres": `PostgresStore(job["dsn"], schema=job["schema"])`); when the point is reached for the n-th time, write `recorded.json` (the in-memory history
   at that moment and how many entries the store had acknowledged) and send SIGKILL to itself.
 - `{"do": "resume", ...}`: load the State (`loaded.json`), add a message, run it to the end (`final.json`).
 
@@ -16,7 +16,8 @@ request was saved, before it is sent), `think_end` (between a reply and its save
 tool, before / after its side effect), `tool_end` (between a tool's result and its save), `context_change`
 (between a compaction and its save), `run_start`, `log_write` (FileStore: half of a log write reaches the file),
 `info_replace` (FileStore: the log is appended, the info is not), `sqlite_txn` (SQLiteStore: the rows are inserted,
-not committed).
+not committed), `pg_txn_open` (PostgresStore: the first round trip of a save point sent, its transaction open, nothing
+written, no commit), `pg_committed` (PostgresStore: the save point committed, the State not told yet).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from alpineagents import store as store_module
 from alpineagents._stores import files
 from alpineagents.agent import Agent
 from alpineagents.loop import loop, waiting_for_user
+from alpineagents.postgres import PostgresStore
 from alpineagents.reporter import Reporter
 from alpineagents.state import State
 from alpineagents.store import FileStore, Store
@@ -139,9 +141,12 @@ def body(agent: Agent, state: State) -> None:
         agent.use_tools(state)
 
 
-def make_store(kind: str, folder: str) -> Store:
+def make_store(job: dict[str, Any]) -> Store:
+    kind, folder = job["kind"], job["dir"]
     if kind == "file":
         return FileStore(os.path.join(folder, "runs"))
+    if kind == "postgres":
+        return PostgresStore(job["dsn"], schema=job["schema"])
     return store_module.SQLiteStore(os.path.join(folder, "runs.db"))  # pyright: ignore[reportAttributeAccessIssue]
 
 
@@ -172,12 +177,29 @@ def _patch_store() -> None:
         write_rows(self, *args)
         point("sqlite_txn")
 
-    sqlite_store._write = rows_then_point
+    sqlite_store._write = rows_then_point  # pyright: ignore[reportAttributeAccessIssue]
+
+    new_entries = PostgresStore._new_entries  # pyright: ignore[reportPrivateUsage]
+
+    def first_trip_then_point(self: Any, *args: Any) -> Any:
+        new = new_entries(self, *args)  # runs between the save point's two round trips
+        point("pg_txn_open")
+        return new
+
+    write_txn = PostgresStore._write  # pyright: ignore[reportPrivateUsage]
+
+    def commit_then_point(self: Any, *args: Any) -> bool:
+        done = write_txn(self, *args)
+        point("pg_committed")
+        return done
+
+    PostgresStore._new_entries = first_trip_then_point  # pyright: ignore[reportAttributeAccessIssue]
+    PostgresStore._write = commit_then_point  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def run(job: dict[str, Any]) -> int:
     _patch_store()
-    store = make_store(job["kind"], job["dir"])
+    store = make_store(job)
     replies = [
         [tool_call("write_note", text="a"), tool_call("write_note", text="b")],
         tool_call("append_log", line="x"),
@@ -194,7 +216,7 @@ def run(job: dict[str, Any]) -> int:
 
 
 def resume(job: dict[str, Any]) -> int:
-    store = make_store(job["kind"], job["dir"])
+    store = make_store(job)
     loaded: dict[str, Any]
     try:
         state = store.load(STATE_ID)
@@ -233,6 +255,8 @@ def _child(job: dict[str, Any]) -> int:
 
 
 def serve() -> None:
+    import psycopg  # noqa: F401  # imported once here, so no forked child pays for it
+
     for line in sys.stdin:
         job = json.loads(line)
         pid = os.fork()

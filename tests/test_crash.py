@@ -4,7 +4,9 @@ The child program is tests/crash_child.py (a zygote that forks one fresh child p
 kill point: the run dies by SIGKILL exactly at that point; a fresh process loads the State and resumes it. Every
 time: no acknowledged entry is lost, the loaded history is a prefix of what the child had recorded, a torn last
 record is ignored and repaired, a tool call whose result was saved never runs again (the journal of side effects
-proves it), a call that was running gets the unknown result, and the resumed run finishes.
+proves it), a call that was running gets the unknown result, and the resumed run finishes. A transaction cut off
+before its commit (SQLite, Postgres) leaves nothing; a Postgres save point committed just before the kill is kept,
+though the dead process never learned of it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 
 import alpineagents.store as store_module
 from alpineagents import _serial
+from alpineagents.postgres import PostgresStore
 from alpineagents.state import STOPPED_WAITING, UNSAVED_RESULT, State
 from alpineagents.store import FileStore, Store
 
@@ -62,7 +65,21 @@ FILE_ONLY = [
     "info_replace:8",
 ]
 SQLITE_ONLY = ["sqlite_txn:1", "sqlite_txn:4", "sqlite_txn:9", "sqlite_txn:14"]
-CASES = [("file", p) for p in COMMON + FILE_ONLY] + [("sqlite", p) for p in COMMON + SQLITE_ONLY]
+POSTGRES_ONLY = [
+    "pg_txn_open:1",  # the create: first round trip sent, no commit
+    "pg_txn_open:4",
+    "pg_txn_open:9",
+    "pg_txn_open:14",
+    "pg_committed:1",  # the create committed, the State never told
+    "pg_committed:4",
+    "pg_committed:9",
+    "pg_committed:14",
+]
+CASES = (
+    [("file", p) for p in COMMON + FILE_ONLY]
+    + [("sqlite", p) for p in COMMON + SQLITE_ONLY]
+    + [("postgres", p) for p in COMMON + POSTGRES_ONLY]
+)
 
 
 class Zygote:
@@ -94,8 +111,20 @@ def zygote() -> Iterator[Zygote]:
     z.close()
 
 
-def open_store(kind: str, folder: Path) -> Store:
-    return FileStore(folder / "runs") if kind == "file" else SQLiteStore(folder / "runs.db")
+def open_store(job: dict[str, str]) -> Store:
+    folder = Path(job["dir"])
+    if job["kind"] == "postgres":
+        return PostgresStore(job["dsn"], schema=job["schema"])
+    return FileStore(folder / "runs") if job["kind"] == "file" else SQLiteStore(folder / "runs.db")
+
+
+def place(request: pytest.FixtureRequest, kind: str, folder: Path) -> dict[str, str]:
+    """Where the job's store keeps the State: the folder, and for Postgres a fresh schema on the test server."""
+    job = {"kind": kind, "dir": str(folder)}
+    if kind == "postgres":
+        job["dsn"] = request.getfixturevalue("postgres").dsn
+        job["schema"] = request.getfixturevalue("postgres_schema")
+    return job
 
 
 def read_json(path: Path) -> Any:
@@ -118,8 +147,11 @@ def journal_key(entry: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize(("kind", "point"), CASES, ids=[f"{k}-{p}" for k, p in CASES])
-def test_a_run_killed_at_any_point_resumes_without_losing_or_rerunning_anything(zygote: Zygote, tmp_path: Path, kind: str, point: str) -> None:
-    status = zygote.do(do="run", kind=kind, dir=str(tmp_path), point=point)
+def test_a_run_killed_at_any_point_resumes_without_losing_or_rerunning_anything(
+    zygote: Zygote, request: pytest.FixtureRequest, tmp_path: Path, kind: str, point: str
+) -> None:
+    where = place(request, kind, tmp_path)
+    status = zygote.do(do="run", point=point, **where)
     assert status == {"signal": 9}, error_text(tmp_path) or f"the run was not killed at {point}: {status}"
     recorded = read_json(tmp_path / "recorded.json")
     ran_before = journal(tmp_path)
@@ -130,7 +162,7 @@ def test_a_run_killed_at_any_point_resumes_without_losing_or_rerunning_anything(
         assert [p.name.startswith(".new-crash-") for p in (tmp_path / "runs").iterdir()] == [True]
         assert FileStore(tmp_path / "runs").list() == []
 
-    status = zygote.do(do="resume", kind=kind, dir=str(tmp_path), point="")
+    status = zygote.do(do="resume", point="", **where)
     assert status == {"exit": 0}, error_text(tmp_path)
     loaded = read_json(tmp_path / "loaded.json")
     final = read_json(tmp_path / "final.json")
@@ -140,8 +172,10 @@ def test_a_run_killed_at_any_point_resumes_without_losing_or_rerunning_anything(
     assert not loaded["missing"] or recorded["acked"] == 0
     assert len(saved) >= recorded["acked"]
     assert saved == recorded["history"][: len(saved)]
-    if point.startswith("sqlite_txn:"):
+    if point.startswith(("sqlite_txn:", "pg_txn_open:")):
         assert len(saved) == recorded["acked"]  # the transaction in flight left nothing
+    if point.startswith("pg_committed:"):
+        assert len(saved) > recorded["acked"]  # the committed save point is kept, though the State never heard
 
     # The turn left open is closed on loading: the request taken back, every pending call unknown.
     rebuilt = State(history=[_serial.entry_from_dict(entry) for entry in saved])
@@ -175,7 +209,7 @@ def test_a_run_killed_at_any_point_resumes_without_losing_or_rerunning_anything(
     # The resumed run finished, and the store holds it completely.
     assert final["answer"] == "Resumed and finished"
     assert final["history"][: len(loaded["history"])] == loaded["history"]
-    reloaded = open_store(kind, tmp_path).load("crash")
+    reloaded = open_store(where).load("crash")
     assert [_serial.entry_to_dict(e, i) for i, e in enumerate(reloaded.history)] == final["history"]
     if kind == "file":
         text = log.read_text()
