@@ -50,8 +50,6 @@ CLEARED = "(cleared: kept in history)"
 SUMMARY_PREFIX = "[notice] Summary so far:\n"
 LATE_RESULT = "[notice] interrupted {call} finished later: {content}"
 
-make_message = maker(Message)
-make_result_block = maker(ToolResultBlock)
 
 _DONE = t.ToolOutcomeKind.DONE
 _EMPTY_USAGE = Usage()
