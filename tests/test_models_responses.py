@@ -362,7 +362,8 @@ def test_an_error_event_a_failed_response_and_a_stream_without_its_end_are_provi
     server.script(responses_stream(Text(["Hel"]), error_event=("server_error", "The server melted")))
     with pytest.raises(ProviderError, match="The server melted") as event:
         call()
-    assert type(event.value) is ProviderError and isinstance(event.value.__cause__, sdk.APIError)
+    assert type(event.value) is ProviderError and isinstance(event.value.__cause__, sdk.OpenAIError)
+    assert "server_error" in str(event.value)
     server.script(responses_stream(Text(["Hel"]), fail=("server_error", "Response failed for a reason")))
     with pytest.raises(ProviderError, match="Response failed for a reason") as failed:
         call()

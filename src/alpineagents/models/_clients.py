@@ -97,6 +97,8 @@ class SDKClients:
 
     def _init_clients(self) -> None:
         self._sdk_client: Any = None
+        self._given_client: Any = None
+        """A client the caller handed in (its key is redacted from errors like those of the clients made here)."""
         self._client_lock = threading.Lock()
         self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
             weakref.WeakKeyDictionary()
@@ -111,10 +113,10 @@ class SDKClients:
 
     def _redacted(self, wrapped: _E, cause: BaseException | None) -> _E:
         """`wrapped`, the error about to be raised from `cause`, with every credential taken out of its text and of
-        `cause`'s: the configured ones, those of the clients made so far (a key read from the environment), and
-        those in the failed request's headers."""
+        `cause`'s: the configured ones, those of the clients made so far (a key read from the environment) or
+        handed in, and those in the failed request's headers (recent SDKs strip them from the request they keep)."""
         known: list[str | None] = list(self._configured_secrets())
-        clients = [self._sdk_client, *(entry[0] for entry in list(self._async_clients.values()))]
+        clients = [self._sdk_client, self._given_client, *(entry[0] for entry in list(self._async_clients.values()))]
         for client in clients:
             if client is not None:
                 known.extend(getattr(client, name, None) for name in ("api_key", "auth_token"))

@@ -107,6 +107,7 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
 
     def _adopt(self, client: OpenAI | AsyncOpenAI) -> None:
         """Use the caller's SDK client: an async one for `arespond`, otherwise for `respond`."""
+        self._given_client = client
         if isinstance(client, openai_sdk().AsyncOpenAI):
             self._async_client = lambda: client  # the fixed seam, replaced on the instance
         else:
@@ -320,10 +321,11 @@ class _ResponseReader:
 
 
 def _stream_error(message: str | None, code: str | None, what: str) -> BaseException:
-    """The SDK's `APIError` for a failure reported inside the stream (mapped like any other SDK failure)."""
+    """The SDK's base error for a failure reported inside the stream, mapped like any other SDK failure (to a
+    `ProviderError`). Not an `APIError`: the SDK builds those only around an HTTP request, which a reader of
+    stream events does not hold."""
     text = message or f"the response stream reported an error ({what})"
-    body = {"message": text, "code": code, "type": what}
-    return openai_sdk().APIError(text, None, body=body)
+    return openai_sdk().OpenAIError(f"{text} (code: {code})" if code else text)
 
 
 def _message_text(item: Any) -> tuple[str, bool]:
