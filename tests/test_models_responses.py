@@ -477,12 +477,19 @@ def test_a_run_with_tools_saved_loads_in_a_fresh_process_and_continues(
             FunctionCallOut("lookup", '{"q": "a"}', call_id="call_a", id="fc_a"),
             FunctionCallOut("lookup", '{"q": "b"}', call_id="call_b", id="fc_b"),
             response_id="resp_1",
+            reasoning_tokens=7,
         ),
         responses_stream(
-            Reasoning("rs_2", ["Both found."], "enc-2"), Text(["Done."], id="msg_2"), response_id="resp_2"
+            Reasoning("rs_2", ["Both found."], "enc-2"),
+            Text(["Done."], id="msg_2"),
+            response_id="resp_2",
+            reasoning_tokens=5,
         ),
         responses_stream(
-            Reasoning("rs_3", ["Again."], "enc-3"), Text(["Still done."], id="msg_3"), response_id="resp_3"
+            Reasoning("rs_3", ["Again."], "enc-3"),
+            Text(["Still done."], id="msg_3"),
+            response_id="resp_3",
+            reasoning_tokens=3,
         ),
     )
     store = FileStore(tmp_path / "runs")
@@ -508,7 +515,11 @@ def test_a_run_with_tools_saved_loads_in_a_fresh_process_and_continues(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1])["text"] == "Still done."
-    assert store.load(state_id).messages[-1].text == "Still done."
+    loaded = store.load(state_id)
+    assert loaded.messages[-1].text == "Still done."
+    # the reasoning tokens of every reply survive the round trip (they are part of the output tokens)
+    assert model(server).reasoning_tokens(loaded.messages) == 7 + 5 + 3
+    assert loaded.usage.output_tokens >= 15
 
     reasoning = {
         n: {

@@ -105,6 +105,20 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
         self._chains: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._chains_lock = threading.Lock()
 
+    def reasoning_tokens(self, messages: Iterable[Message]) -> int:
+        """The reasoning tokens this adapter's replies among `messages` used (for example
+        `model.reasoning_tokens(state.messages)`), as the API reported them.
+
+        They are already counted in `Usage.output_tokens` and priced as output (the API bills them so); this gives
+        the part of those output tokens the model spent on reasoning. A message from another adapter counts 0.
+        """
+        return sum(
+            count
+            for message in messages
+            for record in _records(message, self.provider)
+            if isinstance(count := record.get("reasoning_tokens"), int)
+        )
+
     def _adopt(self, client: OpenAI | AsyncOpenAI) -> None:
         """Use the caller's SDK client: an async one for `arespond`, otherwise for `respond`."""
         self._given_client = client
