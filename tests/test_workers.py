@@ -197,3 +197,24 @@ def test_a_run_waiting_for_a_person_continues_with_the_next_submit(setup: Setup)
     state = app.workers.store.load("chat")
     assert [m.text for m in state.messages if m.role == "user" and m.text] == ["first", "second"]
     assert setup.notes() == Counter({"first": 1, "second": 1})
+
+
+def test_a_subagent_runs_inside_its_parents_workflow(setup: Setup) -> None:
+    app = setup.workers_module()
+    runs = [app.workers.submit("manager", f"job {n}", state_id=f"job-{n}") for n in range(3)]
+    workers = [setup.start_worker()]
+    try:
+        answers = wait_all(setup, runs, 120)
+    finally:
+        stop(workers)
+    assert answers == [f"managed: helped with job {n}" for n in range(3)]
+    # one workflow per submitted run: the subagent ran inside it, as a tool call of the parent's run
+    flows = app.workers._client().list_workflows(load_input=False, load_output=False)  # noqa: SLF001
+    assert sorted(flow.workflow_id for flow in flows) == sorted(run.id for run in runs)
+    # the children were saved in the Workers' store, linked to their parents, and each noted its task once
+    children = [info for info in app.workers.store.list() if info.parent_id is not None]
+    assert sorted(info.parent_id for info in children) == [f"job-{n}" for n in range(3)]
+    for info in children:
+        child = app.workers.store.load(info.id)
+        assert child.answer == f"helped with {child.messages[0].text}"
+    assert setup.notes() == Counter({f"helper: job {n}": 1 for n in range(3)})
