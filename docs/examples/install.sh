@@ -7,5 +7,3 @@ python3 -m venv .venv
 .venv/bin/pip install -e '.[viewer]'        # the run viewer of the command line
 .venv/bin/pip install -e '.[docs]'          # this site (mkdocs)
 
-# Everything, with the test tools, then the checks and the whole test suite:
-bash scripts/test.sh
