@@ -198,7 +198,7 @@ class State(Recorder):
     @property
     def usage(self) -> Usage:
         """Summed usage of replies, asks, model compactions and subagents. Never lowered by ``restore``."""
-        return self._acc.usage
+        return self._acc.usage.value()
 
     @property
     def extra_data(self) -> FrozenDict[str, Any]:

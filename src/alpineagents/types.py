@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._frozen import FrozenDict
-from alpineagents._values.construct import as_tuples, freeze_fields, maker, value
+from alpineagents._values.construct import as_tuples, freeze_fields, value
 from alpineagents._values.content import (
     CUT_OFF_STOP_REASONS,
     IMAGE_TYPES,
@@ -32,6 +32,7 @@ from alpineagents._values.content import (
     format_call,
     result_text,
 )
+from alpineagents._values.usage import Price, Usage
 from alpineagents.errors import fix_message
 
 __all__ = [
@@ -140,89 +141,6 @@ class Request:
     """The tools shown to the model."""
     tool_choice: Literal["auto", "none"] = "auto"
     """``"auto"`` lets the model call tools. ``"none"`` still sends the tool definitions but forbids calls."""
-
-
-@value
-class Usage:
-    """Token usage, with the same meanings for every provider.
-
-    Total input is ``input_tokens + cache_read_tokens + cache_write_tokens``. ``a + b`` adds the counts; its
-    ``cost`` is the other side's when one side has no requests, and ``None`` when both have requests and either
-    cost is unknown. Sum with a start value: ``sum(usages, Usage())``.
-    """
-
-    input_tokens: int = 0
-    """Input tokens that did not go through the cache."""
-    output_tokens: int = 0
-    """Output tokens."""
-    cache_read_tokens: int = 0
-    """Input tokens read from the cache."""
-    cache_write_tokens: int = 0
-    """Input tokens newly written to the cache."""
-    requests: int = 0
-    """The number of model requests counted."""
-    cost: float | None = None
-    """Estimated dollars. ``None`` when the price is unknown, which is different from ``0``."""
-
-    def __add__(self, other: Usage) -> Usage:
-        if type(other) is not Usage:
-            return NotImplemented
-        if self.requests == 0:
-            cost = other.cost
-        elif other.requests == 0:
-            cost = self.cost
-        elif self.cost is None or other.cost is None:
-            cost = None
-        else:
-            cost = self.cost + other.cost
-        return _make_usage(  # Usage has no __post_init__: the trusted maker builds the same value, faster
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-            self.requests + other.requests,
-            cost,
-        )
-
-    @property
-    def cache_hit_rate(self) -> float | None:
-        """The fraction of total input read from the cache, or ``None`` when there is no input."""
-        total = self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
-        if total == 0:
-            return None
-        return self.cache_read_tokens / total
-
-
-_make_usage = maker(Usage)  # Usage(...) from all six fields in order, for __add__ (one per recorded reply)
-
-
-@value
-class Price:
-    """Dollars per million tokens. Cache prices left as ``None`` use the input price.
-
-    Example:
-        ``Anthropic("claude-sonnet-5", price=Price(input=3, output=15, cache_read=0.3))``
-    """
-
-    input: float
-    """Dollars per million input tokens that did not go through the cache."""
-    output: float
-    """Dollars per million output tokens."""
-    cache_read: float | None = None
-    """Dollars per million tokens read from the cache. ``None`` uses ``input``."""
-    cache_write: float | None = None
-    """Dollars per million tokens written to the cache. ``None`` uses ``input``."""
-
-    def cost(self, usage: Usage) -> float:
-        """The dollars ``usage`` costs at this price (its ``requests`` and ``cost`` are ignored)."""
-        cache_read = self.input if self.cache_read is None else self.cache_read
-        cache_write = self.input if self.cache_write is None else self.cache_write
-        return (
-            usage.input_tokens * self.input
-            + usage.output_tokens * self.output
-            + usage.cache_read_tokens * cache_read
-            + usage.cache_write_tokens * cache_write
-        ) / 1_000_000
 
 
 @value
@@ -782,7 +700,7 @@ HistoryEntry = (
 """One item of ``state.history``: check ``kind`` (or ``isinstance``) to know which."""
 
 
-for _cls in (TextBlock, Image, ToolCall, ToolResultBlock, RawBlock, Message):
+for _cls in (TextBlock, Image, ToolCall, ToolResultBlock, RawBlock, Message, Usage, Price):
     _cls.__module__ = __name__
 for _function in (format_call, result_text):
     _function.__module__ = __name__

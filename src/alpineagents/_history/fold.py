@@ -29,6 +29,7 @@ from alpineagents import types as t
 from alpineagents._frozen import FrozenDict
 from alpineagents._history.snapshot import SHARED, StateSnapshot, history_of, messages_of, prefix_tuple
 from alpineagents._values.construct import maker
+from alpineagents._values.usage import UsageTotal
 from alpineagents.types import HistoryEntry, Message, ToolCall, ToolResultBlock, Usage
 
 make_message = maker(Message)
@@ -104,7 +105,7 @@ class Accumulator:
 
     pending_calls: tuple[ToolCall, ...]
     turn: int
-    usage: Usage
+    usage: UsageTotal
     extra_data: FrozenDict[str, Any]
     finished: bool
     answer: Any
@@ -133,7 +134,7 @@ class Accumulator:
         if snap is None:
             snap = _EMPTY
         self.take(snap)
-        self.usage = snap.usage
+        self.usage = UsageTotal(snap.usage)
         self.created_at = snap.created_at
         self.updated_at = snap.updated_at
         self.parent_id = snap._parent_id
@@ -154,7 +155,7 @@ class Accumulator:
             {
                 "pending_calls": self.pending_calls,
                 "turn": self.turn,
-                "usage": self.usage,
+                "usage": self.usage.value(),
                 "extra_data": self.extra_data,
                 "finished": self.finished,
                 "answer": self.answer,
@@ -213,7 +214,7 @@ class Accumulator:
 
     def add_usage(self, usage: Usage | None) -> None:
         if usage is not None:
-            self.usage = self.usage + usage
+            self.usage.add(usage)
 
     def set_answer(self) -> None:
         finish = self.finish_answer
@@ -294,7 +295,7 @@ def _reply(acc: Accumulator, entry: t.ModelReplyEntry) -> None:
     calls = tuple([block for block in content if type(block) is ToolCall])
     added = make_message("assistant", content, reply.context_tokens, reply.stop_reason)
     acc.waiting = False
-    acc.usage = acc.usage + reply.usage
+    acc.usage.add(reply.usage)
     acc.add_message(added)
     if calls:
         acc.turn_calls = acc.pending_calls = calls
@@ -347,7 +348,7 @@ def _tool_result(acc: Accumulator, entry: t.ToolResultEntry) -> None:
     is_error = entry.outcome is not _DONE
     block = make_result_block(slot.id, content, slot.name, is_error)
     if entry.usage is not None:
-        acc.usage = acc.usage + entry.usage
+        acc.usage.add(entry.usage)
     results = acc.turn_results
     results = (block,) if len(results) == 1 else (*results[:index], block, *results[index + 1 :])
     if None in results:
