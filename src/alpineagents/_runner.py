@@ -32,6 +32,7 @@ from concurrent.futures import Future
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
 
+from alpineagents import _observe as observe
 from alpineagents._frozen import thaw
 from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
 from alpineagents._tools.scope import CALL_SCOPE, CallScope, RunSettings
@@ -379,6 +380,8 @@ def _apply_decision(state: State, reporter: Reporter | None, job: _Job, decision
     """
     from alpineagents.permissions import Allowed  # lazy: permissions imports the tool layer this module sits on
 
+    if observe.OBSERVER is not None:
+        observe.OBSERVER.decided(state, job.call, decision)
     verdict = decision.verdict
     if isinstance(verdict, Allowed):
         return True

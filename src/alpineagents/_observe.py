@@ -1,0 +1,57 @@
+"""The observer seam: how tracing (``alpineagents.otel``) hears what happens in a run, at no cost when it is off.
+
+``OBSERVER`` is ``None`` unless tracing was turned on; every place below reads it once and does nothing more when
+it is ``None``. When it is set:
+
+- each run context (and each Agent call outside a run) gets its reporter from ``OBSERVER.reporter(agent,
+  reporter, above)``, which may return a Reporter that traces and passes every event on to ``reporter`` (the user's
+  own reporter keeps getting every event). ``above`` is the reporter of the run this one works inside, or None;
+- the turn machinery and the Human tell it three things a Reporter is not told: a model request that failed
+  (``think_failed``), a permission decision about a tool call (``decided``) and a Human's answer (``answered``).
+
+An observer only observes: it never changes the State or the flow, and it must not raise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from alpineagents.permissions import Decision
+    from alpineagents.reporter import Reporter
+    from alpineagents.state import State
+    from alpineagents.types import ToolCall
+
+__all__ = ["Observer", "OBSERVER", "observed"]
+
+
+class Observer(Protocol):
+    """What the machinery tells an observer (see the module docstring)."""
+
+    def reporter(self, agent: Any, reporter: Reporter | None, above: Reporter | None) -> Reporter | None:
+        """The reporter to use for a run (or a call) of ``agent`` whose own reporter is ``reporter``."""
+        ...
+
+    def think_failed(self, state: State, error: BaseException) -> None:
+        """A model request on ``state`` ended with ``error`` (no reply)."""
+        ...
+
+    def decided(self, state: State, call: ToolCall, decision: Decision) -> None:
+        """The permissions decided about ``call`` (allowed or refused), before any tool of the turn runs."""
+        ...
+
+    def answered(self, state: State, question: str, answer: Any) -> None:
+        """A Human answered ``question`` for ``state`` (the answer is recorded)."""
+        ...
+
+
+OBSERVER: Observer | None = None
+"""The observer, or ``None`` when nothing observes (set by ``alpineagents.otel.instrument``)."""
+
+
+def observed(agent: Any, reporter: Reporter | None, above: Reporter | None = None) -> Reporter | None:
+    """``reporter`` as the observer wants it used for ``agent`` (``reporter`` itself when nothing observes)."""
+    observer = OBSERVER
+    if observer is None:
+        return reporter
+    return observer.reporter(agent, reporter, above)
