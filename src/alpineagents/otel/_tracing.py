@@ -115,11 +115,11 @@ class Track:
         return self.run is None and self.chat is None and not self.tools and not self.decisions
 
 
-def _version() -> str | None:
+def _version() -> str:
     try:
         return importlib.metadata.version("alpineagents")
     except importlib.metadata.PackageNotFoundError:  # running from a source tree
-        return None
+        return ""
 
 
 def _error_type(error: BaseException) -> str:
@@ -467,7 +467,13 @@ class Tracing:
         kind = outcome.kind
         error = outcome.error
         if kind in _FAILED or kind is _INTERRUPTED:
-            error_type = _error_type(error) if error is not None else "ToolError" if kind is ToolOutcomeKind.ERROR else kind.value
+            error_type = (
+                _error_type(error)
+                if error is not None
+                else "ToolError"
+                if kind is ToolOutcomeKind.ERROR
+                else kind.value
+            )
         else:
             error_type = None
         self._end_tool(track, call.id, result, kind.value, error, error_type)
