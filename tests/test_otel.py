@@ -31,7 +31,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from alpineagents import _observe, otel
 from alpineagents.agent import Agent
 from alpineagents.errors import ToolError
-from alpineagents.models import Anthropic, Retry
+from alpineagents.models import Anthropic, OpenAICompatible, Retry
+from alpineagents.models.openai_responses import OpenAIResponses
 from alpineagents.permissions import DecideByHuman, DenyByName
 from alpineagents.reporter import Reporter
 from alpineagents.state import State
@@ -40,7 +41,8 @@ from alpineagents.testing import FakeHuman, FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message, Price
 from servers.fixtures import server  # noqa: F401 - pytest fixture
-from servers.provider import ProviderServer, anthropic_stream, echo_key, status
+from servers.provider import ProviderServer, anthropic_stream, echo_key, openai_stream, status
+from servers.responses import responses_stream
 
 KEY = "sk-ant-test-0123456789abcdef-secret"
 
@@ -352,6 +354,7 @@ def test_no_api_key_reaches_a_span(telemetry: Telemetry, server: ProviderServer)
     assert chat.attributes["gen_ai.request.max_tokens"] == 100
     assert chat.attributes["gen_ai.request.temperature"] == 0.5
     assert chat.attributes["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert chat.attributes["gen_ai.response.id"] == "msg_1"
 
     server.script(echo_key(401))
     with pytest.raises(Exception, match="REDACTED"):
@@ -360,6 +363,18 @@ def test_no_api_key_reaches_a_span(telemetry: Telemetry, server: ProviderServer)
     assert failed.status.status_code is StatusCode.ERROR
     assert "REDACTED" in (failed.status.description or "")
     assert KEY in repr(server.requests[-1].headers)  # the key was sent (and echoed back in the error body)
+    assert KEY not in _everything(telemetry.spans())
+
+
+def test_the_openai_adapters_give_their_response_id(telemetry: Telemetry, server: ProviderServer) -> None:  # noqa: F811
+    server.script(openai_stream(["Hello"]))
+    Agent(OpenAICompatible("gpt-x", base_url=server.openai_url, api_key=KEY), reporter=None).run("Hi")
+    assert telemetry.named("chat gpt-x")[0].attributes["gen_ai.response.id"] == "chatcmpl-1"
+    server.script(responses_stream())
+    Agent(OpenAIResponses("gpt-y", base_url=server.openai_url, api_key=KEY), reporter=None).run("Hi")
+    chat = telemetry.named("chat gpt-y")[0]
+    assert chat.attributes["gen_ai.response.id"] == "resp_1"
+    assert chat.attributes["gen_ai.response.model"] == "gpt-test-2026"
     assert KEY not in _everything(telemetry.spans())
 
 

@@ -7,13 +7,16 @@ it is ``None``. When it is set:
   reporter, above)``, which may return a Reporter that traces and passes every event on to ``reporter`` (the user's
   own reporter keeps getting every event). ``above`` is the reporter of the run this one works inside, or None;
 - the turn machinery and the Human tell it three things a Reporter is not told: a model request that failed
-  (``think_failed``), a permission decision about a tool call (``decided``) and a Human's answer (``answered``).
+  (``think_failed``), a permission decision about a tool call (``decided``) and a Human's answer (``answered``);
+- while it watches a model request, ``RESPONSE`` holds a dict in which the adapter puts the provider's id of the
+  response (``response_id``); otherwise ``RESPONSE`` is ``None`` and the adapter's one read of it does nothing.
 
 An observer only observes: it never changes the State or the flow, and it must not raise.
 """
 
 from __future__ import annotations
 
+import contextvars
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from alpineagents.state import State
     from alpineagents.types import ToolCall
 
-__all__ = ["Observer", "OBSERVER", "observed"]
+__all__ = ["Observer", "OBSERVER", "observed", "RESPONSE", "response_id"]
 
 
 class Observer(Protocol):
@@ -55,3 +58,15 @@ def observed(agent: Any, reporter: Reporter | None, above: Reporter | None = Non
     if observer is None:
         return reporter
     return observer.reporter(agent, reporter, above)
+
+
+RESPONSE: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("alpineagents_response", default=None)
+"""While an observer watches a model request: where the adapter puts the provider's response id (see
+``response_id``). It is set in the context that sends the request, which the adapter's thread or task shares."""
+
+
+def response_id(value: object) -> None:
+    """An adapter tells the provider's id of the response it read (nothing happens when nobody watches)."""
+    box = RESPONSE.get()
+    if box is not None and value:
+        box["id"] = str(value)

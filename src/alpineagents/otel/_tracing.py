@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
+from alpineagents._observe import RESPONSE
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents.otel import _content
 from alpineagents.otel._reporter import TracingReporter, guarded
@@ -96,6 +97,7 @@ class Track:
         "chat",
         "chat_start",
         "chat_attributes",
+        "response",
         "tools",
         "decisions",
     )
@@ -108,6 +110,7 @@ class Track:
         self.chat: Span | None = None
         self.chat_start = 0
         self.chat_attributes: dict[str, Any] = {}
+        self.response: dict[str, str] = {}
         self.tools: dict[str, tuple[Span, int]] = {}
         self.decisions: dict[str, list[tuple[str, dict[str, Any], int]]] = {}
 
@@ -381,6 +384,8 @@ class Tracing:
             f"chat {model.name}", context=self._parent(state), kind=SpanKind.CLIENT, attributes=attributes
         )
         track.chat_start = time.monotonic_ns()
+        track.response = {}
+        RESPONSE.set(track.response)  # the adapter puts the response id in it (the request shares this context)
 
     def think_end(self, state: State, reply: Reply) -> None:
         track = self.tracks.get(state.id)
@@ -392,6 +397,9 @@ class Tracing:
         attributes["gen_ai.response.finish_reasons"] = (reply.stop_reason or "unknown",)
         if reply.model:
             attributes["gen_ai.response.model"] = reply.model
+        response_id = track.response.get("id")
+        if response_id:
+            attributes["gen_ai.response.id"] = response_id
         if self.capture:
             attributes["gen_ai.output.messages"] = _content.output_json(reply.message, reply.stop_reason)
         span.set_attributes(attributes)
@@ -411,6 +419,8 @@ class Tracing:
         span = track.chat
         assert span is not None
         track.chat = None
+        if RESPONSE.get() is track.response:
+            RESPONSE.set(None)
         if metric is None:
             metric = dict(track.chat_attributes)
         if error is not None:
