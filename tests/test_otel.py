@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import io
 import threading
 import time
 from collections import defaultdict
@@ -37,6 +38,7 @@ from alpineagents.permissions import DecideByHuman, DenyByName
 from alpineagents.reporter import Reporter
 from alpineagents.state import State
 from alpineagents.store import FileStore
+from alpineagents.terminal import Terminal
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message, Price
@@ -669,3 +671,71 @@ def test_tracing_off_makes_no_span_objects() -> None:
 
     agent.copy(reporter=Watch()).run("Go")
     assert [type(reporter).__name__ for reporter in context_reporters] == ["Watch"]
+
+
+def _terminal_lines() -> str:
+    out = io.StringIO()
+    agent = Agent(FakeModel([tool_call("add", a=1, b=2), "done"]), tools=[add], reporter=Terminal(output=out))
+    agent.run("Go")
+    return out.getvalue()
+
+
+def test_the_terminal_keeps_printing_while_tracing(telemetry: Telemetry) -> None:
+    traced = _terminal_lines()
+    otel.uninstrument()
+    assert traced == _terminal_lines()
+    assert "tool add(a=1, b=2)" in traced
+    assert len(telemetry.named("execute_tool add")) == 1
+
+
+def test_a_cancelled_run_ends_its_spans_as_interrupted(telemetry: Telemetry) -> None:
+    @tool
+    async def slow(seconds: float) -> str:
+        """Take a long time."""
+        await asyncio.sleep(seconds)
+        return "late"
+
+    agent = Agent(FakeModel([tool_call("slow", seconds=30), "never"]), tools=[slow], reporter=None)
+
+    async def main() -> None:
+        await asyncio.wait_for(agent.arun("Go"), 0.3)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(main())
+    span = telemetry.named("execute_tool slow")[0]
+    assert span.attributes["alpineagents.tool.outcome"] == "interrupted"
+    assert span.attributes["error.type"] == "CancelledError"
+    run = telemetry.named("invoke_agent")[0]
+    assert run.status.status_code is StatusCode.ERROR and run.attributes["error.type"] == "CancelledError"
+    assert span.parent is not None and span.parent.span_id == run.context.span_id
+
+
+def test_runs_in_several_threads_each_get_their_own_tree(telemetry: Telemetry) -> None:
+    errors: list[BaseException] = []
+
+    def one(index: int) -> None:
+        try:
+            agent = Agent(
+                FakeModel([tool_call("add", a=index, b=1), "ok"]), tools=[add], name=f"a{index}", reporter=None
+            )
+            agent.run("Go")
+        except BaseException as error:  # noqa: BLE001 - checked below
+            errors.append(error)
+
+    threads = [threading.Thread(target=one, args=(index,)) for index in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    trees = tree(telemetry.spans())
+    assert sorted(trees) == sorted(
+        (
+            f"invoke_agent a{index}",
+            "INTERNAL",
+            [("chat fake", "CLIENT", []), ("execute_tool add", "INTERNAL", []), ("chat fake", "CLIENT", [])],
+        )
+        for index in range(6)
+    )
+    assert len({span.context.trace_id for span in telemetry.spans()}) == 6
+    assert _observe.OBSERVER is not None and otel.is_instrumented()
