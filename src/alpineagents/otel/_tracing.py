@@ -91,6 +91,7 @@ class Track:
 
     __slots__ = (
         "run",
+        "run_context",
         "run_start",
         "run_attributes",
         "usage",
@@ -104,6 +105,7 @@ class Track:
 
     def __init__(self) -> None:
         self.run: Span | None = None
+        self.run_context: Any = None  # the context with `run` as its span: the parent of the run's spans
         self.run_start = 0
         self.run_attributes: dict[str, Any] = {}
         self.usage = Usage()
@@ -278,7 +280,7 @@ class Tracing:
         started it, else the caller's current context."""
         track = self.tracks.get(state.id)
         if track is not None and track.run is not None:
-            return trace.set_span_in_context(track.run)
+            return track.run_context
         parent_id = state.parent_id
         if parent_id is not None:
             above = self.tracks.get(parent_id)
@@ -325,6 +327,7 @@ class Tracing:
             attributes=attributes,
             links=links,
         )
+        track.run_context = trace.set_span_in_context(track.run)
         track.run_start = time.monotonic_ns()
         track.run_attributes = {key: attributes[key] for key in _METRIC_KEYS}
         track.usage = state.usage
@@ -351,7 +354,7 @@ class Tracing:
             attributes["error.type"] = _error_type(error)
         self.duration.record((time.monotonic_ns() - track.run_start) / 1e9, attributes)
         span.end()
-        track.run = None
+        track.run = track.run_context = None
         self.last_runs[state.id] = span.get_span_context()
         self.last_runs.move_to_end(state.id)
         if len(self.last_runs) > _LAST_RUNS:
