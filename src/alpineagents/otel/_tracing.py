@@ -29,6 +29,7 @@ from alpineagents._observe import RESPONSE
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents.otel import _content
 from alpineagents.otel._reporter import TracingReporter, guarded
+from alpineagents.permissions import Allowed
 from alpineagents.types import (
     StoppedByFinish,
     StoppedByLimit,
@@ -235,7 +236,7 @@ class Tracing:
         if track is None:
             return
         verdict = decision.verdict
-        allowed = type(verdict).__name__ == "Allowed"
+        allowed = isinstance(verdict, Allowed)
         attributes: dict[str, Any] = {"alpineagents.permission.verdict": "allowed" if allowed else "denied"}
         if decision.decided_by is not None:
             attributes["alpineagents.permission.decided_by"] = decision.decided_by
