@@ -739,3 +739,46 @@ def test_runs_in_several_threads_each_get_their_own_tree(telemetry: Telemetry) -
     )
     assert len({span.context.trace_id for span in telemetry.spans()}) == 6
     assert _observe.OBSERVER is not None and otel.is_instrumented()
+
+
+def test_spans_made_inside_a_tool_or_a_request_are_their_children(telemetry: Telemetry) -> None:
+    tracer = telemetry.tracer_provider.get_tracer("user")
+
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        with tracer.start_as_current_span("GET"):
+            return "page"
+
+    @tool
+    async def afetch(url: str) -> str:
+        """Fetch a page, async."""
+        with tracer.start_as_current_span("async GET"):
+            return "page"
+
+    def reply(request: Any) -> Any:
+        with tracer.start_as_current_span("POST"):
+            return [tool_call("fetch", url="a"), tool_call("afetch", url="b")]
+
+    for run in ("run", "arun"):
+        telemetry.exporter.clear()
+        agent = Agent(FakeModel([reply, "ok"]), tools=[fetch, afetch], reporter=None)
+        if run == "run":
+            agent.run("Go")
+        else:
+            asyncio.run(agent.arun("Go"))
+        assert tree(telemetry.spans()) == [
+            (
+                "invoke_agent",
+                "INTERNAL",
+                [
+                    ("chat fake", "CLIENT", [("POST", "INTERNAL", [])]),
+                    ("execute_tool fetch", "INTERNAL", [("GET", "INTERNAL", [])]),
+                    ("execute_tool afetch", "INTERNAL", [("async GET", "INTERNAL", [])]),
+                    ("chat fake", "CLIENT", []),
+                ],
+            )
+        ], run
+    with tracer.start_as_current_span("outside") as outside:
+        pass
+    assert outside.parent is None  # nothing stayed current on this thread

@@ -6,8 +6,9 @@ it is ``None``. When it is set:
 - each run context (and each Agent call outside a run) gets its reporter from ``OBSERVER.reporter(agent,
   reporter, above)``, which may return a Reporter that traces and passes every event on to ``reporter`` (the user's
   own reporter keeps getting every event). ``above`` is the reporter of the run this one works inside, or None;
-- the turn machinery and the Human tell it three things a Reporter is not told: a model request that failed
-  (``think_failed``), a permission decision about a tool call (``decided``) and a Human's answer (``answered``);
+- the turn machinery and the Human tell it what a Reporter is not told: a model request that failed
+  (``think_failed``), a permission decision about a tool call (``decided``), a Human's answer (``answered``), and
+  that a tool call starts running in its own thread or Task (``tool_running``);
 - while it watches a model request, ``RESPONSE`` holds a dict in which the adapter puts the provider's id of the
   response (``response_id``); otherwise ``RESPONSE`` is ``None`` and the adapter's one read of it does nothing.
 
@@ -45,6 +46,11 @@ class Observer(Protocol):
 
     def answered(self, state: State, question: str, answer: Any) -> None:
         """A Human answered ``question`` for ``state`` (the answer is recorded)."""
+        ...
+
+    def tool_running(self, state: State, call: ToolCall) -> None:
+        """``call`` starts running here: in the contextvars copy of its worker thread or Task (changes to context
+        variables made here end with the call)."""
         ...
 
 

@@ -22,6 +22,7 @@ import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
@@ -100,6 +101,7 @@ class Track:
         "chat_start",
         "chat_attributes",
         "response",
+        "current",
         "tools",
         "decisions",
     )
@@ -114,6 +116,7 @@ class Track:
         self.chat_start = 0
         self.chat_attributes: dict[str, Any] = {}
         self.response: dict[str, str] = {}
+        self.current: tuple[Any, object] | None = None  # (context made current for the request, its token)
         self.tools: dict[str, tuple[Span, int]] = {}
         self.decisions: dict[str, list[tuple[str, dict[str, Any], int]]] = {}
 
@@ -264,6 +267,13 @@ class Tracing:
         if span is not None:
             span.add_event("alpineagents.human.answer", attributes)
 
+    @guarded
+    def tool_running(self, state: State, call: ToolCall) -> None:
+        track = self.tracks.get(state.id)
+        held = None if track is None else track.tools.get(call.id)
+        if held is not None:  # in the call's own contextvars copy: nothing to undo when it ends
+            otel_context.attach(trace.set_span_in_context(held[0]))
+
     # --- runs ---------------------------------------------------------------------------------------------------
 
     def _track(self, state_id: str) -> Track:
@@ -390,6 +400,8 @@ class Tracing:
         track.chat_start = time.monotonic_ns()
         track.response = {}
         RESPONSE.set(track.response)  # the adapter puts the response id in it (the request shares this context)
+        current = trace.set_span_in_context(track.chat)  # spans the request makes (an HTTP client's) are children
+        track.current = (current, otel_context.attach(current))
 
     def think_end(self, state: State, reply: Reply) -> None:
         track = self.tracks.get(state.id)
@@ -425,6 +437,11 @@ class Tracing:
         track.chat = None
         if RESPONSE.get() is track.response:
             RESPONSE.set(None)
+        if track.current is not None:
+            current, token = track.current
+            track.current = None
+            if otel_context.get_current() is current:  # ended where it started (else that context is gone)
+                otel_context.detach(token)  # type: ignore[arg-type]
         if metric is None:
             metric = dict(track.chat_attributes)
         if error is not None:
