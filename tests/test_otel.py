@@ -9,6 +9,10 @@ from __future__ import annotations
 import asyncio
 import gzip
 import io
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -46,6 +50,7 @@ from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.provider import ProviderServer, anthropic_stream, echo_key, openai_stream, status
 from servers.responses import responses_stream
 
+ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-ant-test-0123456789abcdef-secret"
 
 
@@ -782,3 +787,25 @@ def test_spans_made_inside_a_tool_or_a_request_are_their_children(telemetry: Tel
     with tracer.start_as_current_span("outside") as outside:
         pass
     assert outside.parent is None  # nothing stayed current on this thread
+
+
+def test_a_run_resumed_in_another_process_links_by_the_state_id(telemetry: Telemetry, tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    Agent(FakeModel(["first"]), store=store, reporter=None).run("Go")
+    state_id = telemetry.named("invoke_agent")[0].attributes["gen_ai.conversation.id"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "otel_child.py"), str(tmp_path), state_id],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen == {
+        "conversation": state_id,
+        "links": [
+            {"valid": False, "attributes": {"gen_ai.conversation.id": state_id, "alpineagents.link": "continues"}}
+        ],
+    }
