@@ -569,7 +569,8 @@ def test_a_resumed_run_links_to_the_run_it_continues(telemetry: Telemetry, tmp_p
     assert link.context == first.context
     assert link.attributes == {"gen_ai.conversation.id": state_id}
 
-    # Another process knows nothing of the first run's span: the link names the State.
+    # Tracing turned off and on again knows nothing of the first runs' spans: the link names the State.
+    otel.uninstrument()
     otel.instrument(telemetry.tracer_provider, telemetry.meter_provider)
     state = store.load(state_id)
     state.add_message(Message.user("Again"))
@@ -809,3 +810,34 @@ def test_a_run_resumed_in_another_process_links_by_the_state_id(telemetry: Telem
             {"valid": False, "attributes": {"gen_ai.conversation.id": state_id, "alpineagents.link": "continues"}}
         ],
     }
+
+
+def test_instrumenting_again_during_a_run_keeps_its_spans_whole(telemetry: Telemetry) -> None:
+    @tool
+    def reconfigure(x: int, state: State) -> str:
+        """Turns content capture on in the middle of the run, then asks the human."""
+        otel.instrument(telemetry.tracer_provider, telemetry.meter_provider, capture_content=True)
+        return str(agent.ask_human(state, "Go on?"))
+
+    agent = Agent(
+        FakeModel([tool_call("reconfigure", x=1), "ok", "again"]),
+        tools=[reconfigure],
+        human=FakeHuman(["yes"]),
+        reporter=None,
+    )
+    state = State(messages=[Message.user("Go")])
+    agent.run(state)
+    assert tree(telemetry.spans()) == [
+        (
+            "invoke_agent",
+            "INTERNAL",
+            [("chat fake", "CLIENT", []), ("execute_tool reconfigure", "INTERNAL", []), ("chat fake", "CLIENT", [])],
+        )
+    ]
+    (event,) = telemetry.named("execute_tool reconfigure")[0].events
+    assert event.attributes["alpineagents.human.answer"] == "yes"  # told to the new settings, on the old span
+    state.add_message(Message.user("Again"))
+    agent.run(state)  # the next run links to the last one and records content
+    second = telemetry.named("invoke_agent")[1]
+    assert second.links[0].context == telemetry.named("invoke_agent")[0].context
+    assert "gen_ai.input.messages" in telemetry.named("chat fake")[2].attributes

@@ -74,7 +74,8 @@ def instrument(
     inside its runs).
 
     The providers default to the global ones of OpenTelemetry. The providers, the content setting and the currency
-    apply to the whole process: the latest call sets them (runs already going on keep the ones they started with).
+    apply to the whole process: the latest call sets them (runs already going on finish their spans with the ones
+    they started with).
 
     Args:
         tracer_provider: Where spans go; ``None`` uses the global tracer provider.
@@ -89,13 +90,18 @@ def instrument(
     else:
         _CHOICES.included.add(agent)
         _CHOICES.excluded.discard(agent)
-    _observe.OBSERVER = Tracing(
+    tracing = Tracing(
         tracer_provider,
         meter_provider,
         capture_content=capture_content or _content_from_environment(),
         currency=currency,
         choices=_CHOICES,
     )
+    previous = _observe.OBSERVER
+    if isinstance(previous, Tracing):  # runs going on keep their spans, and the next runs link to the last ones
+        tracing.tracks = previous.tracks
+        tracing.last_runs = previous.last_runs
+    _observe.OBSERVER = tracing
 
 
 def uninstrument(agent: Any = None) -> None:
