@@ -415,6 +415,8 @@ def test_permission_decisions_and_human_answers_are_events(telemetry: Telemetry)
     assert denied.status.status_code is StatusCode.UNSET
     assert denied.events[0].attributes["alpineagents.permission.verdict"] == "denied"
     assert "DenyByName" in denied.events[0].attributes["alpineagents.permission.decided_by"]
+    assert denied.events[0].attributes["alpineagents.permission.reason"] == "shout is not allowed."
+    assert denied.events[0].attributes["alpineagents.permission.stop"] is False
     assert denied.parent is not None
     answers = [event for span in telemetry.spans() for event in span.events if event.name.endswith("human.answer")]
     assert len(answers) == 1 and answers[0].attributes["alpineagents.human.answer"] == "yes"

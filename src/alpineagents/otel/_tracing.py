@@ -244,8 +244,9 @@ class Tracing:
         if decision.decided_by is not None:
             attributes["alpineagents.permission.decided_by"] = decision.decided_by
         if not allowed:
-            attributes["alpineagents.permission.reason"] = str(getattr(verdict, "reason", ""))
             attributes["alpineagents.permission.stop"] = bool(getattr(verdict, "stop", False))
+            if self.capture:  # the reason is the call's result: what the model reads
+                attributes["alpineagents.permission.reason"] = str(getattr(verdict, "reason", ""))
         track.decisions.setdefault(call.id, []).append(("alpineagents.permission", attributes, time.time_ns()))
 
     @guarded
