@@ -19,7 +19,8 @@ Message content (messages, system prompt, tool arguments and results, Human answ
 ``capture_content=True`` or the environment variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
 Credentials are never recorded: nothing here reads a Model's keys.
 
-When tracing is off, a run does no tracing work: the turn machinery checks one module attribute.
+When tracing is off, a run does no tracing work: the turn machinery only reads one module attribute (when a run
+starts, when a tool call starts, on a few rare paths) and finds it ``None``.
 """
 
 from __future__ import annotations
