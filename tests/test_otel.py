@@ -843,3 +843,13 @@ def test_instrumenting_again_during_a_run_keeps_its_spans_whole(telemetry: Telem
     second = telemetry.named("invoke_agent")[1]
     assert second.links[0].context == telemetry.named("invoke_agent")[0].context
     assert "gen_ai.input.messages" in telemetry.named("chat fake")[2].attributes
+
+
+def test_a_run_is_a_child_of_the_span_current_where_it_was_called(telemetry: Telemetry) -> None:
+    tracer = telemetry.tracer_provider.get_tracer("app")
+    with tracer.start_as_current_span("handle request") as outer:
+        Agent(FakeModel(["hi"]), name="main", reporter=None).run("Go")
+    assert tree(telemetry.spans()) == [
+        ("handle request", "INTERNAL", [("invoke_agent main", "INTERNAL", [("chat fake", "CLIENT", [])])])
+    ]
+    assert telemetry.named("invoke_agent main")[0].parent.span_id == outer.get_span_context().span_id
