@@ -23,7 +23,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from alpineagents._observe import RESPONSE
@@ -191,8 +191,6 @@ class Tracing:
         currency: str,
         choices: Choices,
     ) -> None:
-        from opentelemetry import metrics
-
         self.capture = capture_content
         self.choices = choices
         version = _version()
