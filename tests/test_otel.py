@@ -853,3 +853,38 @@ def test_a_run_is_a_child_of_the_span_current_where_it_was_called(telemetry: Tel
         ("handle request", "INTERNAL", [("invoke_agent main", "INTERNAL", [("chat fake", "CLIENT", [])])])
     ]
     assert telemetry.named("invoke_agent main")[0].parent.span_id == outer.get_span_context().span_id
+
+
+def test_with_the_api_alone_tracing_does_nothing_and_breaks_nothing() -> None:
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.trace import NoOpTracerProvider
+
+    otel.instrument(NoOpTracerProvider(), NoOpMeterProvider(), capture_content=True)
+    try:
+        assert agents().run("Go") == "All done"
+        assert asyncio.run(agents().arun("Go")) == "All done"
+    finally:
+        otel.uninstrument()
+
+
+class _BrokenTracer:
+    def start_span(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the tracing backend broke")
+
+
+class _BrokenProvider(TracerProvider):
+    def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+        return _BrokenTracer()
+
+
+def test_a_failing_tracer_never_breaks_a_run(caplog: pytest.LogCaptureFixture) -> None:
+    otel.instrument(_BrokenProvider())
+    try:
+        with caplog.at_level("WARNING", logger="alpineagents.otel"):
+            assert agents().run("Go") == "All done"
+            assert agents().run("Go") == "All done"
+    finally:
+        otel.uninstrument()
+    warnings = [record for record in caplog.records if record.name == "alpineagents.otel"]
+    assert warnings and all("tracing failed" in record.getMessage() for record in warnings)
+    assert len({record.getMessage() for record in warnings}) == len(warnings)  # once per hook
