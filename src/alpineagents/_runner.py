@@ -380,8 +380,8 @@ def _apply_decision(state: State, reporter: Reporter | None, job: _Job, decision
     """
     from alpineagents.permissions import Allowed  # lazy: permissions imports the tool layer this module sits on
 
-    if observe.OBSERVER is not None:
-        observe.OBSERVER.decided(state, job.call, decision)
+    if (observer := observe.OBSERVER) is not None:
+        observer.decided(state, job.call, decision)
     verdict = decision.verdict
     if isinstance(verdict, Allowed):
         return True

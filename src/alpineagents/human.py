@@ -272,8 +272,8 @@ def ask_human_with(
         )
     answer = _plain(human, human.ask(state, prompt, returns))
     state._record_human(prompt, answer)
-    if observe.OBSERVER is not None:
-        observe.OBSERVER.answered(state, prompt, answer)
+    if (observer := observe.OBSERVER) is not None:
+        observer.answered(state, prompt, answer)
     return answer
 
 
@@ -296,6 +296,6 @@ async def aask_human_with(
     else:  # unreachable: a Human, or an object with ask or aask, was checked when it was given
         raise TypeError(f"human={human!r} has neither an ask nor an aask method")
     state._record_human(prompt, answer)
-    if observe.OBSERVER is not None:
-        observe.OBSERVER.answered(state, prompt, answer)
+    if (observer := observe.OBSERVER) is not None:
+        observer.answered(state, prompt, answer)
     return answer

@@ -76,5 +76,5 @@ def enter_call(state: State, call: ToolCall, context: RunSettings | None) -> Non
     """Set the call scope of a tool call about to run here (in the worker's or Task's own contextvars copy); with
     tracing on, the call's span becomes the current span here too, so spans the tool makes are its children."""
     CALL_SCOPE.set(CallScope(state, call, context))
-    if observe.OBSERVER is not None:
-        observe.OBSERVER.tool_running(state, call)
+    if (observer := observe.OBSERVER) is not None:
+        observer.tool_running(state, call)

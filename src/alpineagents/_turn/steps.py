@@ -131,8 +131,8 @@ def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> 
         raise
     except BaseException as error:
         state._record_error(error)
-        if observe.OBSERVER is not None:
-            observe.OBSERVER.think_failed(state, error)
+        if (observer := observe.OBSERVER) is not None:
+            observer.think_failed(state, error)
         yield from save_after_error(store, state, error)
         raise
     if store is not None:
@@ -258,8 +258,8 @@ def ask_steps(agent: AgentSeam, state: State, prompt: str, answers: AnswerFormat
     except GeneratorExit:
         raise
     except BaseException as error:
-        if observe.OBSERVER is not None:
-            observe.OBSERVER.think_failed(state, error)
+        if (observer := observe.OBSERVER) is not None:
+            observer.think_failed(state, error)
         if replied:
             state._record_ask(prompt, None, total)
         raise
