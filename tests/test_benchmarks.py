@@ -27,3 +27,10 @@ def test_turns_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]
     assert out.count("above the in-turn floor") == 2
     assert "800/50 ratio" in out and "peak traced memory" in out
     assert 0 < in_sync.memory < 50 and 0 < in_async.memory < 50
+
+
+def test_otel_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load_script("benchmarks", "otel")
+    bench.main(turns=5, rounds=1)
+    out = capsys.readouterr().out
+    assert out.count("tracing off") == 2 and "10 spans a run" in out

@@ -32,9 +32,10 @@ from concurrent.futures import Future
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
 
+from alpineagents import _observe as observe
 from alpineagents._frozen import thaw
 from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
-from alpineagents._tools.scope import CALL_SCOPE, CallScope, RunSettings
+from alpineagents._tools.scope import RunSettings, enter_call
 from alpineagents._turn.workers import WorkerPool
 from alpineagents.errors import ToolError, ToolInputError
 from alpineagents.tool import Tool, format_result, invalid_args_message
@@ -159,7 +160,7 @@ def _drive(job: _Job, awaitable: Any) -> Any:
 def _begin(job: _Job, state: State) -> Any:
     """Start the call in this thread or Task: set the call scope (so a run started by the tool finds its parent),
     then call the tool with its own copy of the arguments. Returns what `run` returned (maybe an awaitable)."""
-    CALL_SCOPE.set(CallScope(state, job.call, job.context))
+    enter_call(state, job.call, job.context)
     return _tool(job).run(thaw(job.call.args), state)
 
 
@@ -379,6 +380,8 @@ def _apply_decision(state: State, reporter: Reporter | None, job: _Job, decision
     """
     from alpineagents.permissions import Allowed  # lazy: permissions imports the tool layer this module sits on
 
+    if (observer := observe.OBSERVER) is not None:
+        observer.decided(state, job.call, decision)
     verdict = decision.verdict
     if isinstance(verdict, Allowed):
         return True

@@ -20,6 +20,7 @@ from abc import ABC
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, get_args, get_origin
 
+from alpineagents import _observe as observe
 from alpineagents._async import run_in_thread
 from alpineagents.errors import NoHumanError, fix_message
 
@@ -271,6 +272,8 @@ def ask_human_with(
         )
     answer = _plain(human, human.ask(state, prompt, returns))
     state._record_human(prompt, answer)
+    if (observer := observe.OBSERVER) is not None:
+        observer.answered(state, prompt, answer)
     return answer
 
 
@@ -293,4 +296,6 @@ async def aask_human_with(
     else:  # unreachable: a Human, or an object with ask or aask, was checked when it was given
         raise TypeError(f"human={human!r} has neither an ask nor an aask method")
     state._record_human(prompt, answer)
+    if (observer := observe.OBSERVER) is not None:
+        observer.answered(state, prompt, answer)
     return answer

@@ -11,6 +11,8 @@ import contextvars
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from alpineagents import _observe as observe
+
 if TYPE_CHECKING:
     from alpineagents.human import Human
     from alpineagents.permissions import Owner, Permission, PermissionList
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from alpineagents.store import Store
     from alpineagents.types import ToolCall
 
-__all__ = ["CALL_SCOPE", "CallScope", "RunSettings"]
+__all__ = ["CALL_SCOPE", "CallScope", "RunSettings", "enter_call"]
 
 
 class RunSettings(Protocol):
@@ -68,3 +70,11 @@ class CallScope(tuple[Any, Any]):
 
 
 CALL_SCOPE: contextvars.ContextVar[CallScope | None] = contextvars.ContextVar("alpineagents_call_scope", default=None)
+
+
+def enter_call(state: State, call: ToolCall, context: RunSettings | None) -> None:
+    """Set the call scope of a tool call about to run here (in the worker's or Task's own contextvars copy); with
+    tracing on, the call's span becomes the current span here too, so spans the tool makes are its children."""
+    CALL_SCOPE.set(CallScope(state, call, context))
+    if (observer := observe.OBSERVER) is not None:
+        observer.tool_running(state, call)

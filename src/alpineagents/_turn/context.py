@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 from typing import TYPE_CHECKING
 
+from alpineagents import _observe as observe
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.seams import AgentSeam, Default
 from alpineagents.permissions import PermissionList, effective_permissions
@@ -114,11 +115,12 @@ def own_context(agent: AgentSeam) -> RunContext:
     above = runs[-1].above if runs else None
     human = agent.human
     permissions = effective_permissions(agent._permissions, human, above=above)
+    reporter = agent.reporter
+    if (observer := observe.OBSERVER) is not None:  # tracing: its reporter passes every event on to the Agent's
+        reporter = observer.reporter(agent, reporter, runs[-1].reporter if runs else None)
     # A run of this Agent started here passes the same denials down: an Agent working inside it is still inside
     # the runs above (without this, a third Agent called from this run's loop would lose the top run's denials).
-    return RunContext(
-        agent, reporter=agent.reporter, human=human, store=agent._store, permissions=permissions, above=above
-    )
+    return RunContext(agent, reporter=reporter, human=human, store=agent._store, permissions=permissions, above=above)
 
 
 def parent_context(state: State) -> RunContext:
@@ -144,6 +146,8 @@ def run_context(agent: AgentSeam) -> RunContext:
         up = parent_context(parent_state)
     given = agent._reporter_given
     reporter = up.reporter if isinstance(given, Default) else given
+    if (observer := observe.OBSERVER) is not None:  # tracing is on (see own_context)
+        reporter = observer.reporter(agent, reporter, up.reporter)
     given_human = agent._human_given
     if isinstance(given_human, Default):
         human, inherited = up.human, True

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from alpineagents import _observe as observe
 from alpineagents._runner import arun_tool_calls, run_tool_calls
 from alpineagents._turn.context import active_context, context_for
 from alpineagents._turn.driver import Action, Steps, save, save_after_error
@@ -62,7 +63,7 @@ def _reporter_and_store(agent: AgentSeam, state: State) -> tuple[Reporter | None
     """The reporter and store that apply to `agent`'s call on `state`: its run's, or its own."""
     context = active_context(agent, state)
     if context is None:
-        return agent.reporter, agent._store
+        return observe.observed(agent, agent.reporter), agent._store
     return context.reporter, context.store
 
 
@@ -130,6 +131,8 @@ def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> 
         raise
     except BaseException as error:
         state._record_error(error)
+        if (observer := observe.OBSERVER) is not None:
+            observer.think_failed(state, error)
         yield from save_after_error(store, state, error)
         raise
     if store is not None:
@@ -254,7 +257,9 @@ def ask_steps(agent: AgentSeam, state: State, prompt: str, answers: AnswerFormat
             break
     except GeneratorExit:
         raise
-    except BaseException:
+    except BaseException as error:
+        if (observer := observe.OBSERVER) is not None:
+            observer.think_failed(state, error)
         if replied:
             state._record_ask(prompt, None, total)
         raise

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
+from alpineagents import _observe as observe
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._clients import SDKClients
@@ -415,6 +416,7 @@ class Anthropic(SDKClients, Model):
             )
             total = sum(counts)
         usage = priced_usage(self, *counts)
+        observe.response_id(getattr(final_message, "id", None))
         return Reply(
             Message("assistant", tuple(blocks)),
             usage,

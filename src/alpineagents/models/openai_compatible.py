@@ -8,6 +8,7 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
+from alpineagents import _observe as observe
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
 from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, usage_of
@@ -131,7 +132,7 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
 class _StreamReader:
     """Accumulates the chunks of one streamed chat completion."""
 
-    __slots__ = ("sink", "text", "reasoning", "calls", "finish_reason", "usage", "model")
+    __slots__ = ("sink", "text", "reasoning", "calls", "finish_reason", "usage", "model", "response_id")
 
     def __init__(self, on_text: OnText | None) -> None:
         self.sink = TextSink(on_text)
@@ -141,6 +142,7 @@ class _StreamReader:
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.model: str | None = None
+        self.response_id: str | None = None
 
     def add(self, chunk: Any) -> None:
         usage = getattr(chunk, "usage", None)
@@ -148,6 +150,7 @@ class _StreamReader:
             self.usage = usage
         if not self.model:
             self.model = getattr(chunk, "model", None) or None
+            self.response_id = getattr(chunk, "id", None) or None
         choices = getattr(chunk, "choices", None)
         if not choices:
             return
@@ -195,6 +198,7 @@ class _StreamReader:
             blocks.append(ToolCall("".join(name_parts), args, call_id or "call_" + secrets.token_hex(6)))
         truncate_last_call(blocks, self.finish_reason, ("length",))  # the only finish reason that cuts a reply
         usage, total = usage_of(model, self.usage, ("prompt_tokens", "completion_tokens", "prompt_tokens_details"))
+        observe.response_id(self.response_id)
         return Reply(
             Message("assistant", tuple(blocks)),
             usage,

@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from alpineagents import _observe as observe
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
 from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, openai_sdk, usage_of
@@ -293,6 +294,7 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
         usage, total = usage_of(self, raw, ("input_tokens", "output_tokens", "input_tokens_details"))
         reasoning_tokens = getattr(getattr(raw, "output_tokens_details", None), "reasoning_tokens", None)
         ids: dict[str, Any] = {"type": RESPONSE_IDS, "response_id": getattr(response, "id", None) or ""}
+        observe.response_id(ids["response_id"])
         ids["message_ids"] = message_ids
         ids["call_ids"] = call_ids
         if reasoning_tokens:
