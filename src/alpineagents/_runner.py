@@ -29,12 +29,12 @@ from collections import deque
 from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import CancelledError as FutureCancelledError
 from concurrent.futures import Future
-from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
 
 from alpineagents import _observe as observe
 from alpineagents._frozen import thaw
 from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
+from alpineagents._tools.arrivals import LoopArrivals, ThreadArrivals, yield_once
 from alpineagents._tools.scope import RunSettings, enter_call
 from alpineagents._turn.workers import WorkerPool
 from alpineagents.errors import ToolError, ToolInputError
@@ -184,7 +184,7 @@ def _work(job: _Job, state: State) -> tuple[ToolResultContent | None, BaseExcept
         return _caught(job, error)
 
 
-async def _task_body(job: _Job, state: State, arrivals: _Arrivals) -> None:
+async def _task_body(job: _Job, state: State, arrivals: LoopArrivals[_Job]) -> None:
     """Task body for an async tool under `arun_tool_calls` (runs on the loop thread)."""
     try:
         value = _begin(job, state)
@@ -197,7 +197,11 @@ async def _task_body(job: _Job, state: State, arrivals: _Arrivals) -> None:
 
 
 def _settle(
-    job: _Job, state: State, arrivals: _Arrivals, content: ToolResultContent | None, error: BaseException | None
+    job: _Job,
+    state: State,
+    arrivals: LoopArrivals[_Job],
+    content: ToolResultContent | None,
+    error: BaseException | None,
 ) -> None:
     if job.abandoned:  # only ever set on this (the loop) thread
         _record_late(job, state, content, error)
@@ -423,7 +427,7 @@ def _steps(
     calls: tuple[ToolCall, ...],
     tools: Mapping[str, Tool],
     context: RunSettings,
-    arrivals: _Queue | _Arrivals,
+    arrivals: ThreadArrivals[_Job] | LoopArrivals[_Job],
 ) -> _Steps:
     """The order of one turn: input errors, the permission phase, the parallel group, then the serial calls one
     at a time (only while no call has raised), and last the first exception in completion order."""
@@ -478,7 +482,11 @@ def _tool(job: _Job) -> Tool:
 
 
 def _run_group(
-    state: State, context: RunSettings, jobs: list[_Job], failures: list[_Job], arrivals: _Queue | _Arrivals
+    state: State,
+    context: RunSettings,
+    jobs: list[_Job],
+    failures: list[_Job],
+    arrivals: ThreadArrivals[_Job] | LoopArrivals[_Job],
 ) -> Generator[_Action, Any, None]:
     """Announce and start `jobs`, then record them in completion order, saving after each batch.
 
@@ -520,7 +528,11 @@ def _run_group(
 
 
 def _announce(
-    state: State, reporter: Reporter | None, jobs: list[_Job], arrivals: _Queue | _Arrivals, waiting: deque[_Job]
+    state: State,
+    reporter: Reporter | None,
+    jobs: list[_Job],
+    arrivals: ThreadArrivals[_Job] | LoopArrivals[_Job],
+    waiting: deque[_Job],
 ) -> tuple[int, bool, Exception | None]:
     """Announce each job (`on_tool_start`), then start it: as a Task when it is async and there is a loop, else on
     a worker thread while fewer than `MAX_WORKERS` run (the rest go to `waiting`). A Reporter's exception stops the
@@ -536,7 +548,7 @@ def _announce(
                 return announced, tasks, error
         job.announced = True
         announced += 1
-        if type(arrivals) is _Arrivals and _tool(job).is_async:
+        if type(arrivals) is LoopArrivals and _tool(job).is_async:
             _start_task(job, state, arrivals)
             tasks = True
         elif free > 0:
@@ -564,7 +576,7 @@ def _notify_done(notify: Callable[[_Job], None], job: _Job, _future: Future[Any]
     notify(job)
 
 
-def _start_task(job: _Job, state: State, arrivals: _Arrivals) -> None:
+def _start_task(job: _Job, state: State, arrivals: LoopArrivals[_Job]) -> None:
     loop = arrivals.loop
     job.started = True
     job.threaded = False
@@ -641,88 +653,6 @@ def _safely(interrupt: BaseException, fn: Callable[..., Any], *args: Any) -> Non
         interrupt.add_note(f"while handling it, {fn.__name__} also raised {type(error).__name__}: {error}")
 
 
-# --- where finished calls arrive -----------------------------------------------------------------------------
-
-
-class _Queue:
-    """Finished jobs, delivered by worker threads to the thread that called `run_tool_calls`."""
-
-    __slots__ = ("queue", "from_thread", "loop")
-
-    def __init__(self) -> None:
-        self.queue: SimpleQueue[_Job] = SimpleQueue()
-        self.from_thread: Callable[[_Job], None] = self.queue.put  # the queue's own method: no call of ours between
-        self.loop: None = None  # no event loop: every tool runs on a worker thread
-
-    def wait(self) -> list[_Job]:
-        """Block until at least one job arrived; return every job that did. Waits in 0.1 s slices, so that Ctrl+C
-        gets through."""
-        queue = self.queue
-        while True:
-            try:
-                first = queue.get(timeout=0.1)
-            except Empty:
-                continue
-            batch = [first]
-            while not queue.empty():
-                batch.append(queue.get_nowait())
-            return batch
-
-    def drain(self) -> list[_Job]:
-        items: list[_Job] = []
-        while True:
-            try:
-                items.append(self.queue.get_nowait())
-            except Empty:
-                return items
-
-
-class _Arrivals:
-    """Finished jobs, delivered to the event loop's thread (Tasks directly, worker threads thread-safely), where
-    async tools run as Tasks."""
-
-    __slots__ = ("loop", "items", "waiter")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.items: deque[_Job] = deque()
-        self.waiter: asyncio.Future[None] | None = None
-
-    def put(self, job: _Job) -> None:
-        self.items.append(job)
-        waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def from_thread(self, job: _Job) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.put, job)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
-
-    async def wait(self) -> list[_Job]:
-        """Wait until at least one job arrived; return every job that did."""
-        items = self.items
-        while not items:
-            self.waiter = waiter = self.loop.create_future()
-            await waiter
-        self.waiter = None
-        batch = list(items)
-        items.clear()
-        return batch
-
-    def drain(self) -> list[_Job]:
-        items = list(self.items)
-        self.items.clear()
-        return items
-
-
-@types.coroutine
-def _yield_once() -> Generator[None, None, None]:
-    """`asyncio.sleep(0)` without its two extra frames: give the event loop one pass."""
-    yield
-
-
 # --- the two drivers ---------------------------------------------------------------------------------------------
 
 
@@ -733,7 +663,7 @@ def run_tool_calls(state: State, tools: Mapping[str, Tool], context: RunSettings
     calls = state.pending_calls
     if not calls:
         return
-    arrivals = _Queue()
+    arrivals: ThreadArrivals[_Job] = ThreadArrivals()
     steps = _steps(state, calls, tools, context, arrivals)
     action = next(steps, None)
     while action is not None:
@@ -756,7 +686,7 @@ async def arun_tool_calls(state: State, tools: Mapping[str, Tool], context: RunS
     calls = state.pending_calls
     if not calls:
         return
-    arrivals = _Arrivals(asyncio.get_running_loop())
+    arrivals: LoopArrivals[_Job] = LoopArrivals(asyncio.get_running_loop())
     steps = _steps(state, calls, tools, context, arrivals)
     action = next(steps, None)
     while action is not None:
@@ -765,7 +695,7 @@ async def arun_tool_calls(state: State, tools: Mapping[str, Tool], context: RunS
             if action is _WAIT:
                 answer = await arrivals.wait()
             elif action is _PASS:
-                await _yield_once()
+                await yield_once()
             elif action is _SAVE:
                 await _store(context).asave(state)
             elif type(action) is _Job:

@@ -13,7 +13,6 @@ For the Agent and the runner (not in ``__all__``): ``effective_permissions`` bui
 from __future__ import annotations
 
 import contextvars
-import fnmatch
 import inspect
 import sys
 import warnings
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from alpineagents._async import run_in_thread
+from alpineagents._tools.patterns import matches_any, name_patterns
 from alpineagents.errors import NoHumanError, PermissionWarning, ToolError, fix_message
 from alpineagents.human import (
     HumanLike,
@@ -256,45 +256,6 @@ def check_verdict(permission: Permission, verdict: object) -> None:
     raise TypeError(fix_message(f"{permission!r} returned {verdict!r}, and {rule}", fix, example))
 
 
-# --- name patterns -------------------------------------------------------------------------------------------
-
-
-def _patterns(maker: str, value: Any) -> tuple[str, ...]:
-    example = f'{maker}(["read_*", "github__*"])'
-    if isinstance(value, str):
-        raise TypeError(
-            fix_message(
-                f"{maker} takes a list of name patterns (got: {value!r})",
-                "Wrap the pattern in square brackets",
-                example,
-            )
-        )
-    try:
-        items = tuple(value)
-    except TypeError:
-        raise TypeError(
-            fix_message(
-                f"{maker} takes a list of name patterns (got: {value!r})",
-                "Pass the patterns as a list, in square brackets",
-                example,
-            )
-        ) from None
-    for item in items:
-        if not isinstance(item, str):
-            raise TypeError(
-                fix_message(
-                    f"{maker} takes name patterns as strings (got: {item!r})",
-                    "Write each pattern as a string; * and ? are wildcards",
-                    example,
-                )
-            )
-    return items
-
-
-def _matches(patterns: tuple[str, ...], name: str) -> bool:
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-
-
 # --- built-ins -----------------------------------------------------------------------------------------------
 
 
@@ -314,7 +275,7 @@ class DenyByName(DenyPermission):
     reason: str | None
 
     def __init__(self, patterns: Iterable[str], reason: str | None = None) -> None:
-        self.patterns = _patterns("DenyByName", patterns)
+        self.patterns = name_patterns("DenyByName", patterns)
         if reason is not None:
             example = 'DenyByName(["delete_*"], reason="Deleting files is not allowed")'
             fix = "Pass reason= as the text the model reads, or leave it out for the default text"
@@ -332,7 +293,7 @@ class DenyByName(DenyPermission):
 
     def check(self, state: State, call: ToolCall, tool: Tool) -> Denied | None:
         """``Denied(reason)`` (or ``Denied("{name} is not allowed.")``) on a match, else ``None``."""
-        if not _matches(self.patterns, call.name):
+        if not matches_any(self.patterns, call.name):
             return None
         return Denied(self.reason if self.reason is not None else f"{call.name} is not allowed.")
 
@@ -353,11 +314,11 @@ class AllowByName(AllowPermission):
     patterns: tuple[str, ...]
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        self.patterns = _patterns("AllowByName", patterns)
+        self.patterns = name_patterns("AllowByName", patterns)
 
     def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | None:
         """``Allowed()`` on a match, else ``None``."""
-        return Allowed() if _matches(self.patterns, call.name) else None
+        return Allowed() if matches_any(self.patterns, call.name) else None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({list(self.patterns)!r})"
