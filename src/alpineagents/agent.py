@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import blocks_event_loop
+from alpineagents._history.misuse import not_a_state_error
 from alpineagents._structured import Answers, check_returns
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens
 from alpineagents._turn.context import RunContext, active_context
@@ -85,12 +86,11 @@ def _sync_refusal(method: str) -> TypeError:
 def _checked_state(state: object, method: str) -> State:
     """`state`, or the `TypeError` saying the first argument of `agent.{method}()` must be a State."""
     if not isinstance(state, State):
-        raise TypeError(
-            fix_message(
-                f"The first argument of agent.{method}() must be a State (got: {state!r})",
-                "pass the State to work on",
-                f'state = State(messages=[Message.user("Find the bug")])\nagent.{method}(state)',
-            )
+        raise not_a_state_error(
+            method,
+            state,
+            "pass the State to work on",
+            f'state = State(messages=[Message.user("Find the bug")])\nagent.{method}(state)',
         )
     return state
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, get_args, g
 
 from alpineagents import _observe as observe
 from alpineagents._async import run_in_thread
+from alpineagents._history.misuse import not_a_state_error
 from alpineagents.errors import NoHumanError, fix_message
 
 if TYPE_CHECKING:
@@ -203,12 +204,8 @@ def _check_state(state: object, method: str) -> None:
     from alpineagents.state import State
 
     if not isinstance(state, State):
-        raise TypeError(
-            fix_message(
-                f"The first argument of agent.{method}() must be a State (got: {state!r})",
-                "Pass the State the question is about",
-                f'agent.{method}(state, "Continue?", returns=bool)',
-            )
+        raise not_a_state_error(
+            method, state, "Pass the State the question is about", f'agent.{method}(state, "Continue?", returns=bool)'
         )
 
 

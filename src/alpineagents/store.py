@@ -38,6 +38,7 @@ from alpineagents._stores.batch import check_write, entries_to_add
 from alpineagents._stores.lines import json_line, log_bytes
 from alpineagents._stores.locks import SAVING, at_fork_in_child, drop_lock, hold_lock, settle_lock
 from alpineagents._stores.locks import StateLockedError as StateLockedError  # alpineagents.store.StateLockedError
+from alpineagents._stores.paths import check_path
 from alpineagents.errors import fix_message
 from alpineagents.state import State, StateSnapshot, check_id
 from alpineagents.types import Stopped
@@ -369,15 +370,12 @@ class FileStore(Store):
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(
-                fix_message(
-                    f"FileStore takes the path of a folder (got: {type(path).__name__})",
-                    "pass the folder that holds the saved States as a str or pathlib.Path",
-                    'store = FileStore(".agent-runs")',
-                )
-            )
-        self._given = str(path)
+        self._given = check_path(
+            path,
+            "FileStore takes the path of a folder",
+            "pass the folder that holds the saved States as a str or pathlib.Path",
+            'store = FileStore(".agent-runs")',
+        )
         self._root = Path(path)
         self._resolved: str | None = None
         self._known: dict[str, tuple[int, int]] = {}  # id -> (lines, log size) after this object's last write

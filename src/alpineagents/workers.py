@@ -48,7 +48,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from alpineagents.errors import AlpineAgentsError, fix_message
@@ -132,6 +132,7 @@ _STATUS = {
 }
 
 
+@dataclass(repr=False, eq=False)
 class Workers:
     """Named Agents, one store, one DBOS queue: submit runs from any process, serve them in worker processes.
 
@@ -146,18 +147,22 @@ class Workers:
         app_version: The application version every worker shares (DBOS only hands a run to the same version).
     """
 
-    def __init__(
-        self,
-        agents: Mapping[str, Agent],
-        *,
-        store: Store,
-        database: str,
-        queue: str = "alpineagents",
-        concurrency: int = 8,
-        takeover: float = 1.0,
-        grace: float = 30.0,
-        app_version: str = "alpineagents-1",
-    ) -> None:
+    agents: Mapping[str, Agent]
+    _: KW_ONLY
+    store: Store
+    database: str
+    queue: str = "alpineagents"
+    concurrency: int = 8
+    takeover: float = 1.0
+    grace: float = 30.0
+    app_version: str = "alpineagents-1"
+    _client_obj: Any = field(default=None, init=False)
+    _migrated: bool = field(default=False, init=False)
+    _guard: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+
+    def __post_init__(self) -> None:
+        agents = self.agents
         if not isinstance(agents, Mapping) or not agents:
             raise TypeError(
                 fix_message(
@@ -166,18 +171,7 @@ class Workers:
                     'Workers(agents={"support": agent}, store=store, database=dsn)',
                 )
             )
-        self.agents = {name: _with_store(name, agent, store) for name, agent in agents.items()}
-        self.store = store
-        self.database = database
-        self.queue = queue
-        self.concurrency = concurrency
-        self.takeover = takeover
-        self.grace = grace
-        self.app_version = app_version
-        self._client_obj: Any = None
-        self._migrated = False
-        self._guard = threading.Lock()
-        self._stop = threading.Event()
+        self.agents = {name: _with_store(name, agent, self.store) for name, agent in agents.items()}
 
     def __repr__(self) -> str:
         return f"Workers(agents={sorted(self.agents)}, store={self.store!r}, queue={self.queue!r})"

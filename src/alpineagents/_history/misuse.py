@@ -298,3 +298,10 @@ def damaged_error(state_id: str, reason: str) -> ValueError:
             "restore the store's data from a backup, or start a new State",
         )
     )
+
+
+def not_a_state_error(method: str, got: object, fix: str, example: str) -> TypeError:
+    """The error of an Agent method (``agent.{method}()``) whose first argument is not a State."""
+    return TypeError(
+        fix_message(f"The first argument of agent.{method}() must be a State (got: {got!r})", fix, example)
+    )

@@ -33,6 +33,7 @@ from alpineagents._stores.batch import already_saved_error, check_write, entries
 from alpineagents._stores.damage import check_count
 from alpineagents._stores.lines import json_line, parse_all, parse_each
 from alpineagents._stores.locks import Release, at_fork_in_child, drop_lock, hold_lock, locked_error, settle_lock
+from alpineagents._stores.paths import check_path
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Entries, Info, Record, StateInfo, Store
@@ -121,15 +122,12 @@ class SQLiteStore(Store):
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(
-                fix_message(
-                    f"SQLiteStore takes the path of a database file (got: {type(path).__name__})",
-                    "pass the file as a str or pathlib.Path",
-                    'store = SQLiteStore("runs.db")',
-                )
-            )
-        self._given = str(path)
+        self._given = check_path(
+            path,
+            "SQLiteStore takes the path of a database file",
+            "pass the file as a str or pathlib.Path",
+            'store = SQLiteStore("runs.db")',
+        )
         self._memory = self._given == ":memory:"
         self._resolved: str | None = None
         self._conn: sqlite3.Connection | None = None

@@ -12,6 +12,7 @@ Agent's `use_tools` checks the call; a subagent without a list of its own inheri
 from __future__ import annotations
 
 import contextvars
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING
 
 from alpineagents import _observe as observe
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 
+@dataclass(slots=True, repr=False, eq=False)
 class RunContext:
     """What applies during one run (or one Agent call outside a run).
 
@@ -57,43 +59,21 @@ class RunContext:
         parent: `(parent State, ToolCall)` for a subagent run, else None.
     """
 
-    __slots__ = (
-        "agent",
-        "reporter",
-        "human",
-        "human_inherited",
-        "store",
-        "permissions",
-        "owners",
-        "above",
-        "depth",
-        "parent",
-    )
+    agent: AgentSeam | None
+    _: KW_ONLY
+    reporter: Reporter | None = None
+    human: Human | None = None
+    human_inherited: bool = False
+    store: Store | None = None
+    permissions: PermissionList | tuple[Permission, ...] | None = None
+    above: PermissionList | tuple[Permission, ...] | None = None
+    depth: int = 0
+    parent: tuple[State, ToolCall] | None = None
+    owners: tuple[Owner, ...] = field(init=False)
 
-    def __init__(
-        self,
-        agent: AgentSeam | None,
-        *,
-        reporter: Reporter | None = None,
-        human: Human | None = None,
-        human_inherited: bool = False,
-        store: Store | None = None,
-        permissions: PermissionList | tuple[Permission, ...] | None = None,
-        above: PermissionList | tuple[Permission, ...] | None = None,
-        depth: int = 0,
-        parent: tuple[State, ToolCall] | None = None,
-    ) -> None:
-        self.agent = agent
-        self.reporter = reporter
-        self.human = human
-        self.human_inherited = human_inherited
-        self.store = store
-        self.permissions = permissions
+    def __post_init__(self) -> None:
         # A plain tuple (the runner's own tests) has no owners: each permission then asks the default Human.
-        self.owners: tuple[Owner, ...] = getattr(permissions, "owners", ())
-        self.above = above
-        self.depth = depth
-        self.parent = parent
+        self.owners = getattr(self.permissions, "owners", ())
 
     def __repr__(self) -> str:
         return f"<RunContext agent={self.agent!r} depth={self.depth}>"
