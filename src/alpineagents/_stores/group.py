@@ -1,0 +1,139 @@
+"""Group commit: save points of different States that arrive while a flush is going on are made durable together.
+
+A writer puts its job in the store's queue and waits. One flusher thread per store takes every job queued so far
+and hands them to the store's `flush`, which writes each job and makes them all durable with as few flushes to disk
+as it can (SQLite: one transaction, so one flush of its journal). While it flushes, the jobs that arrive queue up
+for the next group. A lone writer waits for nobody: the flusher takes its job at once. The flusher stays a moment
+after the queue empties (so that a run's next save point does not start a thread), then ends.
+
+The promise of a save point does not change: the writer returns only after its job is on stable storage, or raises
+the job's own error (a job that failed its own checks does not affect the others), or the group's when the flush
+as a whole failed. A writer interrupted while it waits (Ctrl+C, a cancelled task) gives up waiting; its job may
+still be written, which is harmless: a store accepts entries it already has when they are sent again.
+
+Sync writers wait on an event (in short slices, so that Ctrl+C gets through); async writers await a future of
+their event loop, so an async run's save point needs no thread of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from collections.abc import Callable, Sequence
+
+__all__ = ["GroupCommit", "Job"]
+
+_IDLE_SECONDS = 1.0
+"""How long the flusher waits for more work after the queue empties before its thread ends."""
+
+
+class Job:
+    """One write waiting for a group commit. `flush` sets `error` for a job that failed on its own."""
+
+    __slots__ = ("error", "_event", "_loop", "_future")
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+        self._event: threading.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._future: asyncio.Future[None] | None = None
+
+    def _finished(self) -> None:
+        """Wake the writer (called by the flusher once the job is durable or failed)."""
+        if self._event is not None:
+            self._event.set()
+            return
+        loop, future = self._loop, self._future
+        if loop is not None and future is not None:
+            try:
+                loop.call_soon_threadsafe(_settle, future)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class GroupCommit:
+    """The queue and the flusher of one store (see the module)."""
+
+    def __init__(self, flush: Callable[[Sequence[Job]], None], name: str) -> None:
+        self._flush = flush
+        self._name = name
+        self._queued: list[Job] = []
+        self._wake = threading.Condition(threading.Lock())
+        self._flushing = False
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: the parent's flusher thread and its queued jobs are not this process's."""
+        self._queued = []
+        self._wake = threading.Condition(threading.Lock())
+        self._flushing = False
+
+    def commit(self, job: Job) -> None:
+        """Return once `job` is durable; raise its error when it failed.
+
+        Raises:
+            BaseException: the job's own error, or the flush's error for every job of the group.
+        """
+        job._event = event = threading.Event()
+        self._enqueue(job)
+        while not event.wait(0.1):  # in slices: Ctrl+C gets through
+            pass
+        if job.error is not None:
+            raise job.error
+
+    async def acommit(self, job: Job) -> None:
+        """`commit` for async code: awaits the job on this event loop (no thread of its own)."""
+        job._loop = loop = asyncio.get_running_loop()
+        job._future = future = loop.create_future()
+        self._enqueue(job)
+        await future
+        if job.error is not None:
+            raise job.error
+
+    def _enqueue(self, job: Job) -> None:
+        with self._wake:
+            self._queued.append(job)
+            if self._flushing:
+                self._wake.notify()
+                return
+            self._flushing = True
+        threading.Thread(target=self._flusher, name=self._name, daemon=True).start()
+
+    def _flusher(self) -> None:
+        while True:
+            with self._wake:
+                if not self._queued:
+                    self._wake.wait(_IDLE_SECONDS)
+                group, self._queued = self._queued, []
+                if not group:
+                    self._flushing = False
+                    return
+            self._flush_group(group)
+            del group  # a job can hold what its writer was saving (a State, and with it its lock): let it go now
+
+    def _flush_group(self, group: list[Job]) -> None:
+        try:
+            self._flush(group)
+        except BaseException as error:  # noqa: BLE001 - the flush as a whole failed: every job failed with it
+            for job in group:
+                if job.error is None:
+                    job.error = _own_copy(error)
+        for job in group:
+            job._finished()
+
+
+def _own_copy(error: BaseException) -> BaseException:
+    """A copy of `error` for one waiting writer to raise (one exception object raised by several threads at once
+    would gather all their tracebacks), with the same cause."""
+    try:
+        own = copy.copy(error)
+    except Exception:  # noqa: BLE001 - an exception class that cannot be copied: share the object
+        return error
+    own.__cause__ = error.__cause__
+    own.__traceback__ = None
+    return own
