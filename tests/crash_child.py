@@ -162,6 +162,16 @@ def _patch_store() -> None:
             _die()
         write_file(path, data, append=append)
 
+    append_unflushed = files.append_unflushed
+
+    def torn_append(path: Any, data: bytes) -> int:  # an append of a group commit (flushed after)
+        if _reached("log_write"):
+            cut = max(1, len(data) // 2)
+            with open(path, "ab") as f:
+                f.write(data[:cut])
+            _die()
+        return append_unflushed(path, data)
+
     replace_file = files.replace_file
 
     def replace_info(folder: Any, name: str, data: bytes) -> None:
@@ -169,6 +179,7 @@ def _patch_store() -> None:
         replace_file(folder, name, data)
 
     files.write_file = torn_write_file
+    files.append_unflushed = torn_append
     files.replace_file = replace_info
     sqlite_store = store_module.SQLiteStore  # pyright: ignore[reportAttributeAccessIssue]
     write_rows = sqlite_store._write

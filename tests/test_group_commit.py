@@ -104,11 +104,11 @@ def test_async_runs_saving_at_once_each_load_back_exactly(kind: str, tmp_path: P
 
 
 def flushes_between_markers(trace: Path) -> int:
-    """The `fsync`/`fdatasync` calls strace saw between the child's two markers."""
+    """The flushes (`fsync`, `fdatasync`, `syncfs`) strace saw between the child's two markers."""
     lines = trace.read_text().splitlines()
     marks = [i for i, line in enumerate(lines) if "alpineagents-marker" in line and "resumed>" not in line]
     assert len(marks) == 2, lines[-20:]
-    return sum(1 for line in lines[marks[0] : marks[1]] if re.search(r"\b(fsync|fdatasync)\(", line))
+    return sum(1 for line in lines[marks[0] : marks[1]] if re.search(r"\b(fsync|fdatasync|syncfs)\(", line))
 
 
 def run_child_under_strace(kind: str, tmp_path: Path, threads: int, saves: int, lone: bool) -> int:
@@ -118,7 +118,7 @@ def run_child_under_strace(kind: str, tmp_path: Path, threads: int, saves: int, 
     trace = tmp_path / "trace.txt"
     command = [sys.executable, str(CHILD), kind, path, "-", str(threads), str(saves), *(["lone"] if lone else [])]
     done = subprocess.run(
-        ["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync,access", "-o", str(trace), *command],
+        ["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync,syncfs,access", "-o", str(trace), *command],
         capture_output=True,
         text=True,
         timeout=120,

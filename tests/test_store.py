@@ -1879,14 +1879,14 @@ def test_a_forked_child_is_not_stuck_on_a_guard_a_parent_thread_held_at_the_fork
     store.save(busy)
     inside, leave = threading.Event(), threading.Event()
 
-    def blocking(*args: Any, **kwargs: Any) -> None:  # the parent's thread stops inside a write, holding its guards
+    def blocking(*args: Any, **kwargs: Any) -> Any:  # the parent's thread stops inside a write, holding its guards
         inside.set()
         assert leave.wait(60)
         return original(*args, **kwargs)
 
     if isinstance(store, FileStore):
-        original = files.write_file
-        monkeypatch.setattr(files, "write_file", blocking)
+        original = files.append_unflushed  # where an append writes the log (a group commit flushes it after)
+        monkeypatch.setattr(files, "append_unflushed", blocking)
     else:
         original = SQLiteStore._write  # pyright: ignore[reportPrivateUsage]
         monkeypatch.setattr(SQLiteStore, "_write", blocking)

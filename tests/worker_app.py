@@ -77,7 +77,9 @@ workers = Workers(
         "noter": Agent(model, tools=[note], reporter=None, human=None),
         "manager": Agent(
             FakeModel([manage] * 100_000),
-            tools=[Agent(FakeModel([help_out] * 100_000), tools=[note], name="helper", description="Notes a task down")],
+            tools=[
+                Agent(FakeModel([help_out] * 100_000), tools=[note], name="helper", description="Notes a task down")
+            ],
             reporter=None,
             human=None,
         ),

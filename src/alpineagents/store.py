@@ -21,6 +21,7 @@ from __future__ import annotations
 import abc
 import builtins
 import contextlib
+import contextvars
 import gc
 import os
 import threading
@@ -35,6 +36,7 @@ from alpineagents._history.decode import entries_from_dicts
 from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
 from alpineagents._stores import files
 from alpineagents._stores.batch import check_write, entries_to_add
+from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, log_bytes
 from alpineagents._stores.locks import SAVING, at_fork_in_child, drop_lock, hold_lock, settle_lock
 from alpineagents._stores.locks import StateLockedError as StateLockedError  # alpineagents.store.StateLockedError
@@ -352,6 +354,24 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
 # FileStore
 
 
+class _FileWrite(Job):
+    """One `FileStore.write` waiting for its group commit, and what its flush has done so far."""
+
+    __slots__ = ("state_id", "entries", "info_bytes", "create", "context", "lock", "key", "fd", "known")
+
+    def __init__(self, state_id: str, entries: Entries, info_bytes: bytes, create: bool) -> None:
+        super().__init__()
+        self.state_id = state_id
+        self.entries = entries
+        self.info_bytes = info_bytes
+        self.create = create
+        self.context = contextvars.copy_context()  # the writer's: `settle_lock` reads the State being saved in it
+        self.lock: threading.RLock | None = None
+        self.key: str | None = None
+        self.fd: int | None = None
+        self.known: tuple[int, int] = (0, 0)
+
+
 class FileStore(Store):
     """The store that ships: each State in a folder of its own under `path` (the root).
 
@@ -361,8 +381,10 @@ class FileStore(Store):
     ```
 
     Construction does no I/O: the root (with missing parents) is created by the first save of a new State. A
-    save appends only the new lines and flushes the log once; the info is replaced whole (written aside, then
-    renamed). Creating a State folder and deleting one are all or nothing. A line torn by a crash is ignored by
+    save appends only the new lines and flushes the log before it returns; the info is replaced whole (written
+    aside, then renamed) after the log is on disk. Save points of other States that arrive while logs are being
+    flushed are written together (group commit): their logs are appended, then made durable by one flush of the
+    file system (`syncfs`), where a lone save point flushes its log alone. Creating a State folder and deleting one are all or nothing. A line torn by a crash is ignored by
     reads and cut off by the next write. A log that lacks entries its info was written after is damaged. Two
     `FileStore`s for the same folder are equal.
 
@@ -381,6 +403,7 @@ class FileStore(Store):
         self._known: dict[str, tuple[int, int]] = {}  # id -> (lines, log size) after this object's last write
         self._guard = threading.Lock()
         self._id_locks: dict[str, threading.RLock] = {}
+        self._group = GroupCommit(self._flush, "alpineagents-file-commit")
         at_fork_in_child(self, FileStore._new_guards)
 
     def __repr__(self) -> str:
@@ -403,6 +426,7 @@ class FileStore(Store):
         """In a forked child: a thread of the parent may have held a guard at the fork."""
         self._guard = threading.Lock()
         self._id_locks = {}
+        self._group.forget_after_fork()
 
     def _lock(self, state_id: str) -> threading.RLock:
         """The lock that keeps this object's calls for one id apart."""
@@ -426,13 +450,64 @@ class FileStore(Store):
             StateLockedError: Another process is writing this State.
             OSError: The disk refused (e.g. full, not writable); what was saved before stays intact.
         """
+        self._group.commit(self._job(state_id, entries, info, create))
+
+    async def awrite(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
+        """`write` for async code: the same checks, then the save point waits for its group commit on this event
+        loop (no thread of its own). A subclass that overrides `write` gets it called, on a worker thread."""
+        if type(self).write is not FileStore.write:
+            await super().awrite(state_id, entries, info, create=create)
+            return
+        await self._group.acommit(self._job(state_id, entries, info, create))
+
+    def _job(self, state_id: str, entries: Entries, info: Info, create: bool) -> _FileWrite:
         check_id(state_id, "FileStore.write()")
-        info_bytes = json_line(check_write("FileStore.write()", entries, info))
-        with self._lock(state_id):
-            if create:
-                self._create(state_id, entries, info_bytes)
+        return _FileWrite(state_id, entries, json_line(check_write("FileStore.write()", entries, info)), create)
+
+    def _flush(self, group: Sequence[Job]) -> None:
+        """Write a group commit's jobs: append every log, flush the appended logs in one pass, then replace each
+        info (after its log is on disk, so an info never describes entries its log lacks). A new State's folder is
+        made whole and flushed on its own. A job that fails gets its error; the others go on."""
+        jobs = [job for job in group if isinstance(job, _FileWrite)]
+        try:
+            for job in jobs:
+                job.context.run(self._begin, job)
+            self._flush_logs([job for job in jobs if job.error is None and job.fd is not None])
+            for job in jobs:
+                if job.error is None and not job.create:
+                    job.context.run(self._end, job)
+        finally:
+            for job in jobs:
+                job.context.run(self._release, job)
+
+    @staticmethod
+    def _flush_logs(appended: builtins.list[_FileWrite]) -> None:
+        """Flush the logs a group appended: several at once with one flush of their file system, a lone one (or
+        where that call is missing) with one `fdatasync` each."""
+        try:
+            if len(appended) > 1 and files.flush_file_system(appended[0].fd or 0):
+                return
+        except OSError as error:
+            for job in appended:
+                job.error = error
+            return
+        for job in appended:
+            try:
+                files.flush_descriptor(job.fd or 0)
+            except OSError as error:
+                job.error = error
+
+    def _begin(self, job: _FileWrite) -> None:
+        """Take the job's locks; make a new State's folder, or append the lines the log lacks (not yet flushed)."""
+        job.lock = self._lock(job.state_id)
+        job.lock.acquire()
+        try:
+            if job.create:
+                self._create(job.state_id, job.entries, job.info_bytes)
             else:
-                self._append(state_id, entries, info_bytes)
+                self._append(job)
+        except Exception as error:  # this job's own failure: the group goes on without it
+            job.error = error
 
     def _create(self, state_id: str, entries: Entries, info_bytes: bytes) -> None:
         new = entries_to_add(state_id, self, entries, 0, lambda start, end: {})
@@ -447,34 +522,50 @@ class FileStore(Store):
         finally:
             settle_lock(key)
 
-    def _append(self, state_id: str, entries: Entries, info_bytes: bytes) -> None:
+    def _append(self, job: _FileWrite) -> None:
+        state_id = job.state_id
         folder = self._root / state_id
         log = folder / files.LOG
         key = self._key(state_id)
         hold_lock(key, lambda: files.lock_folder(folder, state_id, self))
+        job.key = key
+        size = files.log_size(folder, state_id, self)
+        known = self._known.get(state_id)
+        lines: builtins.list[bytes] | None = None
+        if known is not None and known[1] == size:
+            have = known[0]
+        else:  # never written by this object, or written by another one since
+            have, size, lines = files.recount(log, size)
+
+        def saved_lines(start: int, end: int) -> dict[int, bytes]:
+            every = files.log_lines(log) if lines is None else lines
+            return dict(enumerate(every[start:end], start))
+
+        new = entries_to_add(state_id, self, job.entries, have, saved_lines)
+        data = log_bytes(new)
+        if data:
+            self._known.pop(state_id, None)
+            job.fd = files.append_unflushed(log, data)
+            have, size = have + len(new), size + len(data)
+        job.known = (have, size)
+
+    def _end(self, job: _FileWrite) -> None:
+        """After the log's flush: remember where the log ends, and replace the info."""
         try:
-            size = files.log_size(folder, state_id, self)
-            known = self._known.get(state_id)
-            lines: builtins.list[bytes] | None = None
-            if known is not None and known[1] == size:
-                have = known[0]
-            else:  # never written by this object, or written by another one since
-                have, size, lines = files.recount(log, size)
+            self._known[job.state_id] = job.known
+            files.replace_file(self._root / job.state_id, files.INFO, job.info_bytes)
+        except Exception as error:
+            job.error = error
 
-            def saved_lines(start: int, end: int) -> dict[int, bytes]:
-                every = files.log_lines(log) if lines is None else lines
-                return dict(enumerate(every[start:end], start))
-
-            new = entries_to_add(state_id, self, entries, have, saved_lines)
-            data = log_bytes(new)
-            if data:
-                self._known.pop(state_id, None)
-                files.write_file(log, data, append=True)
-                have, size = have + len(new), size + len(data)
-            self._known[state_id] = (have, size)
-            files.replace_file(folder, files.INFO, info_bytes)
-        finally:
-            settle_lock(key)
+    def _release(self, job: _FileWrite) -> None:
+        if job.fd is not None:
+            os.close(job.fd)
+            job.fd = None
+        if job.key is not None:
+            settle_lock(job.key)
+        if job.lock is not None:
+            job.lock.release()
+            job.lock = None
 
     def read(self, state_id: str) -> Record | None:
         """The entries (every complete line of the log) and the info of `state_id`, or `None` without its folder.

@@ -28,6 +28,9 @@ __all__ = [
     "LOG",
     "INFO",
     "write_file",
+    "append_unflushed",
+    "flush_descriptor",
+    "flush_file_system",
     "replace_file",
     "fsync_dir",
     "lock_folder",
@@ -49,7 +52,8 @@ INFO = "info.json"
 # Writing files
 
 
-def _sync(fd: int) -> None:
+def flush_descriptor(fd: int) -> None:
+    """Flush the file's data to disk (`fdatasync` where there is one, else `fsync`)."""
     sync = getattr(os, "fdatasync", None) or os.fsync
     sync(fd)
 
@@ -67,9 +71,52 @@ def write_file(path: str | os.PathLike[str], data: bytes, *, append: bool) -> No
     fd = os.open(path, flags, 0o600)
     try:
         _write_all(fd, data)
-        _sync(fd)
+        flush_descriptor(fd)
     finally:
         os.close(fd)
+
+
+def append_unflushed(path: str | os.PathLike[str], data: bytes) -> int:
+    """Append all of `data` to `path` (created with mode 0o600 when missing) and return the open descriptor, not
+    yet flushed: the caller flushes it (`flush_descriptor`), with other files' in one pass, then closes it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_APPEND, 0o600)
+    try:
+        _write_all(fd, data)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+_SYNCFS: list[Any] = []  # [syncfs] once looked up; [None] where it is missing
+
+
+def flush_file_system(fd: int) -> bool:
+    """Flush every file of the file system that `fd` is on in one call (Linux `syncfs`, which reports write-back
+    errors since Linux 5.8); False where there is no such call (then flush each file).
+
+    One flush for the logs of many States that a group commit appended: the file system writes them out and
+    commits its journal once, where one `fdatasync` per log would commit it once per log.
+    """
+    if not _SYNCFS:
+        try:
+            import ctypes  # only here: most programs never flush a group
+
+            function = ctypes.CDLL(None, use_errno=True).syncfs
+            function.argtypes = [ctypes.c_int]
+            function.restype = ctypes.c_int
+            _SYNCFS.append(function)
+        except (AttributeError, OSError):
+            _SYNCFS.append(None)
+    function = _SYNCFS[0]
+    if function is None:
+        return False
+    if function(fd) != 0:
+        import ctypes
+
+        code = ctypes.get_errno()
+        raise OSError(code, f"flushing the file system failed: {os.strerror(code)}")
+    return True
 
 
 _EXCHANGE: list[Any] = []  # [renameat2] once looked up; [None] where it is missing
@@ -225,7 +272,7 @@ def recount(log: Path, size: int) -> tuple[int, int, list[bytes] | None]:
         fd = os.open(log, os.O_WRONLY | os.O_CLOEXEC)
         try:
             os.ftruncate(fd, end)
-            _sync(fd)
+            flush_descriptor(fd)
         finally:
             os.close(fd)
     lines = data[:end].split(b"\n")[:-1]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 
 __all__ = ["GroupCommit", "Job"]
@@ -61,7 +62,8 @@ class GroupCommit:
     """The queue and the flusher of one store (see the module)."""
 
     def __init__(self, flush: Callable[[Sequence[Job]], None], name: str) -> None:
-        self._flush = flush
+        # Weakly: an idle flusher thread must not keep its store (and the store's open files) alive.
+        self._flush = weakref.WeakMethod(flush)  # pyright: ignore[reportArgumentType]
         self._name = name
         self._queued: list[Job] = []
         self._wake = threading.Condition(threading.Lock())
@@ -118,7 +120,10 @@ class GroupCommit:
 
     def _flush_group(self, group: list[Job]) -> None:
         try:
-            self._flush(group)
+            flush = self._flush()
+            if flush is None:  # pragma: no cover - a writer waiting holds its store
+                raise ReferenceError("the store of these save points is gone")
+            flush(group)
         except BaseException as error:  # noqa: BLE001 - the flush as a whole failed: every job failed with it
             for job in group:
                 if job.error is None:

@@ -298,7 +298,10 @@ class SQLiteStore(Store):
 
     async def awrite(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
         """`write` for async code: the same checks, then the save point waits for its group commit on this event
-        loop (no thread of its own)."""
+        loop (no thread of its own). A subclass that overrides `write` gets it called, on a worker thread."""
+        if type(self).write is not SQLiteStore.write:
+            await super().awrite(state_id, entries, info, create=create)
+            return
         await self._group.acommit(self._job(state_id, entries, info, create, "SQLiteStore.write()"))
 
     def _job(self, state_id: str, entries: Entries, info: Info, create: bool, where: str) -> _Write:
