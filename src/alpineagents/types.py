@@ -61,6 +61,7 @@ __all__ = [
     "StopEntry",
     "ExtraDataEntry",
     "ErrorEntry",
+    "ToolCallEntry",
     "Exchange",
     "ContextChangeKind",
     "ContextChange",
@@ -89,6 +90,7 @@ HistoryKind = Literal[
     "model_reply",
     "model_event",
     "tool_result",
+    "tool_call",
     "ask",
     "human",
     "context_change",
@@ -97,7 +99,7 @@ HistoryKind = Literal[
     "extra_data",
     "error",
 ]
-"""The ``kind`` of a history entry (13 values)."""
+"""The ``kind`` of a history entry (14 values)."""
 
 ContextChangeKind = Literal["compact", "clear_tool_results", "import", "restore"]
 """The ``kind`` of a ``ContextChange``."""
@@ -668,6 +670,22 @@ class ToolResultEntry:
 
 
 @value(kw_only=True)
+class ToolCallEntry:
+    """The program ran a tool itself (``agent.run_tool``), not the model.
+
+    The call joins the context as an assistant message holding only the call, so the model reads it at its next
+    request as if it had asked for it; it is pending until its ``tool_result``. The entry's kind is what shows that
+    the program made the call.
+    """
+
+    kind: Literal["tool_call"] = "tool_call"
+    content: ToolCall
+    """The call."""
+    turn: int
+    at: datetime = _at()
+
+
+@value(kw_only=True)
 class ExchangeEntry:
     """A question and its answer (``"ask"``: ``agent.ask``; ``"human"``: the Human). The context does not change."""
 
@@ -772,6 +790,7 @@ HistoryEntry = (
     | ModelReplyEntry
     | ModelEventEntry
     | ToolResultEntry
+    | ToolCallEntry
     | ExchangeEntry
     | ContextChangeEntry
     | RunStartEntry

@@ -35,6 +35,7 @@ from alpineagents.types import (
     Stopped,
     StoppedByPermission,
     ToolCall,
+    ToolCallEntry,
     ToolOutcomeKind,
     ToolResultBlock,
     ToolResultContent,
@@ -132,6 +133,38 @@ class Recorder:
         """Record ``model_reply``: the message joins the context, usage grows, its calls become pending."""
         with self._lock:
             self._commit_locked(make_reply_entry("model_reply", reply, self._acc.turn, types_module._now()))
+
+    def _program_call(self, call: ToolCall, action: str) -> None:
+        """Record ``tool_call``: a call the program made joins the context and is pending.
+
+        Raises:
+            ValueError: finished, calls pending, or a think waiting on the model (nothing recorded).
+        """
+        with self._lock:
+            acc = self._acc
+            self._ensure_open(action)
+            self._ensure_no_pending(action)
+            if acc.waiting:
+                raise ValueError(
+                    fix_message(
+                        f"cannot call {action}() while a think() is waiting on the model",
+                        "wait for that think() to end",
+                        f"agent.think(state)\nagent.{action}(state, read_file, path='notes.md')",
+                    )
+                )
+            self._commit_locked(ToolCallEntry(content=call, turn=acc.turn))
+
+    def _result_of(self, call: ToolCall) -> ToolResultEntry | None:
+        """The entry that closed ``call`` (not a late one), searched from the end of the history, or None."""
+        acc = self._acc
+        history = acc.history
+        for index in range(acc.history_len - 1, -1, -1):
+            entry = history[index]
+            if type(entry) is ToolResultEntry and not entry.late and entry.call.id == call.id:
+                return entry
+            if type(entry) is ToolCallEntry and entry.content is call:
+                return None
+        return None
 
     def _record_model_event(self, event: ModelEvent) -> None:
         """Record ``model_event``."""

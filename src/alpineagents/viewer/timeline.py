@@ -35,6 +35,7 @@ from alpineagents.types import (
     StopEntry,
     TextBlock,
     ToolCall,
+    ToolCallEntry,
     ToolOutcomeKind,
     ToolResultEntry,
     format_call,
@@ -251,6 +252,8 @@ def _simple(item: Item, entry: HistoryEntry) -> None:
         item.label = "extra data changed"
         item.pieces = [Piece("set", as_json(entry.content), "json")]
         item.facts = ["removed: " + ", ".join(entry.removed)] if entry.removed else []
+    elif isinstance(entry, ToolCallEntry):
+        item.label, item.badge = f"the program called {format_call(entry.content)}", "program"
     elif isinstance(entry, ErrorEntry):
         item.label, item.tone, item.badge = "error", "bad", "error"
         item.pieces = [Piece("error", entry.content, "result")]
@@ -285,6 +288,8 @@ def _ready_after(entry: HistoryEntry, ready: datetime | None) -> datetime | None
     """When the next tool call was ready to run, after `entry`."""
     if isinstance(entry, ModelReplyEntry):
         return entry.at if entry.content.tool_calls else None
+    if isinstance(entry, ToolCallEntry):
+        return entry.at
     if isinstance(entry, ExchangeEntry) and entry.kind == "human" and ready is not None:
         return entry.at
     if isinstance(entry, ToolResultEntry) and entry.outcome in REFUSED and ready is not None:
