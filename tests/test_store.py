@@ -395,7 +395,7 @@ def test_the_store_module_exports_its_four_names() -> None:
     assert store_module.__all__ == ["Store", "FileStore", "Record", "StateInfo"]
     assert alpineagents.FileStore is store_module.FileStore
     assert hasattr(alpineagents, "Record") is False
-    assert _serial.VERSION == 5 and _serial.MIN_VERSION == 4
+    assert _serial.VERSION == 6 and _serial.MIN_VERSION == 4
     assert store_module.SQLiteStore.__name__ == "SQLiteStore"
 
 
@@ -611,7 +611,7 @@ def test_the_info_has_exactly_the_eight_keys() -> None:
         "finished",
         "parent_id",
     ]
-    assert info["v"] == 5
+    assert info["v"] == 6
     assert json.loads(json.dumps(info)) == info
     assert info["first_message"] == "Sum" and info["turn"] == 2
     assert info["stopped"] == {"kind": "until", "name": "waiting_for_user"}
@@ -666,7 +666,7 @@ def test_state_info_from_info_checks_version_and_keys() -> None:
     info = store.records["x"].info
     assert StateInfo.from_info("x", info).first_message == "hi"
     with pytest.raises(ValueError, match="newer alpineagents"):
-        StateInfo.from_info("x", {**info, "v": 6})
+        StateInfo.from_info("x", {**info, "v": 7})
     with pytest.raises(ValueError, match="damaged: its info has no turn, finished"):
         StateInfo.from_info("x", {k: v for k, v in info.items() if k not in ("turn", "finished")})
     without_parent = {k: v for k, v in info.items() if k != "parent_id"}
@@ -1017,7 +1017,7 @@ def test_file_store_layout_is_a_folder_with_info_and_log(tmp_path: Path) -> None
         assert line["seq"] == index and "v" not in line
     assert [line["kind"] for line in lines] == [e.kind for e in state.history]
     info = json.loads((tmp_path / "lay" / "info.json").read_text())
-    assert info["v"] == 5
+    assert info["v"] == 6
     assert store.read("lay") == Record(lines, info)
     assert not (tmp_path / "lay" / "info.json").read_text().endswith("\n")
     assert stat.S_IMODE(os.stat(tmp_path / "lay").st_mode) == 0o700

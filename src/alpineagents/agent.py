@@ -8,7 +8,6 @@ written once as a step sequence (`alpineagents._turn`) that the sync method driv
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ from alpineagents._turn.program import new_call, program_call_steps, program_too
 from alpineagents._turn.run import prepare_run, run_steps, start_run
 from alpineagents._turn.seams import DEFAULT, Default
 from alpineagents._turn.steps import ask_steps, compact_steps, think_steps, use_tools_steps
-from alpineagents._turn.subagent import SubagentTool
+from alpineagents._turn.subagent import SubagentTool, checked_subagent_tool
 from alpineagents.errors import fix_message
 from alpineagents.human import aask_human_with, ask_human_with
 from alpineagents.loop import adefault_loop, default_loop, is_async_callable
@@ -57,8 +56,6 @@ SETTINGS: tuple[str, ...] = (
     "description",
 )
 """The settings `Agent.copy(**changes)` accepts, in constructor order."""
-
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _list_like(value: Any) -> bool:
@@ -798,27 +795,6 @@ class Agent:
 
 
 def _subagent_tool(helper: Agent) -> SubagentTool:
-    """Check an Agent passed in `tools=` (it needs a name that is a valid tool name, and a description) and make
-    its subagent tool."""
-    missing = [attr for attr in ("name", "description") if not getattr(helper, attr)]
-    if missing:
-        raise ValueError(
-            fix_message(
-                f"{helper!r} passed in tools= has no {', '.join(missing)}. A subagent's name becomes the tool name "
-                "and its description the tool description",
-                "Give an Agent used as a subagent both name and description",
-                'researcher = Agent(model, name="researcher", description="Looks things up on the web")',
-            )
-        )
-    name = helper.name
-    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
-        raise TypeError(
-            fix_message(
-                f"name={name!r} of {helper!r} passed in tools= cannot be used as a tool name. It must be 1-64 "
-                "characters of letters, digits, _ and -",
-                "Give the Agent a valid name",
-                'Agent(model, name="web_researcher", description="...")',
-            )
-        )
+    """The subagent tool of an Agent passed in `tools=` (checked: it needs a valid tool name and a description)."""
     loop = helper.loop
-    return SubagentTool(helper, None if loop is default_loop else is_async_callable(loop))
+    return checked_subagent_tool(helper, None if loop is default_loop else is_async_callable(loop))
