@@ -729,12 +729,12 @@ def test_older_and_newer_formats_are_refused_with_their_version(store: Store) ->
     set_info(store, "old", {**info, "v": 2})
     with pytest.raises(ValueError, match=r"^saved State 'old' was saved by an older alpineagents \(format 2\); 0.5"):
         store.load("old")
-    for v in (6, 99):
+    for v in (7, 99):
         set_info(store, "new", {**info, "v": v})
         with pytest.raises(ValueError) as error:
             store.load("new")
         assert str(error.value).splitlines()[0] == (
-            f"saved State 'new' was saved by a newer alpineagents (format {v}); this alpineagents reads formats 4 to 5"
+            f"saved State 'new' was saved by a newer alpineagents (format {v}); this alpineagents reads formats 4 to 6"
         )
         assert "upgrade alpineagents" in str(error.value)
     set_info(store, "new", {k: v for k, v in info.items() if k != "v"})
@@ -747,7 +747,7 @@ def test_the_version_is_checked_before_any_entry() -> None:
     store.records["m"] = Record([{"seq": 0, "kind": "something_new"}], {"v": 3})
     with pytest.raises(ValueError, match="older alpineagents"):
         store.load("m")
-    store.records["n"] = Record([], {"v": 6})
+    store.records["n"] = Record([], {"v": 7})
     with pytest.raises(ValueError, match="newer alpineagents"):
         asyncio.run(store.aload("n"))
     store.records["o"] = Record([], [1, 2])  # type: ignore[arg-type]

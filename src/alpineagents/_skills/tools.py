@@ -111,7 +111,7 @@ class SkillTools:
             raise ToolError(f"There is no skill named {name!r}. Skills: {names}")
         return skill
 
-    @tool(name="load_skill", read_only=True, idempotent=True)
+    @tool(name="load_skill", read_only=True, open_world=False)
     def load_skill(self, name: str) -> str:
         """Read the instructions of one of your skills (listed in the system prompt). Load a skill before a task
         that its description matches, then follow its instructions.
@@ -121,7 +121,7 @@ class SkillTools:
         """
         return instructions_text(self._skill(name))
 
-    @tool(name="read_skill_resource", read_only=True, idempotent=True)
+    @tool(name="read_skill_resource", read_only=True, open_world=False)
     def read_skill_resource(self, name: str, path: str) -> str | Image:
         """Read one file of a skill, such as a reference, a template or a script its instructions point to.
 
