@@ -1126,7 +1126,7 @@ def test_subagent_keys_are_written_only_when_set(store: Store) -> None:
     assert loaded.usage.requests == 3
 
 
-def test_format_4_loads_and_its_next_save_writes_format_5(store: Store) -> None:
+def test_format_4_loads_and_its_next_save_writes_the_current_format(store: Store) -> None:
     helper, _ = make_agent(["kid answer"], None)
     agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[delegate_tool(helper)])
     state = State(id="p4", messages=[Message.user("go")])
@@ -1146,7 +1146,7 @@ def test_format_4_loads_and_its_next_save_writes_format_5(store: Store) -> None:
     assert [i.parent_id for i in store.list() if i.id == "p4"] == [None]
     loaded.add_message(Message.user("more"))
     store.save(loaded)
-    assert raw_info(store, "p4")["v"] == 5 and raw_info(store, "p4")["parent_id"] is None
+    assert raw_info(store, "p4")["v"] == 6 and raw_info(store, "p4")["parent_id"] is None
     assert_same(store.load("p4"), loaded)
     bad = dict(lines[0], child_ids="kid1")
     with pytest.raises(ValueError, match="is damaged"):
