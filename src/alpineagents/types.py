@@ -671,16 +671,11 @@ class ToolResultEntry:
 
 @value(kw_only=True)
 class ToolCallEntry:
-    """The program ran a tool itself (``agent.run_tool``), not the model.
-
-    The call joins the context as an assistant message holding only the call, so the model reads it at its next
-    request as if it had asked for it; it is pending until its ``tool_result``. The entry's kind is what shows that
-    the program made the call.
-    """
+    """A call the program made (``agent.run_tool``): it joins the context as an assistant message holding only the
+    call, as if the model had asked for it, and is pending until its ``tool_result``."""
 
     kind: Literal["tool_call"] = "tool_call"
     content: ToolCall
-    """The call."""
     turn: int
     at: datetime = _at()
 
