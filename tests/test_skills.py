@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from alpineagents import Agent, FileStore, Message, State, tool
+from alpineagents._tokens import estimate_overhead_tokens
 from alpineagents.errors import ToolError
 from alpineagents.permissions import AllowByReadOnly, DenyByName
 from alpineagents.testing import FakeModel, tool_call
@@ -282,6 +283,9 @@ def test_the_catalogue_alone_without_a_system_prompt_and_the_hash_covers_it(skil
     assert agent.system is None
     bare = Agent(FakeModel([]), reporter=None)
     assert agent.context_tokens(task()) > bare.context_tokens(task())
+    same_tools = Agent(FakeModel([]), tools=list(agent.tool_map.values()), reporter=None)
+    catalogue = agent.context_tokens(task()) - same_tools.context_tokens(task())
+    assert catalogue == estimate_overhead_tokens(system, ()) - estimate_overhead_tokens(None, ())  # counted
 
 
 def test_resources_text_images_folders_and_missing_files(skills: Path) -> None:

@@ -371,7 +371,7 @@ class Agent:
         self._tools: dict[str, Tool] = tool_dict
         self._tool_map = ToolMap(tool_dict, tuple(server.name for server in mcp_servers))
         self._specs: tuple[ToolSpec, ...] = tuple(t.spec for t in tool_dict.values())
-        self._overhead = estimate_overhead_tokens(system, self._specs)
+        self._overhead = estimate_overhead_tokens(self._system, self._specs)
         self._loop = default_loop if loop is None else loop
         self._reporter_given: Reporter | Default | None = reporter
         self._human_given: Human | Default | None = human
