@@ -14,6 +14,7 @@ from alpineagents import Agent, FileStore, Message, SQLiteStore, State, loop, to
 from alpineagents.errors import PermissionWarning, ToolError
 from alpineagents.permissions import AllowByDefault, DecideByHuman, Denied, DenyByName, DenyPermission
 from alpineagents.reporter import Reporter
+from alpineagents.state import fold
 from alpineagents.store import Store
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
 from alpineagents.types import (
@@ -371,3 +372,28 @@ def test_run_tool_inside_an_async_run_is_refused_and_arun_tool_works() -> None:
 
     coder = agent(["Two."], loop=sync_call)
     assert asyncio.run(coder.arun("Add")) == "Two."
+
+
+def test_the_fold_refuses_a_program_call_while_a_request_waits_or_calls_are_pending() -> None:
+    coder = agent()
+    state = task()
+    state._begin_think("fake/fake")
+    with pytest.raises(ValueError, match=r"cannot call run_tool\(\) while a think\(\) is waiting on the model"):
+        coder.run_tool(state, "add", a=1, b=2)
+    call = ToolCall("add", {"a": 1}, "c1")
+    with pytest.raises(ValueError, match="a request is waiting on the model"):
+        fold(state.snapshot(), ToolCallEntry(content=call, turn=1))
+    with pytest.raises(ValueError, match="calls of the last reply have no result yet"):
+        after = fold(task().snapshot(), ToolCallEntry(content=call, turn=0))
+        fold(after, ToolCallEntry(content=ToolCall("add", {}, "c2"), turn=0))
+
+
+def test_the_viewer_shows_the_program_call() -> None:
+    from alpineagents.viewer.timeline import build
+
+    state = task()
+    agent().run_tool(state, "add", a=1, b=2)
+    items = build(state.history, [])
+    shown = [item for item in items if item.kind == "tool_call"]
+    assert len(shown) == 1 and shown[0].label == "the program called add(a=1, b=2)" and shown[0].badge == "program"
+    assert items[-1].kind == "tool_result" and items[-1].duration is not None

@@ -297,6 +297,8 @@ def test_resources_text_images_folders_and_missing_files(skills: Path) -> None:
     assert read.run({"name": "pdf-forms", "path": "./references//fields.md"}, task()).startswith("Field names")
     with pytest.raises(ToolError, match=r"'references' is a folder of the skill 'pdf-forms'; its files: references/"):
         read.run({"name": "pdf-forms", "path": "references"}, task())
+    with pytest.raises(ToolError, match=r"'.' is a folder of the skill 'pdf-forms'; its files: assets/logo.png, ref"):
+        read.run({"name": "pdf-forms", "path": "."}, task())
     with pytest.raises(ToolError, match=r"has no file 'nope.md'. Its files: assets/logo.png, references/fields.md"):
         read.run({"name": "pdf-forms", "path": "nope.md"}, task())
     with pytest.raises(ToolError, match=r"There is no skill named 'pdf'. Skills: pdf-forms, release-notes"):

@@ -173,7 +173,9 @@ def read_resource(skill: Skill, path: str) -> str | Image:
     """
     file = resource_path(skill, path)
     if file.is_dir():
-        inside = [name for name in _files(skill) if name.startswith(f"{path.strip('/')}/")]
+        relative = Path(os.path.relpath(file, skill.folder)).as_posix()
+        prefix = "" if relative == "." else f"{relative}/"
+        inside = [name for name in _files(skill) if name.startswith(prefix)]
         raise ToolError(f"{path!r} is a folder of the skill {skill.name!r}; its files: {', '.join(inside) or '(none)'}")
     if not file.is_file():
         names = ", ".join(_files(skill)[:MAX_LISTED]) or "(none)"
