@@ -346,14 +346,15 @@ def test_paths_that_leave_the_skill_folder_are_refused(skills: Path, tmp_path: P
     agent = Agent(fake, skills=[skills], reporter=None)
     state = task()
     agent.run(state)
-    entries = results(state)
-    refused = entries[:-1]
-    for entry in refused:
+    by_path = {entry.call.args["path"]: entry for entry in results(state)}  # the calls ran in parallel
+    inside = by_path.pop("inside.md")
+    assert len(by_path) == 8
+    for entry in by_path.values():
         assert entry.outcome is ToolOutcomeKind.ERROR
         assert "is outside the skill 'pdf-forms'" in str(entry.content)
         assert "the password" not in str(entry.content)
-    assert entries[-1].outcome is ToolOutcomeKind.DONE  # a symlink that stays inside is fine
-    assert entries[-1].content == "Field names: name, date, signature.\n"
+    assert inside.outcome is ToolOutcomeKind.DONE  # a symlink that stays inside is fine
+    assert inside.content == "Field names: name, date, signature.\n"
 
 
 def test_permissions_see_the_skill_tools_as_tools(skills: Path) -> None:

@@ -9,7 +9,7 @@ read only when the model asks for it.
 
 Each item of `Agent(skills=...)` is a skill folder, or a folder whose sub-folders are skills (hidden folders and
 folders starting with `_` are skipped). Everything is read and checked when the Agent is built; a problem raises
-a `ValueError` that names the file and says how to fix it. The front matter is read with PyYAML (`safe_load`), so
+a `ValueError` that names the file and says how to fix it. The front matter is read with PyYAML's safe loader, so
 quoting, multi-line descriptions and nested `metadata` work as in any YAML file.
 """
 
@@ -166,8 +166,9 @@ def _split(text: str, file: Path) -> tuple[str, str]:
 def _front_matter(front: str, file: Path) -> dict[Any, Any]:
     import yaml  # loaded only when an Agent has skills
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when PyYAML has it: ~5x faster
     try:
-        data = yaml.safe_load(front)
+        data = yaml.load(front, Loader=loader)  # noqa: S506 - a safe loader either way
     except yaml.YAMLError as error:
         shown = " ".join(str(error).split())
         raise skill_error(
