@@ -114,10 +114,10 @@ def program_call_steps(agent: AgentSeam, state: State, tool: Tool, call: ToolCal
         yield (agent._mcp_open, agent._amcp_open, ())
     context = context_for(agent, state)
     settings: Any = context if checked else _Unchecked(context.reporter, context.human, context.store)
+    store = context.store
+    state._program_call(call, method)  # checks (finished, pending, waiting) and records in one step
     if state._agent is not agent:
         state._attach(agent)  # type: ignore[arg-type]  # the State names the Agent class, which is an AgentSeam
-    store = context.store
-    state._program_call(call, method)
     try:
         yield (run_tool_calls, arun_tool_calls, (state, {call.name: tool}, settings))
     except GeneratorExit:  # the driver was abandoned: nothing to record
