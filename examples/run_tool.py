@@ -41,7 +41,8 @@ def main(model: Any = "claude-sonnet-5", **settings: Any) -> State:
         model, system="You explain Python errors in two sentences.", tools=[read_file, run_python], **settings
     )
     state = State(messages=[Message.user("Why does this fail, and how do I fix it?")])
-    # Two calls the program chooses; each is recorded (a tool_call entry, then its result) and saved with a store.
+    # Two calls the program chooses. Each is recorded as a turn whose reply (model "program") holds the call, then
+    # its result, and is saved with a store.
     agent.run_tool(state, run_python, code="print({'a': 1}['b'])")
     agent.run_tool(state, "read_file", path=__file__)
     agent.run(state)

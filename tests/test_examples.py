@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from alpineagents.testing import FakeModel, tool_call
-from alpineagents.types import Request, StoppedByUntil, ToolResultBlock
+from alpineagents.types import ModelReplyEntry, Request, StoppedByUntil, ToolResultBlock
 from scriptload import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -108,4 +108,8 @@ def test_run_tool() -> None:
 
     state = module.main(FakeModel([explain]), reporter=None)
     assert state.answer == "The dict has no key 'b'. Use .get('b')."
-    assert [entry.kind for entry in state.history].count("tool_call") == 2
+    assert [entry.content.model for entry in state.history if isinstance(entry, ModelReplyEntry)] == [
+        "program",
+        "program",
+        "fake",
+    ]

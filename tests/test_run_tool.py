@@ -17,13 +17,16 @@ from alpineagents.reporter import Reporter
 from alpineagents.state import fold
 from alpineagents.store import Store
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
+from alpineagents._turn.program import PROGRAM
 from alpineagents.types import (
+    ModelReplyEntry,
+    ModelRequestEntry,
     StoppedByPermission,
     ToolCall,
-    ToolCallEntry,
     ToolOutcomeKind,
     ToolResultBlock,
     ToolResultEntry,
+    Usage,
 )
 from conftest import kinds, results, task
 
@@ -93,13 +96,23 @@ def test_run_tool_returns_the_result_and_the_model_sees_the_call_at_its_next_req
     coder = Agent(fake, tools=[read_file], reporter=None)
     state = task("What does notes.md say?")
     assert coder.run_tool(state, "read_file", path="notes.md") == "contents of notes.md"
-    call_entry, result = state.history[-2:]
-    assert isinstance(call_entry, ToolCallEntry) and call_entry.kind == "tool_call"
-    call = call_entry.content
+    request, reply_entry, result = state.history[-3:]
+    assert isinstance(request, ModelRequestEntry) and request.content == PROGRAM == "program"
+    assert isinstance(reply_entry, ModelReplyEntry) and reply_entry.turn == request.turn == 1
+    reply = reply_entry.content
+    assert reply.model == "program" and reply.usage == Usage() and reply.stop_reason == "tool_use"
+    assert reply.context_tokens is None and reply.text == ""
+    (call,) = reply.tool_calls
+    assert reply.message == Message("assistant", (call,))
     assert call.name == "read_file" and call.args == {"path": "notes.md"} and call.id.startswith("call_program_")
     assert isinstance(result, ToolResultEntry) and result.call is call and result.outcome is ToolOutcomeKind.DONE
-    assert state.turn == 0 and state.pending_calls == () and state.usage.requests == 0
-    assert '[turn 0] tool_call (by the program): read_file(path="notes.md")' in str(state)
+    assert state.turn == 1 and state.pending_calls == () and state.usage == Usage() and state.answer is None
+    assert str(state).splitlines()[-3:] == [
+        "[turn 1] model_request: program",
+        '[turn 1] model_reply: read_file(path="notes.md")',
+        "[turn 1] tool_result read_file: 20B",
+    ]
+    assert state.messages[-2] == Message("assistant", (call,), stop_reason="tool_use")
     assert coder.run(state) == "It says hello."
     sent = fake.requests[0].messages
     assert [m.role for m in sent] == ["user", "assistant", "user"]
@@ -170,7 +183,7 @@ def test_a_tool_error_is_a_result_and_another_exception_is_raised_with_the_call_
     with pytest.raises(RuntimeError, match="disk on fire") as error:
         coder.run_tool(state, boom)
     assert "exception raised in tool boom()" in error.value.__notes__
-    assert kinds(state)[-3:] == ["tool_call", "error", "tool_result"]
+    assert kinds(state)[-4:] == ["model_request", "model_reply", "error", "tool_result"]
     closed = results(state)[-1]
     assert closed.content == "(aborted: RuntimeError)" and closed.outcome is ToolOutcomeKind.ABORTED
     assert closed.error is error.value
@@ -246,7 +259,9 @@ def test_inside_a_run_the_runs_reporter_and_store_apply(tmp_path: Path) -> None:
     assert coder.run(state) == "Read it."
     assert log.events == ["start read_file", "end read_file done"]
     record = store.read("inside")
-    assert record is not None and [line["kind"] for line in record.entries].count("tool_call") == 1
+    assert record is not None
+    assert [line["content"]["model"] for line in record.entries if line["kind"] == "model_reply"] == [PROGRAM, "fake"]
+    assert state.turn == 2  # the program's call is a turn, as the model's is
 
 
 # --- async -------------------------------------------------------------------------------------------------------
@@ -330,9 +345,10 @@ def test_a_saved_state_with_a_program_call_resumes_like_any_other(store: Store) 
     gc.collect()
     loaded = store.load("prog")
     assert loaded.history == history
-    call_entry = loaded.history[-2]
-    assert isinstance(call_entry, ToolCallEntry)
-    assert loaded.history[-1].call is call_entry.content  # the result shares the call object, as when recorded
+    reply_entry = loaded.history[-2]
+    assert isinstance(reply_entry, ModelReplyEntry) and reply_entry.content.model == PROGRAM
+    assert loaded.history[-1].call is reply_entry.content.tool_calls[0]  # one call object, as when recorded
+    assert loaded.usage == Usage() and loaded.turn == 1
     fake = FakeModel(["The sum is 42."])
     assert Agent(fake, tools=[add], store=store, reporter=None).run(loaded) == "The sum is 42."
     assert [m.role for m in fake.requests[0].messages] == ["user", "assistant", "user"]
@@ -353,7 +369,7 @@ def test_a_process_that_died_during_the_call_resumes_with_the_unknown_result(tmp
     state = State(id="died", messages=[Message.user("Ship it")])
     coder.run_tool(state, "deploy")
     record = saved["record"]
-    assert [line["kind"] for line in record.entries][-1] == "tool_call"
+    assert [line["kind"] for line in record.entries][-2:] == ["model_request", "model_reply"]
     second = FileStore(tmp_path / "second")
     second.write("died", record.entries, record.info, create=True)
     loaded = second.load("died")
@@ -374,18 +390,28 @@ def test_run_tool_inside_an_async_run_is_refused_and_arun_tool_works() -> None:
     assert asyncio.run(coder.arun("Add")) == "Two."
 
 
-def test_the_fold_refuses_a_program_call_while_a_request_waits_or_calls_are_pending() -> None:
+def test_run_tool_is_refused_while_a_request_waits_or_on_a_state_with_no_messages() -> None:
     coder = agent()
     state = task()
     state._begin_think("fake/fake")
+    before = len(state.history)
     with pytest.raises(ValueError, match=r"cannot call run_tool\(\) while a think\(\) is waiting on the model"):
         coder.run_tool(state, "add", a=1, b=2)
-    call = ToolCall("add", {"a": 1}, "c1")
-    with pytest.raises(ValueError, match="a request is waiting on the model"):
-        fold(state.snapshot(), ToolCallEntry(content=call, turn=1))
-    with pytest.raises(ValueError, match="calls of the last reply have no result yet"):
-        after = fold(task().snapshot(), ToolCallEntry(content=call, turn=0))
-        fold(after, ToolCallEntry(content=ToolCall("add", {}, "c2"), turn=0))
+    assert len(state.history) == before
+    empty = State()
+    with pytest.raises(ValueError, match=r"cannot call run_tool\(\) on a State with no messages"):
+        coder.run_tool(empty, "add", a=1, b=2)
+    assert empty.history == ()
+
+
+def test_the_program_call_folds_like_a_models_one_call_reply() -> None:
+    state = task()
+    agent().run_tool(state, "add", a=1, b=2)
+    replayed = State(history=state.history)
+    assert replayed.messages == state.messages and replayed.turn == 1 and replayed.usage == Usage()
+    snapshot = fold(task().snapshot(), state.history[-3])
+    snapshot = fold(snapshot, state.history[-2])
+    assert snapshot.pending_calls == state.history[-2].content.tool_calls  # type: ignore[union-attr]
 
 
 def test_the_viewer_shows_the_program_call() -> None:
@@ -394,6 +420,8 @@ def test_the_viewer_shows_the_program_call() -> None:
     state = task()
     agent().run_tool(state, "add", a=1, b=2)
     items = build(state.history, [])
-    shown = [item for item in items if item.kind == "tool_call"]
-    assert len(shown) == 1 and shown[0].label == "the program called add(a=1, b=2)" and shown[0].badge == "program"
+    request, reply = [item for item in items if item.kind in ("model_request", "model_reply")]
+    assert request.label == "turn 1: the program calls a tool"
+    assert reply.label == "the program called add" and reply.badge == "program" and reply.facts == []
+    assert [(piece.title, piece.style) for piece in reply.pieces] == [("add(a=1, b=2)", "call")]
     assert items[-1].kind == "tool_result" and items[-1].duration is not None

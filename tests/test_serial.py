@@ -38,7 +38,6 @@ from alpineagents.types import (
     StoppedByUntil,
     TextBlock,
     ToolCall,
-    ToolCallEntry,
     ToolOutcomeKind,
     ToolResultBlock,
     ToolResultEntry,
@@ -97,7 +96,6 @@ def every_kind() -> list[Any]:
         StopEntry(content=StoppedByFinish({"summary": "done"}), turn=1, at=AT),
         StopEntry(content=StoppedByPermission(CALL, "DecideByHuman()"), turn=1, at=AT),
         StopEntry(content=None, turn=1, at=AT),
-        ToolCallEntry(content=ToolCall("add", {"a": 1, "b": [2]}, "call_program_1"), turn=1, at=AT),
         ExtraDataEntry(content={"seen": ["x", {"n": 1}]}, turn=0, at=AT),
         ExtraDataEntry(content={}, removed=("old",), turn=0, at=AT),
         ErrorEntry(content="ValueError: x", error=ValueError("x"), turn=1, at=AT),
@@ -110,7 +108,7 @@ def roundtrip(entry: Any, seq: int = 0) -> Any:
 
 
 def test_the_format_versions_and_the_names_of_the_saved_form() -> None:
-    assert S.VERSION == 6
+    assert S.VERSION == 5
     assert S.MIN_VERSION == 4
     for name in S.__all__:
         assert hasattr(S, name)
@@ -129,7 +127,7 @@ def test_every_kind_round_trips_through_json() -> None:
         assert type(back) is type(entry)
         assert back.at == entry.at
         kinds.add(entry.kind)
-    assert len(kinds) == 14
+    assert len(kinds) == 13
 
 
 def test_optional_keys_only_when_set() -> None:
@@ -331,7 +329,7 @@ def info_args(**changes: Any) -> dict[str, Any]:
 def test_info_dict_shape_and_example() -> None:
     info = S.info_to_dict(**info_args())
     assert json.dumps(info, separators=(",", ":")) == (
-        '{"v":6,"first_message":"Fix the failing test","created_at":"2026-01-01T09:00:00+00:00",'
+        '{"v":5,"first_message":"Fix the failing test","created_at":"2026-01-01T09:00:00+00:00",'
         '"updated_at":"2026-01-01T09:07:00+00:00","turn":2,"stopped":{"kind":"until","name":"waiting_for_user"},'
         '"finished":false,"parent_id":null}'
     )
@@ -349,11 +347,11 @@ def test_the_texts_of_a_format_version_that_cannot_be_read() -> None:
     assert lines[1].startswith("Fix: ")
     with pytest.raises(ValueError, match=r"^saved State 'older' was saved by an older alpineagents \(format 2\); 0.5"):
         S.check_version("older", {"v": 2})
-    for v in (7, 99):
+    for v in (6, 99):
         with pytest.raises(ValueError) as info:
             S.check_version("new", {"v": v})
         assert str(info.value).splitlines()[0] == (
-            f"saved State 'new' was saved by a newer alpineagents (format {v}); this alpineagents reads formats 4 to 6"
+            f"saved State 'new' was saved by a newer alpineagents (format {v}); this alpineagents reads formats 4 to 5"
         )
         assert "upgrade alpineagents" in str(info.value)
     for bad in ({}, {"v": "5"}, {"v": True}, {"v": 5.0}):
@@ -361,7 +359,6 @@ def test_the_texts_of_a_format_version_that_cannot_be_read() -> None:
             S.check_version("x", bad)
     S.check_version("x", {"v": 4})
     S.check_version("x", {"v": 5})
-    S.check_version("x", {"v": 6})
 
 
 def test_the_info_dict_reads_back_as_state_info_arguments() -> None:

@@ -20,7 +20,8 @@ from alpineagents._tokens import estimate_overhead_tokens
 from alpineagents.errors import ToolError
 from alpineagents.permissions import AllowByReadOnly, DenyByName
 from alpineagents.testing import FakeModel, tool_call
-from alpineagents.types import Image, Request, ToolCallEntry, ToolOutcomeKind, ToolResultBlock, ToolResultEntry
+from alpineagents._turn.program import PROGRAM
+from alpineagents.types import Image, ModelReplyEntry, Request, ToolOutcomeKind, ToolResultBlock, ToolResultEntry
 from conftest import results, task
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -415,10 +416,12 @@ def test_load_skill_records_the_instructions_for_the_next_request(skills: Path) 
     state = task("Write the release notes")
     text = agent.load_skill(state, "release-notes")
     assert text.startswith('Instructions of the skill "release-notes":\n\nGroup the changes as Added')
-    call_entry, result = state.history[-2:]
-    assert isinstance(call_entry, ToolCallEntry) and call_entry.content.args == {"name": "release-notes"}
-    assert isinstance(result, ToolResultEntry) and result.content == text and result.call is call_entry.content
-    assert state.turn == 0 and state.answer is None
+    reply_entry, result = state.history[-2:]
+    assert isinstance(reply_entry, ModelReplyEntry) and reply_entry.content.model == PROGRAM
+    (call,) = reply_entry.content.tool_calls
+    assert call.name == "load_skill" and call.args == {"name": "release-notes"}
+    assert isinstance(result, ToolResultEntry) and result.content == text and result.call is call
+    assert state.turn == 1 and state.answer is None and state.usage.requests == 0
     agent.run(state)
     sent = fake.requests[0].messages
     assert [m.role for m in sent] == ["user", "assistant", "user"]
@@ -482,8 +485,10 @@ def test_a_saved_run_resumes_in_another_process_with_the_loaded_instructions(ski
     agent.run(state)
     agent.load_skill(state, "release-notes")
     record = store.read("forms")
-    assert record is not None and [line["kind"] for line in record.entries][-2:] == ["tool_call", "tool_result"]
-    assert record.info["v"] == 6
+    assert record is not None
+    assert [line["kind"] for line in record.entries][-3:] == ["model_request", "model_reply", "tool_result"]
+    assert record.entries[-2]["content"]["model"] == PROGRAM
+    assert record.info["v"] == 5
     del state  # this process lets go of the State (and its writer lock), as a process that ended would
     gc.collect()
     script = tmp_path / "child.py"
@@ -501,4 +506,5 @@ def test_a_saved_run_resumes_in_another_process_with_the_loaded_instructions(ski
     assert done.stdout.strip() == "Resumed with the skill."
     again = store.load("forms")
     assert again.answer == "Resumed with the skill."
-    assert [entry.kind for entry in again.history].count("tool_call") == 1
+    programs = [e for e in again.history if isinstance(e, ModelReplyEntry) and e.content.model == PROGRAM]
+    assert len(programs) == 1

@@ -395,7 +395,7 @@ def test_the_store_module_exports_its_four_names() -> None:
     assert store_module.__all__ == ["Store", "FileStore", "Record", "StateInfo"]
     assert alpineagents.FileStore is store_module.FileStore
     assert hasattr(alpineagents, "Record") is False
-    assert _serial.VERSION == 6 and _serial.MIN_VERSION == 4
+    assert _serial.VERSION == 5 and _serial.MIN_VERSION == 4
     assert store_module.SQLiteStore.__name__ == "SQLiteStore"
 
 
@@ -611,7 +611,7 @@ def test_the_info_has_exactly_the_eight_keys() -> None:
         "finished",
         "parent_id",
     ]
-    assert info["v"] == 6
+    assert info["v"] == 5
     assert json.loads(json.dumps(info)) == info
     assert info["first_message"] == "Sum" and info["turn"] == 2
     assert info["stopped"] == {"kind": "until", "name": "waiting_for_user"}
@@ -666,7 +666,7 @@ def test_state_info_from_info_checks_version_and_keys() -> None:
     info = store.records["x"].info
     assert StateInfo.from_info("x", info).first_message == "hi"
     with pytest.raises(ValueError, match="newer alpineagents"):
-        StateInfo.from_info("x", {**info, "v": 7})
+        StateInfo.from_info("x", {**info, "v": 6})
     with pytest.raises(ValueError, match="damaged: its info has no turn, finished"):
         StateInfo.from_info("x", {k: v for k, v in info.items() if k not in ("turn", "finished")})
     without_parent = {k: v for k, v in info.items() if k != "parent_id"}
@@ -729,12 +729,12 @@ def test_older_and_newer_formats_are_refused_with_their_version(store: Store) ->
     set_info(store, "old", {**info, "v": 2})
     with pytest.raises(ValueError, match=r"^saved State 'old' was saved by an older alpineagents \(format 2\); 0.5"):
         store.load("old")
-    for v in (7, 99):
+    for v in (6, 99):
         set_info(store, "new", {**info, "v": v})
         with pytest.raises(ValueError) as error:
             store.load("new")
         assert str(error.value).splitlines()[0] == (
-            f"saved State 'new' was saved by a newer alpineagents (format {v}); this alpineagents reads formats 4 to 6"
+            f"saved State 'new' was saved by a newer alpineagents (format {v}); this alpineagents reads formats 4 to 5"
         )
         assert "upgrade alpineagents" in str(error.value)
     set_info(store, "new", {k: v for k, v in info.items() if k != "v"})
@@ -747,7 +747,7 @@ def test_the_version_is_checked_before_any_entry() -> None:
     store.records["m"] = Record([{"seq": 0, "kind": "something_new"}], {"v": 3})
     with pytest.raises(ValueError, match="older alpineagents"):
         store.load("m")
-    store.records["n"] = Record([], {"v": 7})
+    store.records["n"] = Record([], {"v": 6})
     with pytest.raises(ValueError, match="newer alpineagents"):
         asyncio.run(store.aload("n"))
     store.records["o"] = Record([], [1, 2])  # type: ignore[arg-type]
@@ -1017,7 +1017,7 @@ def test_file_store_layout_is_a_folder_with_info_and_log(tmp_path: Path) -> None
         assert line["seq"] == index and "v" not in line
     assert [line["kind"] for line in lines] == [e.kind for e in state.history]
     info = json.loads((tmp_path / "lay" / "info.json").read_text())
-    assert info["v"] == 6
+    assert info["v"] == 5
     assert store.read("lay") == Record(lines, info)
     assert not (tmp_path / "lay" / "info.json").read_text().endswith("\n")
     assert stat.S_IMODE(os.stat(tmp_path / "lay").st_mode) == 0o700
@@ -1126,7 +1126,7 @@ def test_subagent_keys_are_written_only_when_set(store: Store) -> None:
     assert loaded.usage.requests == 3
 
 
-def test_format_4_loads_and_its_next_save_writes_the_current_format(store: Store) -> None:
+def test_format_4_loads_and_its_next_save_writes_format_5(store: Store) -> None:
     helper, _ = make_agent(["kid answer"], None)
     agent, _ = make_agent([tool_call("delegate", prompt="do it"), "done"], store, tools=[delegate_tool(helper)])
     state = State(id="p4", messages=[Message.user("go")])
@@ -1146,7 +1146,7 @@ def test_format_4_loads_and_its_next_save_writes_the_current_format(store: Store
     assert [i.parent_id for i in store.list() if i.id == "p4"] == [None]
     loaded.add_message(Message.user("more"))
     store.save(loaded)
-    assert raw_info(store, "p4")["v"] == 6 and raw_info(store, "p4")["parent_id"] is None
+    assert raw_info(store, "p4")["v"] == 5 and raw_info(store, "p4")["parent_id"] is None
     assert_same(store.load("p4"), loaded)
     bad = dict(lines[0], child_ids="kid1")
     with pytest.raises(ValueError, match="is damaged"):

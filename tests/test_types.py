@@ -56,7 +56,6 @@ from alpineagents.types import (
     StoppedByUntil,
     TextBlock,
     ToolCall,
-    ToolCallEntry,
     ToolOutcome,
     ToolOutcomeKind,
     ToolResultBlock,
@@ -80,7 +79,6 @@ ENTRY_CLASSES = (
     ModelReplyEntry,
     ModelEventEntry,
     ToolResultEntry,
-    ToolCallEntry,
     ExchangeEntry,
     ContextChangeEntry,
     RunStartEntry,
@@ -107,7 +105,6 @@ def sample_entries(at: datetime | None = None) -> list[Any]:
         StopEntry(content=StoppedByLimit(3), turn=1, **extra),
         ExtraDataEntry(content={"k": [1]}, removed=["x"], turn=1, **extra),
         ErrorEntry(content="TimeoutError: timed out", error=TimeoutError("timed out"), turn=1, **extra),
-        ToolCallEntry(content=call, turn=1, **extra),
     ]
 
 
@@ -679,7 +676,7 @@ def test_every_history_kind_belongs_to_exactly_one_entry_class() -> None:
     for cls in typing.get_args(HistoryEntry):
         kinds.extend(typing.get_args(typing.get_type_hints(cls)["kind"]))
     assert sorted(kinds) == sorted(typing.get_args(HistoryKind))
-    assert len(kinds) == 14
+    assert len(kinds) == 13
     assert typing.get_args(HistoryKind) == (
         "user",
         "notice",
@@ -687,7 +684,6 @@ def test_every_history_kind_belongs_to_exactly_one_entry_class() -> None:
         "model_reply",
         "model_event",
         "tool_result",
-        "tool_call",
         "ask",
         "human",
         "context_change",
@@ -712,7 +708,7 @@ def test_root_reexports_are_the_same_objects() -> None:
     names = (
         "Price Usage ToolCall Reply Request Message ToolSpec HistoryEntry MessageEntry ModelRequestEntry "
         "ModelReplyEntry ModelEventEntry ToolResultEntry ExchangeEntry ContextChangeEntry RunStartEntry StopEntry "
-        "ExtraDataEntry ErrorEntry ToolCallEntry ContextChange ModelEvent ToolOutcome ToolOutcomeKind StoppedByUntil "
+        "ExtraDataEntry ErrorEntry ContextChange ModelEvent ToolOutcome ToolOutcomeKind StoppedByUntil "
         "StoppedByLimit StoppedByFinish StoppedByPermission AgentInfo Image CUT_OFF_STOP_REASONS"
     ).split()
     for name in names:
@@ -733,7 +729,7 @@ def test_types_all_in_order() -> None:
             "TextBlock Image ToolCall ToolResultBlock ToolResultContent RawBlock Block Message ToolSpec Request Reply "
             "Usage Price HistoryKind HistoryEntry MessageEntry ModelRequestEntry ModelReplyEntry ModelEventEntry "
             "ToolResultEntry ExchangeEntry ContextChangeEntry RunStartEntry StopEntry ExtraDataEntry ErrorEntry "
-            "ToolCallEntry Exchange ContextChangeKind ContextChange AgentInfo ModelEvent ToolOutcomeKind ToolOutcome StoppedByUntil "
+            "Exchange ContextChangeKind ContextChange AgentInfo ModelEvent ToolOutcomeKind ToolOutcome StoppedByUntil "
             "StoppedByLimit StoppedByFinish StoppedByPermission Stopped NOTICE_PREFIX INVALID_ARGS_KEY "
             "TRUNCATED_ARGS_MESSAGE CUT_OFF_STOP_REASONS format_call result_text IMAGE_TYPES"
         ).split()

@@ -41,5 +41,5 @@ print(agent.run_tool(state, delete_file, path="pyproject.toml"))
 
 print(agent.run(state))
 print([message.role for message in model.requests[0].messages])
-for entry in state.history:
-    print(entry.kind)
+# Each call the program made is a turn whose request and reply name the model "program".
+print(state)

@@ -73,8 +73,8 @@ __all__ = [
     "agent_info_from_dict",
 ]
 
-VERSION = 6
-"""The format this library writes. Format 6 is format 5 plus the ``tool_call`` entry (a call the program made)."""
+VERSION = 5
+"""The format this library writes."""
 
 MIN_VERSION = 4
 """The oldest format this library reads."""
@@ -352,7 +352,6 @@ _CONTENT_TO_JSON: dict[str, Callable[[Any], Any]] = {
     "model_request": _same,
     "error": _same,
     "tool_result": _result_to_json,
-    "tool_call": _call_to_dict,
     "user": _result_to_json,
     "notice": _result_to_json,
     "model_reply": _reply_to_json,

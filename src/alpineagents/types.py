@@ -61,7 +61,6 @@ __all__ = [
     "StopEntry",
     "ExtraDataEntry",
     "ErrorEntry",
-    "ToolCallEntry",
     "Exchange",
     "ContextChangeKind",
     "ContextChange",
@@ -90,7 +89,6 @@ HistoryKind = Literal[
     "model_reply",
     "model_event",
     "tool_result",
-    "tool_call",
     "ask",
     "human",
     "context_change",
@@ -99,7 +97,7 @@ HistoryKind = Literal[
     "extra_data",
     "error",
 ]
-"""The ``kind`` of a history entry (14 values)."""
+"""The ``kind`` of a history entry (13 values)."""
 
 ContextChangeKind = Literal["compact", "clear_tool_results", "import", "restore"]
 """The ``kind`` of a ``ContextChange``."""
@@ -670,17 +668,6 @@ class ToolResultEntry:
 
 
 @value(kw_only=True)
-class ToolCallEntry:
-    """A call the program made (``agent.run_tool``): it joins the context as an assistant message holding only the
-    call, as if the model had asked for it, and is pending until its ``tool_result``."""
-
-    kind: Literal["tool_call"] = "tool_call"
-    content: ToolCall
-    turn: int
-    at: datetime = _at()
-
-
-@value(kw_only=True)
 class ExchangeEntry:
     """A question and its answer (``"ask"``: ``agent.ask``; ``"human"``: the Human). The context does not change."""
 
@@ -785,7 +772,6 @@ HistoryEntry = (
     | ModelReplyEntry
     | ModelEventEntry
     | ToolResultEntry
-    | ToolCallEntry
     | ExchangeEntry
     | ContextChangeEntry
     | RunStartEntry

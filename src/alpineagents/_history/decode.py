@@ -361,11 +361,6 @@ def _read_result(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls
     )
 
 
-def _read_call(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
-    # Registered like a call of a reply, so its result shares the ToolCall object, as in the State that recorded it.
-    return t.ToolCallEntry(content=_call(d["content"], calls, in_reply=True), turn=turn, at=at)
-
-
 def _read_exchange(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     c = _dict(d["content"], "content")
     usage = d.get("usage")
@@ -436,7 +431,6 @@ _READERS: dict[object, Reader] = {
     "model_reply": _read_reply,
     "model_event": _read_event,
     "tool_result": _read_result,
-    "tool_call": _read_call,
     "ask": _read_exchange,
     "human": _read_exchange,
     "context_change": _read_change,

@@ -306,19 +306,6 @@ def _reply(acc: Accumulator, entry: t.ModelReplyEntry) -> None:
             acc.release_queued()
 
 
-def _program_call(acc: Accumulator, entry: t.ToolCallEntry) -> None:
-    """A call the program made (``agent.run_tool``): an assistant message holding only the call joins the context,
-    and the call is pending, as a one-call reply's would be. The turn, usage and answer do not change."""
-    if acc.waiting:
-        raise ValueError("a request is waiting on the model")
-    if acc.turn_calls:
-        raise ValueError("calls of the last reply have no result yet")
-    call = entry.content
-    acc.add_message(make_message("assistant", (call,), None, None))
-    acc.turn_calls = acc.pending_calls = (call,)
-    acc.turn_results = (None,)
-
-
 def _event(acc: Accumulator, entry: t.ModelEventEntry) -> None:
     pass
 
@@ -488,7 +475,6 @@ _RULES: dict[type, Callable[[Accumulator, Any], None]] = {
     t.ModelReplyEntry: _reply,
     t.ModelEventEntry: _event,
     t.ToolResultEntry: _tool_result,
-    t.ToolCallEntry: _program_call,
     t.ExchangeEntry: _exchange,
     t.ContextChangeEntry: _context_change,
     t.RunStartEntry: _run_start,

@@ -70,10 +70,6 @@ def _result(entry: t.ToolResultEntry) -> str:
     return f" {name}{late} ({shown}): {_short(t.result_text(entry.content))}"
 
 
-def _program_call(entry: t.ToolCallEntry) -> str:
-    return f" (by the program): {_short(t.format_call(entry.content))}"
-
-
 def _exchange(entry: t.ExchangeEntry) -> str:
     exchange = entry.content
     return f": {_short(exchange.question, 40)} → {_short(exchange.answer, 40)}"
@@ -119,7 +115,6 @@ _TAILS: tuple[tuple[type, Callable[[Any], str]], ...] = (
     (t.ModelReplyEntry, _reply),
     (t.ModelEventEntry, _event),
     (t.ToolResultEntry, _result),
-    (t.ToolCallEntry, _program_call),
     (t.ExchangeEntry, _exchange),
     (t.ContextChangeEntry, _change),
     (t.RunStartEntry, _run_start),

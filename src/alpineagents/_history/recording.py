@@ -35,7 +35,6 @@ from alpineagents.types import (
     Stopped,
     StoppedByPermission,
     ToolCall,
-    ToolCallEntry,
     ToolOutcomeKind,
     ToolResultBlock,
     ToolResultContent,
@@ -134,35 +133,35 @@ class Recorder:
         with self._lock:
             self._commit_locked(make_reply_entry("model_reply", reply, self._acc.turn, types_module._now()))
 
-    def _program_call(self, call: ToolCall, action: str) -> None:
-        """Record ``tool_call``: a call the program made joins the context and is pending.
+    def _record_program_call(self, reply: Reply, action: str) -> None:
+        """Record a call the program made (``agent.run_tool``) as a turn: ``model_request`` and the ``model_reply``
+        ``reply`` (an assistant message holding only the call), through ``_begin_think`` and ``_record_reply``, in
+        one step under the lock. The call is then pending, as a model's one-call reply's would be.
 
         Raises:
-            ValueError: finished, calls pending, or a think waiting on the model (nothing recorded).
+            ValueError: finished, calls pending, a think waiting on the model, or no messages (nothing recorded).
         """
         with self._lock:
             acc = self._acc
             self._ensure_open(action)
             self._ensure_no_pending(action)
             if acc.waiting:
-                raise ValueError(
-                    fix_message(
-                        f"cannot call {action}() while a think() is waiting on the model",
-                        "wait for that think() to end",
-                        f"agent.think(state)\nagent.{action}(state, read_file, path='notes.md')",
-                    )
-                )
-            self._commit_locked(ToolCallEntry(content=call, turn=acc.turn))
+                raise ValueError(fix_message(*misuse.program_waiting(action)))
+            if not acc.messages_len and not acc.late_notices:
+                raise ValueError(fix_message(*misuse.program_empty(action)))
+            self._begin_think(reply.model or "")
+            self._record_reply(reply)
 
     def _result_of(self, call: ToolCall) -> ToolResultEntry | None:
-        """The entry that closed ``call`` (not a late one), searched from the end of the history, or None."""
+        """The entry that closed ``call`` (not a late one), searched from the end of the history back to the reply
+        that holds ``call``, or None."""
         acc = self._acc
         history = acc.history
         for index in range(acc.history_len - 1, -1, -1):
             entry = history[index]
             if type(entry) is ToolResultEntry and not entry.late and entry.call.id == call.id:
                 return entry
-            if type(entry) is ToolCallEntry and entry.content is call:
+            if type(entry) is ModelReplyEntry and any(found.id == call.id for found in entry.content.tool_calls):
                 return None
         return None
 

@@ -1,9 +1,14 @@
 """A tool call the program makes itself (`agent.run_tool`, `agent.load_skill`), written once as a step sequence.
 
-The call is recorded as a `tool_call` entry, which puts it in the context as if the model had asked for it and
-makes it the one pending call. Then it runs through the same runner as the model's calls (`_runner`): the
-arguments checked by the tool, the permission phase, the Reporter's events, the worker thread or Task, interrupts
-and late results, and the save points of `use_tools`. What differs is only what happens after:
+The call is recorded as one turn, exactly as `think` records a model that answered with that one tool call: a
+`model_request` entry and a `model_reply` entry, except that the model named in both is `PROGRAM` (`"program"`),
+the reply's usage is `Usage()` (no request, so usage sums and cost do not change) and it has no context size. A
+reply whose model is `program` holds a call the program made with run_tool. The assistant message holding the
+call joins the context, so the model reads it at its next request, with any adapter.
+
+The State is saved (as after a model's reply), then the call runs through the same runner as the model's calls
+(`_runner`): the arguments checked by the tool, the permission phase, the Reporter's events, the worker thread or
+Task, interrupts and late results, and the save points of `use_tools`. What differs is only what happens after:
 
 - the result content is returned to the program (whatever the outcome: a denial's reason and an input error's text
   are results too, and the entry's `outcome` says which);
@@ -24,7 +29,7 @@ from alpineagents._turn.context import context_for
 from alpineagents._turn.driver import Steps, save, save_after_error
 from alpineagents.errors import fix_message
 from alpineagents.tool import FunctionTool, Tool, collect_tools
-from alpineagents.types import ToolCall
+from alpineagents.types import Message, Reply, ToolCall, Usage
 
 if TYPE_CHECKING:
     from alpineagents._turn.seams import AgentSeam
@@ -34,7 +39,14 @@ if TYPE_CHECKING:
     from alpineagents.state import State
     from alpineagents.store import Store
 
-__all__ = ["program_call_steps", "program_tool", "new_call", "same_tool"]
+__all__ = ["PROGRAM", "PROGRAM_STOP_REASON", "program_call_steps", "program_tool", "new_call", "same_tool"]
+
+PROGRAM = "program"
+"""The model name of a call the program made: a reply whose model is `program` holds a call the program made with
+`run_tool` (or `load_skill`), and its request names `program` as the model asked."""
+
+PROGRAM_STOP_REASON = "tool_use"
+"""The stop reason of that reply: the one a reply that asks for tools has (as `FakeModel` and Anthropic give it)."""
 
 _EXAMPLE = 'agent.run_tool(state, "read_file", path="notes.md")'
 
@@ -115,10 +127,13 @@ def program_call_steps(agent: AgentSeam, state: State, tool: Tool, call: ToolCal
     context = context_for(agent, state)
     settings: Any = context if checked else _Unchecked(context.reporter, context.human, context.store)
     store = context.store
-    state._program_call(call, method)  # checks (finished, pending, waiting) and records in one step
+    reply = Reply(Message("assistant", (call,)), Usage(), stop_reason=PROGRAM_STOP_REASON, model=PROGRAM)
+    state._record_program_call(reply, method)  # checks (finished, pending, waiting, empty), then one turn
     if state._agent is not agent:
         state._attach(agent)  # type: ignore[arg-type]  # the State names the Agent class, which is an AgentSeam
     try:
+        if store is not None:
+            yield save(store, state)  # the save point after a reply: the call is pending in the saved State
         yield (run_tool_calls, arun_tool_calls, (state, {call.name: tool}, settings))
     except GeneratorExit:  # the driver was abandoned: nothing to record
         raise
