@@ -537,12 +537,15 @@ class Agent:
         """Run one tool call the program chose, as if the model had asked for it, and return its result content.
 
         `tool` is a tool of this Agent (the tool or its name) or any tool object; `args` are checked as a model's
-        would be. The Agent's permissions, human and reporter apply. The call and its result are recorded: the
-        model reads them at its next request, and the history's `tool_call` entry shows the program made it.
+        would be. The Agent's permissions, human and reporter apply. The call and its result are recorded as one
+        turn, as `think` records a model's reply with one tool call: the model reads them at its next request, and
+        the reply's model is `program` (a reply whose model is `program` holds a call the program made with
+        run_tool; its usage is zero). So `state.turn` grows by one, and `str(state)` shows
+        `model_request: program` and the call.
 
         Raises:
             TypeError, ValueError: Before anything is recorded: not a State, an unknown tool, arguments that are
-                not JSON, a finished State, calls pending.
+                not JSON, a finished State, calls pending, a think waiting on the model, no messages.
             BaseException: What the tool raised (with a note), Ctrl+C or cancellation; the call is closed first.
         """
         if blocks_event_loop():
@@ -561,11 +564,13 @@ class Agent:
     def load_skill(self, state: State, name: str) -> str:
         """Put a skill's instructions into the conversation from the program's side, and return them.
 
-        Recorded as a `load_skill` call the program made (the model reads it at its next request). The program
-        chose it, so no permission is asked; the reporter sees it as a tool call.
+        Recorded as a `load_skill` call the program made, as `run_tool` records one (a turn whose reply's model is
+        `program`; the model reads it at its next request). The program chose it, so no permission is asked; the
+        reporter sees it as a tool call.
 
         Raises:
-            ValueError: No skill of that name (the message lists the skills), a finished State, calls pending.
+            ValueError: No skill of that name (the message lists the skills), a finished State, calls pending, a
+                think waiting on the model, no messages.
         """
         if blocks_event_loop():
             raise _sync_refusal("load_skill")
