@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import io
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,13 +12,13 @@ from typing import Any
 import pytest
 
 from alpineagents import Agent, FileStore, Message, SQLiteStore, State, loop, tool, waiting_for_user
+from alpineagents._turn.program import PROGRAM
 from alpineagents.errors import PermissionWarning, ToolError
 from alpineagents.permissions import AllowByDefault, DecideByHuman, Denied, DenyByName, DenyPermission
 from alpineagents.reporter import Reporter
 from alpineagents.state import fold
 from alpineagents.store import Store
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
-from alpineagents._turn.program import PROGRAM
 from alpineagents.types import (
     ModelReplyEntry,
     ModelRequestEntry,
@@ -414,14 +415,43 @@ def test_the_program_call_folds_like_a_models_one_call_reply() -> None:
     assert snapshot.pending_calls == state.history[-2].content.tool_calls  # type: ignore[union-attr]
 
 
-def test_the_viewer_shows_the_program_call() -> None:
+def test_the_viewer_shows_the_program_call(tmp_path: Path) -> None:
+    from alpineagents.viewer.charts import turns
+    from alpineagents.viewer.page import export_html
     from alpineagents.viewer.timeline import build
 
-    state = task()
-    agent().run_tool(state, "add", a=1, b=2)
+    store = FileStore(tmp_path)
+    state = State(id="viewed", messages=[Message.user("Sum")])
+    agent(store=store).run_tool(state, "add", a=1, b=2)
+    assert turns(state.history) == []  # no model reply: nothing in the token and cost charts
+    page = export_html(store, "viewed")
+    assert "the program called add" in page and "turn 1: the program calls a tool" in page
     items = build(state.history, [])
     request, reply = [item for item in items if item.kind in ("model_request", "model_reply")]
     assert request.label == "turn 1: the program calls a tool"
     assert reply.label == "the program called add" and reply.badge == "program" and reply.facts == []
     assert [(piece.title, piece.style) for piece in reply.pieces] == [("add(a=1, b=2)", "call")]
     assert items[-1].kind == "tool_result" and items[-1].duration is not None
+
+
+def test_show_prints_the_program_call_as_the_terminal_did_live(tmp_path: Path) -> None:
+    from alpineagents.cli.replay import Replay
+    from alpineagents.terminal import Terminal
+
+    store = FileStore(tmp_path)
+    live = io.StringIO()
+    coder = agent(["Read it."], reporter=Terminal(output=live), store=store)
+    state = State(id="shown", messages=[Message.user("What is in setup.cfg?")])
+    coder.run_tool(state, "read_file", path="setup.cfg")
+    coder.run(state)
+    assert live.getvalue().splitlines() == [
+        '  tool read_file(path="setup.cfg")',
+        "  done 21B",
+        "[turn 2] thinking",
+        "Read it.",
+        "done: stopped by waiting_for_user (2 turns)",
+    ]
+    shown = io.StringIO()
+    loaded = store.load("shown")
+    Replay(store, shown).history(loaded.history)
+    assert shown.getvalue() == live.getvalue()

@@ -17,10 +17,10 @@ import pytest
 
 from alpineagents import Agent, FileStore, Message, State, tool
 from alpineagents._tokens import estimate_overhead_tokens
+from alpineagents._turn.program import PROGRAM
 from alpineagents.errors import ToolError
 from alpineagents.permissions import AllowByReadOnly, DenyByName
 from alpineagents.testing import FakeModel, tool_call
-from alpineagents._turn.program import PROGRAM
 from alpineagents.types import Image, ModelReplyEntry, Request, ToolOutcomeKind, ToolResultBlock, ToolResultEntry
 from conftest import results, task
 
