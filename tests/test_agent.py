@@ -123,16 +123,13 @@ def test_a_reporter_missing_one_method_is_refused() -> None:
     Agent(model=FakeModel([]), reporter=Recorder())
 
 
-def test_skills_and_run_tool_are_not_implemented() -> None:
-    with pytest.raises(NotImplementedError) as info:
-        Agent(model=FakeModel([]), skills="x")
-    assert str(info.value) == "skills= is not supported yet"
+def test_an_agent_without_skills_has_none() -> None:
     agent = Agent(model=FakeModel([]), reporter=None)
-    with pytest.raises(NotImplementedError, match="run_tool"):
-        agent.run_tool(task(), helper)
-    with pytest.raises(NotImplementedError, match="load_skill"):
-        agent.load_skill(task(), "x")
     assert agent.skills == ()
+    with pytest.raises(ValueError, match="its skills: \\(none"):
+        agent.load_skill(task(), "x")
+    with pytest.raises(TypeError, match="skills= takes a list"):
+        Agent(model=FakeModel([]), skills=3)  # type: ignore[arg-type]
 
 
 def test_copy_lays_changes_over_the_settings_and_refuses_unknown_ones() -> None:

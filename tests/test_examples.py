@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from alpineagents.testing import FakeModel, tool_call
-from alpineagents.types import Request, StoppedByUntil, ToolResultBlock
+from alpineagents.types import ModelReplyEntry, Request, StoppedByUntil, ToolResultBlock
 from scriptload import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -69,4 +69,47 @@ def test_async_many() -> None:
         "It is Oslo: sunny, 21 °C",
         "It is Lima: sunny, 21 °C",
         "It is Cairo: sunny, 21 °C",
+    ]
+
+
+def test_skills_agent() -> None:
+    module = load("skills_agent")
+
+    def first(request: Request) -> Any:
+        assert request.system is not None and "- code-review: Review a Python file for bugs" in request.system
+        assert "- commit-message: Write a git commit message" in request.system
+        return tool_call("load_skill", name="code-review")
+
+    fake = FakeModel(
+        [
+            first,
+            [
+                tool_call("read_skill_resource", name="code-review", path="references/checklist.md"),
+                tool_call("read_file", path=str(EXAMPLES / "run_tool.py")),
+            ],
+            "No problems found.",
+        ]
+    )
+    assert module.main(str(EXAMPLES / "run_tool.py"), fake, reporter=None) == "No problems found."
+    loaded = fake.requests[1].messages[-1].content[0]
+    assert isinstance(loaded, ToolResultBlock) and "Check it against the list" in loaded.content
+    checklist = fake.requests[2].messages[-1].content[0]
+    assert isinstance(checklist, ToolResultBlock) and "Mutable default arguments" in checklist.content
+
+
+def test_run_tool() -> None:
+    module = load("run_tool")
+
+    def explain(request: Request) -> Any:
+        results = [block for m in request.messages for block in m.content if isinstance(block, ToolResultBlock)]
+        assert "KeyError: 'b'" in str(results[0].content)
+        assert "agent.run_tool(state" in str(results[1].content)
+        return "The dict has no key 'b'. Use .get('b')."
+
+    state = module.main(FakeModel([explain]), reporter=None)
+    assert state.answer == "The dict has no key 'b'. Use .get('b')."
+    assert [entry.content.model for entry in state.history if isinstance(entry, ModelReplyEntry)] == [
+        "program",
+        "program",
+        "fake",
     ]

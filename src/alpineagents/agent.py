@@ -8,21 +8,22 @@ written once as a step sequence (`alpineagents._turn`) that the sync method driv
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import blocks_event_loop
 from alpineagents._history.misuse import not_a_state_error
+from alpineagents._skills.tools import add_skill_tools, skill_tool, system_with_catalogue
 from alpineagents._structured import Answers, check_returns
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens
 from alpineagents._turn.context import RunContext, active_context
 from alpineagents._turn.driver import Steps, adrive, drive
+from alpineagents._turn.program import new_call, program_call_steps, program_tool, same_tool
 from alpineagents._turn.run import prepare_run, run_steps, start_run
 from alpineagents._turn.seams import DEFAULT, Default
 from alpineagents._turn.steps import ask_steps, compact_steps, think_steps, use_tools_steps
-from alpineagents._turn.subagent import SubagentTool
+from alpineagents._turn.subagent import SubagentTool, checked_subagent_tool
 from alpineagents.errors import fix_message
 from alpineagents.human import aask_human_with, ask_human_with
 from alpineagents.loop import adefault_loop, default_loop, is_async_callable
@@ -33,7 +34,7 @@ from alpineagents.reporter import METHODS as REPORTER_METHODS
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import default_terminal
-from alpineagents.tool import FunctionTool, Tool, ToolMap, collect_tools
+from alpineagents.tool import Tool, ToolMap, collect_tools
 from alpineagents.types import AgentInfo, ToolSpec
 
 if TYPE_CHECKING:
@@ -56,8 +57,6 @@ SETTINGS: tuple[str, ...] = (
     "description",
 )
 """The settings `Agent.copy(**changes)` accepts, in constructor order."""
-
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _list_like(value: Any) -> bool:
@@ -310,7 +309,8 @@ class Agent:
         system: The system prompt.
         tools: Tool items: `@tool` functions, objects with `@tool` methods, `Tool` objects, and Agents with a
             name and a description (subagents).
-        skills: Reserved; must be empty.
+        skills: Paths of skill folders (each with a `SKILL.md`), or of folders whose sub-folders are skills. Read
+            and checked now; the model sees their names and descriptions and loads one when a task needs it.
         loop: The loop `run`/`arun` call, a callable `(agent, state)`; `None` means `default_loop`.
         reporter: Receives progress events; `DEFAULT` is the shared Terminal (or, for a subagent, the reporter of
             the run above); `None` is silent.
@@ -321,8 +321,7 @@ class Agent:
         description: A label; a subagent's tool description.
 
     Raises:
-        TypeError, ValueError: A setting is wrong (the message says how to fix it).
-        NotImplementedError: `skills` is not empty.
+        TypeError, ValueError: A setting is wrong, or a skill cannot be read (the message says how to fix it).
     """
 
     def __init__(
@@ -344,8 +343,7 @@ class Agent:
         _check_labels(system=system, name=name, description=description)
         resolved = resolve_model(model)
         tool_dict, mcp_servers, mcp_picks = _split_tools(tools_given)
-        if skills_given:
-            raise NotImplementedError("skills= is not supported yet")
+        skills_read = add_skill_tools(tool_dict, skills_given)
         _check_loop(loop)
         _check_reporter(reporter)
         _check_human(human)
@@ -366,12 +364,14 @@ class Agent:
         }
         self._model: Model = resolved
         self._model_string = f"{resolved.provider}/{resolved.name}" if resolved.provider else resolved.name
-        self._system = system
+        self._system_given = system
+        self._system = system_with_catalogue(system, skills_read)  # the text every request carries
+        self._skills = skills_read
         self._tools_given = tools_given
         self._tools: dict[str, Tool] = tool_dict
         self._tool_map = ToolMap(tool_dict, tuple(server.name for server in mcp_servers))
         self._specs: tuple[ToolSpec, ...] = tuple(t.spec for t in tool_dict.values())
-        self._overhead = estimate_overhead_tokens(system, self._specs)
+        self._overhead = estimate_overhead_tokens(self._system, self._specs)
         self._loop = default_loop if loop is None else loop
         self._reporter_given: Reporter | Default | None = reporter
         self._human_given: Human | Default | None = human
@@ -395,8 +395,8 @@ class Agent:
 
     @property
     def system(self) -> str | None:
-        """The system prompt."""
-        return self._system
+        """The system prompt as given (requests carry it followed by the skills' catalogue, if any)."""
+        return self._system_given
 
     @property
     def tools(self) -> tuple[Any, ...]:
@@ -410,8 +410,8 @@ class Agent:
 
     @property
     def skills(self) -> tuple[str, ...]:
-        """Always `()`."""
-        return ()
+        """The names of the Agent's skills, in the order they were read."""
+        return tuple(self._skills)
 
     @property
     def loop(self) -> Any:
@@ -524,15 +524,61 @@ class Agent:
         if self._mcp_servers:
             await self._mcp("arelease")
 
-    # --- not implemented ------------------------------------------------------------------------------------
+    # --- tool calls the program makes -----------------------------------------------------------------------
+
+    def _program_steps(self, state: object, tool: Any, args: dict[str, Any], method: str) -> Steps:
+        state = _checked_state(state, method)
+        found = (
+            self._subagent_of(tool, method) if isinstance(tool, Agent) else program_tool(self._tool_map, tool, method)
+        )
+        return program_call_steps(self, state, found, new_call(found, args, method), method, True)
 
     def run_tool(self, state: State, tool: Any, /, **args: Any) -> Any:
-        """Not implemented yet."""
-        raise NotImplementedError("agent.run_tool() is not implemented yet")
+        """Run one tool call the program chose, as if the model had asked for it, and return its result content.
 
-    def load_skill(self, state: State, name: str) -> Any:
-        """Not implemented yet."""
-        raise NotImplementedError("agent.load_skill() is not implemented yet")
+        `tool` is a tool of this Agent (the tool or its name) or any tool object; `args` are checked as a model's
+        would be. The Agent's permissions, human and reporter apply. The call and its result are recorded as one
+        turn, as `think` records a model's reply with one tool call: the model reads them at its next request, and
+        the reply's model is `program` (a reply whose model is `program` holds a call the program made with
+        run_tool; its usage is zero). So `state.turn` grows by one, and `str(state)` shows
+        `model_request: program` and the call.
+
+        Raises:
+            TypeError, ValueError: Before anything is recorded: not a State, an unknown tool, arguments that are
+                not JSON, a finished State, calls pending, a think waiting on the model, no messages.
+            BaseException: What the tool raised (with a note), Ctrl+C or cancellation; the call is closed first.
+        """
+        if blocks_event_loop():
+            raise _sync_refusal("run_tool")
+        return drive(self._program_steps(state, tool, args, "run_tool"))
+
+    async def arun_tool(self, state: State, tool: Any, /, **args: Any) -> Any:
+        """The async twin of `run_tool`: an `async def` tool runs as a task on the event loop."""
+        return await adrive(self._program_steps(state, tool, args, "arun_tool"))
+
+    def _skill_steps(self, state: object, name: object, method: str) -> Steps:
+        state = _checked_state(state, method)
+        tool = skill_tool(self._skills, self._tools, name, method)
+        return program_call_steps(self, state, tool, new_call(tool, {"name": name}, method), method, False)
+
+    def load_skill(self, state: State, name: str) -> str:
+        """Put a skill's instructions into the conversation from the program's side, and return them.
+
+        Recorded as a `load_skill` call the program made, as `run_tool` records one (a turn whose reply's model is
+        `program`; the model reads it at its next request). The program chose it, so no permission is asked; the
+        reporter sees it as a tool call.
+
+        Raises:
+            ValueError: No skill of that name (the message lists the skills), a finished State, calls pending, a
+                think waiting on the model, no messages.
+        """
+        if blocks_event_loop():
+            raise _sync_refusal("load_skill")
+        return drive(self._skill_steps(state, name, "load_skill"))
+
+    async def aload_skill(self, state: State, name: str) -> str:
+        """The async twin of `load_skill`."""
+        return await adrive(self._skill_steps(state, name, "aload_skill"))
 
     # --- context size ---------------------------------------------------------------------------------------
 
@@ -595,7 +641,7 @@ class Agent:
         chosen: dict[str, Tool] = {}
         for item in tools:
             if isinstance(item, Agent):
-                found = self._subagent_of(item)
+                found = self._subagent_of(item, "think")
                 chosen[found.name] = found
             elif _is_mcp(item):
                 for tool in self._mcp_chosen(item):
@@ -605,10 +651,12 @@ class Agent:
                     chosen[name] = self._own_tool(name, tool)
         return tuple(tool.spec for tool in chosen.values())
 
-    def _subagent_of(self, item: Agent) -> Tool:
+    def _subagent_of(self, item: Agent, method: str) -> Tool:
         for tool in self._tools.values():
             if isinstance(tool, SubagentTool) and tool.agent is item:
                 return tool
+        if method != "think":  # run_tool runs any tool, a subagent included
+            return _subagent_tool(item)
         raise ValueError(
             fix_message(
                 f"{item!r} passed in think(tools=...) is not one of this Agent's tools",
@@ -633,7 +681,7 @@ class Agent:
 
     def _own_tool(self, name: str, tool: Tool) -> Tool:
         mine = self._tools.get(name)
-        if mine is None or not _same_tool(mine, tool):
+        if mine is None or not same_tool(mine, tool):
             names = ", ".join(self._tools) or "(none)"
             raise ValueError(
                 fix_message(
@@ -751,36 +799,7 @@ class Agent:
         return await aask_human_with(state, human, prompt, returns, method="aask_human", inherited=inherited)
 
 
-def _same_tool(mine: Tool, other: Tool) -> bool:
-    if mine is other:
-        return True
-    if isinstance(mine, FunctionTool) and isinstance(other, FunctionTool):
-        return mine.fn is other.fn and mine.bound_to is other.bound_to
-    return False
-
-
 def _subagent_tool(helper: Agent) -> SubagentTool:
-    """Check an Agent passed in `tools=` (it needs a name that is a valid tool name, and a description) and make
-    its subagent tool."""
-    missing = [attr for attr in ("name", "description") if not getattr(helper, attr)]
-    if missing:
-        raise ValueError(
-            fix_message(
-                f"{helper!r} passed in tools= has no {', '.join(missing)}. A subagent's name becomes the tool name "
-                "and its description the tool description",
-                "Give an Agent used as a subagent both name and description",
-                'researcher = Agent(model, name="researcher", description="Looks things up on the web")',
-            )
-        )
-    name = helper.name
-    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
-        raise TypeError(
-            fix_message(
-                f"name={name!r} of {helper!r} passed in tools= cannot be used as a tool name. It must be 1-64 "
-                "characters of letters, digits, _ and -",
-                "Give the Agent a valid name",
-                'Agent(model, name="web_researcher", description="...")',
-            )
-        )
+    """The subagent tool of an Agent passed in `tools=` (checked: it needs a valid tool name and a description)."""
     loop = helper.loop
-    return SubagentTool(helper, None if loop is default_loop else is_async_callable(loop))
+    return checked_subagent_tool(helper, None if loop is default_loop else is_async_callable(loop))

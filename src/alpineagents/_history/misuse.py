@@ -254,6 +254,24 @@ THINK_EMPTY = (
 )
 
 
+def program_waiting(action: str) -> tuple[str, str, str]:
+    """The texts of ``action`` (``run_tool``, ``load_skill``...) called while a think waits on the model."""
+    return (
+        f"cannot call {action}() while a think() is waiting on the model",
+        "wait for that think() to end",
+        f"agent.think(state)\nagent.{action}(state, ...)  # one after the other",
+    )
+
+
+def program_empty(action: str) -> tuple[str, str, str]:
+    """The texts of ``action`` called on a State with no messages (its call would open the conversation)."""
+    return (
+        f"cannot call {action}() on a State with no messages (the model's context would start with the call)",
+        "start the State with messages, or add one first",
+        f'state = State(messages=[Message.user("Find the bug")])\nagent.{action}(state, ...)',
+    )
+
+
 COMPACT_WINDOW = (
     "cannot call compact() while another compaction of this State is under way",
     "wait for it to end",

@@ -133,6 +133,38 @@ class Recorder:
         with self._lock:
             self._commit_locked(make_reply_entry("model_reply", reply, self._acc.turn, types_module._now()))
 
+    def _record_program_call(self, reply: Reply, action: str) -> None:
+        """Record a call the program made (``agent.run_tool``) as a turn: ``model_request`` and the ``model_reply``
+        ``reply`` (an assistant message holding only the call), through ``_begin_think`` and ``_record_reply``, in
+        one step under the lock. The call is then pending, as a model's one-call reply's would be.
+
+        Raises:
+            ValueError: finished, calls pending, a think waiting on the model, or no messages (nothing recorded).
+        """
+        with self._lock:
+            acc = self._acc
+            self._ensure_open(action)
+            self._ensure_no_pending(action)
+            if acc.waiting:
+                raise ValueError(fix_message(*misuse.program_waiting(action)))
+            if not acc.messages_len and not acc.late_notices:
+                raise ValueError(fix_message(*misuse.program_empty(action)))
+            self._begin_think(reply.model or "")
+            self._record_reply(reply)
+
+    def _result_of(self, call: ToolCall) -> ToolResultEntry | None:
+        """The entry that closed ``call`` (not a late one), searched from the end of the history back to the reply
+        that holds ``call``, or None."""
+        acc = self._acc
+        history = acc.history
+        for index in range(acc.history_len - 1, -1, -1):
+            entry = history[index]
+            if type(entry) is ToolResultEntry and not entry.late and entry.call.id == call.id:
+                return entry
+            if type(entry) is ModelReplyEntry and any(found.id == call.id for found in entry.content.tool_calls):
+                return None
+        return None
+
     def _record_model_event(self, event: ModelEvent) -> None:
         """Record ``model_event``."""
         self._record(ModelEventEntry, event)

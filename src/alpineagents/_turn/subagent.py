@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import ASYNC_RUN
-from alpineagents.errors import ToolError, ToolInputError
+from alpineagents.errors import ToolError, ToolInputError, fix_message
 from alpineagents.state import State
 from alpineagents.tool import Tool, format_result
 from alpineagents.types import (
@@ -22,7 +23,7 @@ from alpineagents.types import (
 if TYPE_CHECKING:
     from alpineagents.agent import Agent  # the facade above: only its type is named here
 
-__all__ = ["SubagentTool", "PROMPT_SCHEMA"]
+__all__ = ["SubagentTool", "PROMPT_SCHEMA", "checked_subagent_tool"]
 
 PROMPT_DESCRIPTION = (
     "The task for the subagent. It sees only this prompt, not your conversation, so include all the context it needs"
@@ -153,3 +154,32 @@ class SubagentTool(Tool):
             return value
         content = format_result(value)
         return content if isinstance(content, str) else _parts(content)
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def checked_subagent_tool(helper: Agent, async_loop: bool | None) -> SubagentTool:
+    """Check an Agent passed in `tools=` (it needs a name that is a valid tool name, and a description) and make
+    its subagent tool; `async_loop` as `SubagentTool` takes it."""
+    missing = [attr for attr in ("name", "description") if not getattr(helper, attr)]
+    if missing:
+        raise ValueError(
+            fix_message(
+                f"{helper!r} passed in tools= has no {', '.join(missing)}. A subagent's name becomes the tool name "
+                "and its description the tool description",
+                "Give an Agent used as a subagent both name and description",
+                'researcher = Agent(model, name="researcher", description="Looks things up on the web")',
+            )
+        )
+    name = helper.name
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        raise TypeError(
+            fix_message(
+                f"name={name!r} of {helper!r} passed in tools= cannot be used as a tool name. It must be 1-64 "
+                "characters of letters, digits, _ and -",
+                "Give the Agent a valid name",
+                'Agent(model, name="web_researcher", description="...")',
+            )
+        )
+    return SubagentTool(helper, async_loop)

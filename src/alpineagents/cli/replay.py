@@ -4,7 +4,8 @@ The saved history is fed to a `Terminal` as the Reporter events the run produced
 tool lines, context changes, model events and one final line per run. Subagent runs saved in the same store are
 printed inside the tool call that started them, one level deeper, as the Terminal nests them, and each question
 the person answered is printed with its answer after it, as it looked when they typed it. The history keeps no
-record of when a tool started, so each tool line comes right before its result line.
+record of when a tool started, so each tool line comes right before its result line. A call the program made
+(`agent.run_tool`, a request and reply of model `program`) prints only its tool lines, as it did live.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TextIO, cast
 
+from alpineagents._turn.program import PROGRAM
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import Terminal
@@ -111,7 +113,8 @@ class Replay:
         terminal = self.terminal
         state = _as_state(shown)
         if isinstance(entry, ModelRequestEntry):
-            terminal.on_think_start(state)
+            if entry.content != PROGRAM:  # a call the program made: no thinking, only its tool line
+                terminal.on_think_start(state)
         elif isinstance(entry, ModelReplyEntry):
             if entry.content.text:
                 terminal.on_text(state, entry.content.text)

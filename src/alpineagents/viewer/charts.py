@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from alpineagents._turn.program import PROGRAM
 from alpineagents.types import HistoryEntry, ModelReplyEntry
 from alpineagents.viewer.timeline import Item
 
@@ -35,10 +36,10 @@ class Turn:
 
 
 def turns(history: Sequence[HistoryEntry]) -> list[Turn]:
-    """The usage of each model reply, in order."""
+    """The usage of each model reply, in order (a call the program made with run_tool has none: it is left out)."""
     found: list[Turn] = []
     for entry in history:
-        if isinstance(entry, ModelReplyEntry):
+        if isinstance(entry, ModelReplyEntry) and entry.content.model != PROGRAM:  # not a call the program made
             usage = entry.content.usage
             tokens = (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.output_tokens)
             found.append(Turn(str(entry.turn), tokens, usage.cost))

@@ -5,7 +5,8 @@ JSON), links to the subagent runs it started, and the entry's saved JSON. The te
 templates escape it. A tool result's duration is the time from the moment its call was ready (the reply that asked
 for it, or the latest permission answer or refusal after that reply) to its result: the history keeps no start
 time, so for tools that ran one after another it includes the wait for the tools before it. A reply's time is
-from its request to the reply. Images are shown inline from the saved data (PNG, JPEG, GIF and WebP only).
+from its request to the reply. A reply whose model is `program` is a call the program made (`agent.run_tool`): it
+shows as "the program called ...", with no usage or time. Images are shown inline from the saved data (PNG, JPEG, GIF and WebP only).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from alpineagents._turn.program import PROGRAM
 from alpineagents.types import (
     IMAGE_TYPES,
     ContextChange,
@@ -165,6 +167,11 @@ def _usage_fact(entry: ModelReplyEntry) -> list[str]:
 
 def _reply(item: Item, entry: ModelReplyEntry, asked: datetime | None) -> None:
     reply = entry.content
+    if reply.model == PROGRAM:  # a call the program made with run_tool: no model, no usage, no time
+        item.label = "the program called " + ", ".join(call.name for call in reply.tool_calls)
+        item.badge = "program"
+        item.pieces = message_pieces(reply.message)
+        return
     item.label = f"reply from {reply.model or 'the model'}"
     item.facts = _usage_fact(entry)
     if asked is not None:
@@ -231,7 +238,8 @@ def _simple(item: Item, entry: HistoryEntry) -> None:
         item.label = "user message" if entry.kind == "user" else "notice"
         item.pieces = content_pieces(entry.kind, entry.content)
     elif isinstance(entry, ModelRequestEntry):
-        item.label = f"turn {entry.turn}: request to {entry.content}"
+        what = "the program calls a tool" if entry.content == PROGRAM else f"request to {entry.content}"
+        item.label = f"turn {entry.turn}: {what}"
     elif isinstance(entry, ModelEventEntry):
         item.label, item.tone = f"model {entry.content.kind}: {entry.content.message}", "warn"
         item.pieces = [Piece("data", as_json(entry.content.data), "json")] if entry.content.data else []
