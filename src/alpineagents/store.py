@@ -21,7 +21,6 @@ from __future__ import annotations
 import abc
 import builtins
 import contextlib
-import contextvars
 import gc
 import os
 import threading
@@ -357,7 +356,7 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
 class _FileWrite(Job):
     """One `FileStore.write` waiting for its group commit, and what its flush has done so far."""
 
-    __slots__ = ("state_id", "entries", "info_bytes", "create", "context", "lock", "key", "fd", "known")
+    __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "known")
 
     def __init__(self, state_id: str, entries: Entries, info_bytes: bytes, create: bool) -> None:
         super().__init__()
@@ -365,7 +364,6 @@ class _FileWrite(Job):
         self.entries = entries
         self.info_bytes = info_bytes
         self.create = create
-        self.context = contextvars.copy_context()  # the writer's: `settle_lock` reads the State being saved in it
         self.lock: threading.RLock | None = None
         self.key: str | None = None
         self.fd: int | None = None
@@ -471,14 +469,14 @@ class FileStore(Store):
         jobs = [job for job in group if isinstance(job, _FileWrite)]
         try:
             for job in jobs:
-                job.context.run(self._begin, job)
+                job.run(self._begin, job)
             self._flush_logs([job for job in jobs if job.error is None and job.fd is not None])
             for job in jobs:
                 if job.error is None and not job.create:
-                    job.context.run(self._end, job)
+                    job.run(self._end, job)
         finally:
             for job in jobs:
-                job.context.run(self._release, job)
+                job.run(self._release, job)
 
     @staticmethod
     def _flush_logs(appended: builtins.list[_FileWrite]) -> None:

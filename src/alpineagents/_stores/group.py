@@ -8,8 +8,10 @@ after the queue empties (so that a run's next save point does not start a thread
 
 The promise of a save point does not change: the writer returns only after its job is on stable storage, or raises
 the job's own error (a job that failed its own checks does not affect the others), or the group's when the flush
-as a whole failed. A writer interrupted while it waits (Ctrl+C, a cancelled task) gives up waiting; its job may
-still be written, which is harmless: a store accepts entries it already has when they are sent again.
+as a whole failed. A sync writer that finds nothing being flushed flushes its own job on its own thread (no thread
+hop for a lone writer); jobs that arrive meanwhile queue up for the flusher. A writer interrupted while it waits
+(Ctrl+C, a cancelled task) gives up waiting; its job may still be written, which is harmless: a store accepts
+entries it already has when they are sent again.
 
 Sync writers wait on an event (in short slices, so that Ctrl+C gets through); async writers await a future of
 their event loop, so an async run's save point needs no thread of its own.
@@ -18,10 +20,12 @@ their event loop, so an async run's save point needs no thread of its own.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = ["GroupCommit", "Job"]
 
@@ -32,13 +36,19 @@ _IDLE_SECONDS = 1.0
 class Job:
     """One write waiting for a group commit. `flush` sets `error` for a job that failed on its own."""
 
-    __slots__ = ("error", "_event", "_loop", "_future")
+    __slots__ = ("error", "context", "_event", "_loop", "_future")
 
     def __init__(self) -> None:
         self.error: BaseException | None = None
+        self.context: contextvars.Context | None = None  # the writer's, once its job is handed to the flusher
         self._event: threading.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._future: asyncio.Future[None] | None = None
+
+    def run(self, fn: Callable[..., Any], /, *args: Any) -> Any:
+        """`fn(*args)` in the writer's context (what it knows, e.g. the State being saved), on whichever thread
+        flushes the job."""
+        return fn(*args) if self.context is None else self.context.run(fn, *args)
 
     def _finished(self) -> None:
         """Wake the writer (called by the flusher once the job is durable or failed)."""
@@ -81,12 +91,31 @@ class GroupCommit:
         Raises:
             BaseException: the job's own error, or the flush's error for every job of the group.
         """
-        job._event = event = threading.Event()
-        self._enqueue(job)
-        while not event.wait(0.1):  # in slices: Ctrl+C gets through
-            pass
+        with self._wake:
+            alone = not self._flushing and not self._queued
+            if alone:  # nothing is being flushed: this writer flushes its job itself, with no thread hop
+                self._flushing = True
+        if alone:
+            self._flush_alone(job)
+        else:
+            job._event = event = threading.Event()
+            self._enqueue(job)
+            while not event.wait(0.1):  # in slices: Ctrl+C gets through
+                pass
         if job.error is not None:
             raise job.error
+
+    def _flush_alone(self, job: Job) -> None:
+        """Flush a lone sync writer's job on its own thread; the jobs that arrived meanwhile go to the flusher."""
+        try:
+            self._flush_group([job])
+        finally:
+            with self._wake:
+                more = bool(self._queued)
+                if not more:
+                    self._flushing = False
+            if more:
+                threading.Thread(target=self._flusher, name=self._name, daemon=True).start()
 
     async def acommit(self, job: Job) -> None:
         """`commit` for async code: awaits the job on this event loop (no thread of its own)."""
@@ -98,6 +127,7 @@ class GroupCommit:
             raise job.error
 
     def _enqueue(self, job: Job) -> None:
+        job.context = contextvars.copy_context()
         with self._wake:
             self._queued.append(job)
             if self._flushing:

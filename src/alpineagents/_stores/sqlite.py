@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import contextvars
 import errno
 import fcntl
 import hashlib
@@ -66,7 +65,7 @@ closed (closing could touch the parent's files), only kept from being garbage co
 class _Write(Job):
     """One `write` waiting for its group commit: the State, its entries, the info's text and sort key."""
 
-    __slots__ = ("state_id", "entries", "info", "create", "key", "context")
+    __slots__ = ("state_id", "entries", "info", "create", "key")
 
     def __init__(self, state_id: str, entries: Entries, info: tuple[str, str | None], create: bool, key: str) -> None:
         super().__init__()
@@ -75,7 +74,6 @@ class _Write(Job):
         self.info = info
         self.create = create
         self.key = key
-        self.context = contextvars.copy_context()  # the writer's: `settle_lock` reads the State being saved in it
 
 
 _LOCK_FILES: dict[str, int] = {}  # lock file path -> the one descriptor this process keeps open on it
@@ -310,22 +308,36 @@ class SQLiteStore(Store):
         return _Write(state_id, entries, (json_line(info).decode(), _sort_key(info)), create, self._key(state_id))
 
     def _flush(self, group: Sequence[Job]) -> None:
-        """Write every job of a group commit in one transaction: one flush of the journal for all of them. A job
-        that fails its own checks is rolled back to its savepoint and gets its error; the others are kept."""
+        """Write every job of a group commit in one transaction: one flush of the journal for all of them. In a
+        group, a job that fails its own checks is rolled back to its savepoint and gets its error; the others are
+        kept. A lone job needs no savepoint: its transaction is rolled back."""
+        jobs = [job for job in group if isinstance(job, _Write)]
+        lone = len(jobs) == 1
         held: builtins.list[_Write] = []
-        with self._mutex, self._errors():
-            conn = self._connect(create=True)
-            assert conn is not None
+        with self._mutex:
             try:
-                with self._transaction(conn, "BEGIN IMMEDIATE"):
-                    for job in group:
-                        assert isinstance(job, _Write)
-                        self._write_one(conn, job, held)
+                with self._errors():
+                    conn = self._connect(create=True)
+                    assert conn is not None
+                    with self._transaction(conn, "BEGIN IMMEDIATE"):
+                        for job in jobs:
+                            self._write_one(conn, job, held, savepoint=not lone)
+            except Exception as error:
+                if not lone:
+                    raise
+                jobs[0].error = error
             finally:
                 for job in held:  # in the writer's context, which knows the State being saved
-                    job.context.run(settle_lock, job.key)
+                    job.run(settle_lock, job.key)
 
-    def _write_one(self, conn: sqlite3.Connection, job: _Write, held: builtins.list[_Write]) -> None:
+    def _write_one(
+        self, conn: sqlite3.Connection, job: _Write, held: builtins.list[_Write], *, savepoint: bool
+    ) -> None:
+        if not savepoint:
+            hold_lock(job.key, lambda: self._acquire(job.state_id))
+            held.append(job)
+            self._write(conn, job.state_id, job.entries, job.info, job.create)
+            return
         conn.execute("SAVEPOINT alpine_write")
         try:
             with self._errors():
