@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
 from scriptload import load_script
@@ -34,3 +37,17 @@ def test_otel_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str])
     bench.main(turns=5, rounds=1)
     out = capsys.readouterr().out
     assert out.count("tracing off") == 2 and "10 spans a run" in out
+
+
+def test_fleet_benchmark_runs_at_a_small_size(tmp_path: Path) -> None:
+    fleet = load_script("benchmarks", "fleet")
+    written: dict[str, int] = {}
+    for kind in ("none", "file", "sqlite"):
+        folder = tmp_path / kind
+        folder.mkdir()
+        store = fleet.make_store(kind, folder)
+        writes = fleet.count_writes(store) if store is not None else [0]
+        assert asyncio.run(fleet.fleet(store, 5, 2)) > 0
+        written[kind] = writes[0]
+    assert written["none"] == 0
+    assert written["file"] == written["sqlite"] > 5  # the same save points with either store

@@ -3,6 +3,7 @@
 .venv/bin/python benchmarks/store.py        # FileStore and SQLiteStore (--quick for a short run)
 .venv/bin/python benchmarks/postgres.py     # PostgresStore (starts its own server; --quick)
 .venv/bin/python benchmarks/concurrent.py   # 1,000 async runs on one event loop
+.venv/bin/python benchmarks/fleet.py        # 1,000 durable runs at once (group commit)
 .venv/bin/python benchmarks/models.py       # the model adapters' own cost per request
 .venv/bin/python benchmarks/otel.py         # tracing off and on (OpenTelemetry)
 .venv/bin/python benchmarks/workers.py      # runs over worker processes on DBOS (--quick)
