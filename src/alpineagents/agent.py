@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import blocks_event_loop
 from alpineagents._history.misuse import not_a_state_error
+from alpineagents._settings import check_human, check_loop, check_permission_items, check_reporter, check_store
 from alpineagents._skills.tools import add_skill_tools, skill_tool, system_with_catalogue
 from alpineagents._structured import Answers, check_returns
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens
@@ -30,7 +31,6 @@ from alpineagents.loop import adefault_loop, default_loop, is_async_callable
 from alpineagents.models.base import Model
 from alpineagents.models.resolve import resolve_model
 from alpineagents.permissions import Permission
-from alpineagents.reporter import METHODS as REPORTER_METHODS
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import default_terminal
@@ -197,77 +197,6 @@ def _split_tools(items: tuple[Any, ...]) -> tuple[dict[str, Tool], tuple[Any, ..
     return tool_dict, servers, picks
 
 
-def _check_loop(loop: object) -> None:
-    if loop is not None and not callable(loop):
-        raise TypeError(
-            fix_message(
-                f"loop= takes a function that receives (agent, state) (got: {loop!r})",
-                "pass a function (or a @loop) that calls agent.think(state) and agent.use_tools(state)",
-                "@loop(until=waiting_for_user, limit=50)\ndef my_loop(agent, state):\n    agent.think(state)\n"
-                "    if state.pending_calls:\n        agent.use_tools(state)\n\nAgent(model, loop=my_loop)",
-            )
-        )
-
-
-def _check_reporter(reporter: object) -> None:
-    if reporter is None or reporter is DEFAULT:
-        return
-    missing = [m for m in REPORTER_METHODS if not callable(getattr(reporter, m, None))]
-    if isinstance(reporter, type) or missing:
-        problem = f"reporter={reporter!r} is not a Reporter object"
-        if missing:
-            problem += f" (missing methods: {', '.join(missing)})"
-        raise TypeError(
-            fix_message(
-                problem,
-                "pass an object of a Reporter subclass (override the methods you need), or None for silence",
-                "class Log(Reporter):\n    def on_tool_start(self, state, call):\n        print(call.name)\n\n"
-                "Agent(model, reporter=Log())",
-            )
-        )
-
-
-def _check_human(human: object) -> None:
-    if human is None or human is DEFAULT:
-        return
-    if isinstance(human, type) or not (callable(getattr(human, "ask", None)) or callable(getattr(human, "aask", None))):
-        raise TypeError(
-            fix_message(
-                f"human={human!r} is not a Human object",
-                "pass an object with an ask (or async aask) method, such as Terminal(), or None",
-                "Agent(model, human=Terminal())",
-            )
-        )
-
-
-def _check_store(store: object) -> None:
-    if store is not None and not isinstance(store, Store):
-        raise TypeError(
-            fix_message(
-                f"store={store!r} is not a Store object",
-                "pass an object of a Store subclass, such as FileStore(path)",
-                'Agent(model, store=FileStore(".alpine/states"))',
-            )
-        )
-
-
-def _check_permission_items(permissions: tuple[Any, ...] | None) -> None:
-    for item in permissions or ():
-        if isinstance(item, Permission):
-            continue
-        if isinstance(item, type):
-            problem = f"{item.__name__} passed in permissions= is not a Permission object (it is the class)"
-        else:
-            problem = f"{item!r} passed in permissions= is not a Permission object"
-        raise TypeError(
-            fix_message(
-                problem,
-                "pass permission objects (create them with parentheses)",
-                "Agent(model, permissions=[DenyByName(['rm']), AllowByDefault()])",
-            )
-        )
-
-
 def _loop_name(loop: object) -> str:
     name = getattr(loop, "__name__", None)
     return name if isinstance(name, str) else repr(loop)
@@ -344,11 +273,11 @@ class Agent:
         resolved = resolve_model(model)
         tool_dict, mcp_servers, mcp_picks = _split_tools(tools_given)
         skills_read = add_skill_tools(tool_dict, skills_given)
-        _check_loop(loop)
-        _check_reporter(reporter)
-        _check_human(human)
-        _check_store(store)
-        _check_permission_items(permissions_given)
+        check_loop(loop)
+        check_reporter(reporter)
+        check_human(human)
+        check_store(store)
+        check_permission_items(permissions_given)
         self._args: dict[str, Any] = {
             "model": model,
             "system": system,
