@@ -292,7 +292,10 @@ def _reply(acc: Accumulator, entry: t.ModelReplyEntry) -> None:
     reply = entry.content
     message = reply.message
     content = message.content
-    calls = tuple([block for block in content if type(block) is ToolCall])
+    calls: tuple[ToolCall, ...] = ()
+    for block in content:  # a plain loop: a comprehension is a function call of its own
+        if type(block) is ToolCall:
+            calls += (block,)
     added = make_message("assistant", content, reply.context_tokens, reply.stop_reason)
     acc.waiting = False
     acc.usage.add(reply.usage)

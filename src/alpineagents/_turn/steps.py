@@ -161,11 +161,13 @@ def use_tools_steps(agent: AgentSeam, state: State, method: str) -> Steps:
         yield save(store, state)
 
 
-def _compact(model: Model, request: Request, instructions: str | None, on_event: Any) -> Reply:
+def _compact(model: Model, request: Request, instructions: str | None, on_event: Callable[[ModelEvent], None]) -> Reply:
     return model.compact(request, instructions, on_event)
 
 
-async def _acompact(model: Model, request: Request, instructions: str | None, on_event: Any) -> Reply:
+async def _acompact(
+    model: Model, request: Request, instructions: str | None, on_event: Callable[[ModelEvent], None]
+) -> Reply:
     return await model.acompact(request, instructions, on_event)
 
 

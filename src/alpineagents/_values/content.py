@@ -202,6 +202,8 @@ class ToolResultBlock:
     name: str = ""
     is_error: bool = False
 
+    __normal_types__ = {"content": (str, tuple)}  # its maker skips __post_init__ for these (see maker)
+
     def __post_init__(self) -> None:
         content: Any = self.content
         if not isinstance(content, (str, tuple)):
@@ -272,6 +274,8 @@ class Message:
             tokens: int | None = None,
             stop_reason: str | None = None,
         ) -> None: ...
+
+    __normal_types__ = {"content": (tuple,)}  # its maker skips __post_init__ for a tuple (see maker)
 
     def __post_init__(self) -> None:
         content: Any = self.content
