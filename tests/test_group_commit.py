@@ -185,3 +185,65 @@ def test_kill_9_during_group_flushes_loses_no_acknowledged_save_point(kind: str,
             assert len(got) >= seen.get(state_id, 0), f"point {point}: an acknowledged save point of {state_id} is lost"
         assert sum(seen.values()) > 0
         os.sync()
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc")
+def test_async_writers_cancelled_while_they_wait_let_go_of_their_files_and_locks(tmp_path: Path) -> None:
+    """Writers cancelled while their group flushes: each lets go of its open log, its lock and its unplaced folder
+    once the flush is done with them; the States stay whole, and every one can be saved again."""
+    store = FileStore(tmp_path / "states")
+    states = [State(id=f"c{n}", messages=[Message.user(f"c{n} 0")]) for n in range(40)]
+    for state in states[:20]:  # half exist (their saves append), half are new (their saves create a folder)
+        store.save(state)
+    before = open_descriptors()
+
+    async def cancel_half() -> None:
+        tasks = []
+        for state in states:
+            state.add_message(Message.user(f"{state.id} 1"))
+            tasks.append(asyncio.ensure_future(store.asave(state)))
+        await asyncio.sleep(0)  # every writer has prepared its write and waits for the flush
+        for task in tasks[::2]:
+            task.cancel()
+        done = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout=60)
+        assert all(isinstance(r, asyncio.CancelledError) for r in done[::2]) and not any(done[1::2])
+        await asyncio.sleep(0.2)  # the flusher is done with the cancelled jobs: their let-go ran on this loop
+
+    asyncio.run(cancel_half())
+    for state in states:  # a cancelled save may or may not have landed; a save now completes it
+        store.save(state)
+        assert texts(store.load(state.id)) == [f"{state.id} 0", f"{state.id} 1"]
+    assert not [name for name in os.listdir(tmp_path / "states") if name.startswith(".")]  # no folder left aside
+    assert open_descriptors() <= before + 20  # the 20 new States' writer locks, nothing else
+
+
+def test_a_fleet_of_more_states_than_the_lock_table_used_to_hold_keeps_every_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """600 States written by turns: each State's writer lock is taken at its first save and kept, not dropped and
+    taken again at every save point (the table of held locks is sized from the open-file limit)."""
+    from alpineagents._stores import files, locks
+
+    assert locks._MAX_HOLDS >= 600  # pyright: ignore[reportPrivateUsage]
+    store = FileStore(tmp_path / "states")
+    states = [State(id=f"f{n}", messages=[Message.user("0")]) for n in range(600)]
+    for state in states:
+        store.save(state)
+    taken: list[str] = []
+    lock_folder = files.lock_folder
+
+    def counted(folder: object, state_id: str, owner: object) -> object:
+        taken.append(state_id)
+        return lock_folder(folder, state_id, owner)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(files, "lock_folder", counted)
+    for n in (1, 2):
+        for state in states:
+            state.add_message(Message.user(str(n)))
+            store.save(state)
+    assert taken == []
+    assert texts(store.load("f599")) == ["0", "1", "2"]

@@ -59,9 +59,25 @@ class _Hold:
 _HOLDS: dict[str, _Hold] = {}
 _HOLDS_LOCK = threading.RLock()  # reentrant: a finalizer (_unclaim) may run inside a locked block
 _CLAIMED: weakref.WeakKeyDictionary[State, dict[str, _Hold]] = weakref.WeakKeyDictionary()
-_MAX_HOLDS = 512
-"""At most this many locks held at once (each FileStore lock is an open descriptor): past it, the least recently
-written State's lock goes (its later writes take it again; the overlap check still guards its entries)."""
+
+
+def _max_holds() -> int:
+    """How many writer locks this process keeps at once: a quarter of its open-file limit, at least 512 (each
+    `FileStore` lock is an open descriptor). Past it, the least recently written State's lock goes (its later writes
+    take it again; the overlap check still guards its entries). A fleet of more States at once than this would take
+    and drop a lock at every save point."""
+    try:
+        import resource  # POSIX only
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 512
+    if soft == resource.RLIM_INFINITY:
+        return 65536
+    return min(max(512, soft // 4), 65536)
+
+
+_MAX_HOLDS = _max_holds()
 
 
 def locked_error(state_id: str, store: object) -> StateLockedError:
