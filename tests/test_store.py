@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import gc
 import itertools
 import json
 import os
@@ -1651,6 +1652,37 @@ def test_many_live_states_do_not_run_out_of_descriptors(store: Store, monkeypatc
         store.save(state)
     for state in states:
         assert_same(reopen(store).load(state.id), state)
+
+
+def test_a_state_collected_while_another_thread_holds_the_lock_table_never_blocks(store: Store) -> None:
+    """A saved State collected in one thread while another holds the table of writer locks (it may be waiting for
+    that very thread, e.g. for it to start): the collecting thread goes on at once, and the State's lock is let go
+    at the table's next use."""
+    import alpineagents._stores.locks as shared
+
+    state = State(id="gone", messages=[Message.user("hi")])
+    store.save(state)
+    key = next(key for key in shared._HOLDS if key.endswith("gone"))  # pyright: ignore[reportPrivateUsage]
+    handed = threading.Event()
+    collected = threading.Event()
+    holder: list[State | None] = [state]
+    del state
+
+    def collect() -> None:
+        assert handed.wait(30)
+        holder[0] = None  # the last reference: the State's finalizer runs in this thread
+        gc.collect()
+        collected.set()
+
+    collector = threading.Thread(target=collect)
+    collector.start()
+    with shared._HOLDS_LOCK:  # pyright: ignore[reportPrivateUsage]
+        handed.set()
+        assert collected.wait(10), "the collecting thread waited for the table another thread held"
+        assert shared.holds_lock(key)  # not yet let go: the table was busy
+    collector.join(10)
+    store.save(State(id="next", messages=[Message.user("hi")]))  # the table's next use lets the old claim go
+    assert not shared.holds_lock(key)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ parent holds.
 from __future__ import annotations
 
 import builtins
+import collections
 import contextvars
 import os
 import threading
@@ -102,6 +103,7 @@ def hold_lock(key: str, acquire: Callable[[], Release]) -> None:
     """Take the process's writer lock for `key` (a no-op when this process holds it already). `acquire` takes the
     store's own lock (raising `StateLockedError` when another process has it) and returns what releases it."""
     with _HOLDS_LOCK:
+        _let_go_unclaimed()
         hold = _HOLDS.pop(key, None)
         if hold is None:
             hold = _Hold(acquire())
@@ -115,6 +117,7 @@ def settle_lock(key: str) -> None:
     """After a write: tie the lock to the State being saved, or let it go when no State is being saved."""
     state = SAVING.get()
     with _HOLDS_LOCK:
+        _let_go_unclaimed()
         hold = _HOLDS.get(key)
         if hold is None:
             return
@@ -134,14 +137,39 @@ def settle_lock(key: str) -> None:
             hold.release()
 
 
+_UNCLAIMED: collections.deque[tuple[str, _Hold]] = collections.deque()
+"""Claims of States collected while another thread held the table: let go at the table's next use."""
+
+
 def _unclaim(key: str, hold: _Hold) -> None:
-    with _HOLDS_LOCK:
-        if _HOLDS.get(key) is not hold:
-            return
-        hold.claims -= 1
-        if hold.claims <= 0:
-            del _HOLDS[key]
-            hold.release()
+    """A State that claimed `hold` is gone (a finalizer: it runs in whichever thread collected the State).
+
+    It never waits for the table: another thread may hold it while it waits for this one (it started this thread
+    and waits for it to start, say), so a finalizer that waited could deadlock both. It leaves the claim for the
+    table's next use instead."""
+    if not _HOLDS_LOCK.acquire(blocking=False):
+        _UNCLAIMED.append((key, hold))
+        return
+    try:
+        _let_go(key, hold)
+        _let_go_unclaimed()
+    finally:
+        _HOLDS_LOCK.release()
+
+
+def _let_go(key: str, hold: _Hold) -> None:
+    if _HOLDS.get(key) is not hold:
+        return
+    hold.claims -= 1
+    if hold.claims <= 0:
+        del _HOLDS[key]
+        hold.release()
+
+
+def _let_go_unclaimed() -> None:
+    """With the table held: the claims of States collected while another thread held it."""
+    while _UNCLAIMED:
+        _let_go(*_UNCLAIMED.popleft())
 
 
 def drop_lock(key: str) -> None:
@@ -173,6 +201,7 @@ def _forget_in_child() -> None:
     _HOLDS_LOCK = threading.RLock()  # another thread of the parent may have held it at the fork
     _HOLDS.clear()
     _CLAIMED.clear()
+    _UNCLAIMED.clear()
     for owner, reset in builtins.list(_AT_FORK.values()):
         alive = owner()
         if alive is not None:
