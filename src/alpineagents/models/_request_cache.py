@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from itertools import compress, count
-from operator import is_not
+from operator import is_, is_not
 from typing import Any
 
 from alpineagents.types import Message
@@ -70,7 +70,10 @@ class _Entry:
 
 
 def _same_prefix(kept: tuple[Message, ...], messages: tuple[Message, ...]) -> int:
-    """How many leading messages are the same objects in both (compared in C, stopping at the first that is not)."""
+    """How many leading messages are the same objects in both (compared in C, stopping at the first that is not;
+    the usual answer, all of the shorter, is found without counting)."""
+    if all(map(is_, kept, messages)):
+        return min(len(kept), len(messages))
     first_different = next(compress(count(), map(is_not, kept, messages)), None)
     if first_different is not None:
         return first_different
