@@ -16,6 +16,8 @@ What is kept, per adapter instance (`MappedMessages`):
 - a request that extends an entry (the entry's messages are all at the start of the request) replaces it; any other
   request adds an entry, and the least recently used one is dropped past `ENTRIES`. Memory is bounded by the
   conversations kept, and a conversation that is no longer used goes when newer ones push it out;
+- the cache belongs to the adapter, not to a State, because a request carries no State: a conversation is
+  recognised by its messages alone, so States, forks and copies that share messages share their wire form too;
 - the entries are kept for one `settings` value, the settings the adapter's mapping of a message reads (its
   provider id, and for the Responses API whether responses are stored); when it changes, they all go.
 
@@ -29,6 +31,7 @@ ones (then they are mapped again). A request built from the cache equals one bui
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from itertools import compress, count
 from operator import is_, is_not
@@ -83,15 +86,7 @@ def _same_prefix(kept: tuple[Message, ...], messages: tuple[Message, ...]) -> in
 def _runs_kept(entry: _Entry, same: int) -> int:
     """How many of the entry's runs are reused when its first `same` messages are unchanged: those that end
     before `same` (a run ending at `same` may continue with the next message)."""
-    ends = entry.run_ends
-    low, high = 0, len(ends)
-    while low < high:  # the first run whose end is not below `same`
-        middle = (low + high) // 2
-        if ends[middle] < same:
-            low = middle + 1
-        else:
-            high = middle
-    return low
+    return bisect_left(entry.run_ends, same)
 
 
 class MappedMessages:
@@ -118,6 +113,8 @@ class MappedMessages:
     ) -> list[dict[str, Any]]:
         """The wire items of `messages` (a new list; the item dicts are shared with the cache and must not be
         changed), mapping only what the kept entries do not already hold."""
+        if not messages:
+            return []
         with self._lock:
             if settings != self._settings:
                 self._entries = []
