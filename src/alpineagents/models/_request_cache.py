@@ -187,17 +187,19 @@ def _extended(
     items: list[dict[str, Any]] = []
     run_ends: list[int] = []
     item_ends: list[int] = []
+    add_run_end = run_ends.append
+    add_item_end = item_ends.append
     size = len(messages)
     index = start
     while index < size:
-        role = messages[index].role
+        message = messages[index]
+        role = message.role
         end = index + 1
         while end < size and messages[end].role == role:
             end += 1
-        run = messages[index:end]
-        items.extend(to_items(run[0] if end - index == 1 else merge(run)[0]))
-        run_ends.append(end)
-        item_ends.append(first_item + len(items))
+        items += to_items(message if end == index + 1 else merge(messages[index:end])[0])
+        add_run_end(end)
+        add_item_end(first_item + len(items))
         index = end
     if base is None or not runs:
         return _Entry(settings, messages, tuple(items), tuple(run_ends), tuple(item_ends))
