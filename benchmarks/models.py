@@ -5,8 +5,10 @@ messages with tool calls (200 by default), it measures per request:
 
 - bare SDK: the official SDK client streaming the same, pre-built request (what any caller pays);
 - adapter: `Anthropic.respond` / `OpenAICompatible.respond` / `OpenAIResponses.respond` end to end;
-- own: the adapter's own work, timed directly: mapping the Request to the SDK's arguments, the per-chunk
-  work while streaming, and building the Reply from the SDK's result.
+- own: the adapter's own work, timed directly: mapping the Request to the SDK's arguments from scratch (the
+  adapter's wire form of earlier requests is emptied first; `long_context.py` measures a conversation that grows,
+  where only the new messages are mapped), the per-chunk work while streaming, and building the Reply from the
+  SDK's result.
 
 Run:  .venv/bin/python benchmarks/models.py [--requests 200] [--messages 200]
 It fails (exit 1) if the adapter's own cost is 10 % of the bare SDK call or more, or if the own cost per
@@ -26,12 +28,15 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from typing import TypeVar  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from alpineagents.models import Anthropic, OpenAICompatible, OpenAIResponses  # noqa: E402
 from alpineagents.types import Message, Request, TextBlock, ToolCall, ToolResultBlock, ToolSpec  # noqa: E402
+
+M = TypeVar("M", Anthropic, OpenAICompatible, OpenAIResponses)
 
 SPECS = (
     ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
@@ -102,6 +107,7 @@ def bench_anthropic(url: str, request: Request, count: int, rounds: int) -> dict
         final = stream.get_final_message()
 
     def own() -> None:
+        model._mapped.clear()
         model._build_request_kwargs(request, 1024)
         for chunk in chunks:
             (lambda _t: None)(chunk)
@@ -137,6 +143,7 @@ def bench_openai(url: str, request: Request, count: int, rounds: int) -> dict[st
     chunks = list(client.chat.completions.create(**kwargs))
 
     def own() -> None:
+        model._mapped.clear()
         _kwargs, reader = model._prepared(request, lambda _t: None)
         for chunk in chunks:
             reader.add(chunk)
@@ -172,6 +179,7 @@ def bench_responses(url: str, request: Request, count: int, rounds: int) -> dict
     events = list(client.responses.create(**kwargs))
 
     def own() -> None:
+        model._mapped.clear()
         _kwargs, reader = model._prepared(request, lambda _t: None)
         for event in events:
             reader.add(event)
@@ -185,6 +193,12 @@ def bench_responses(url: str, request: Request, count: int, rounds: int) -> dict
         "adapter": best_of(rounds, adapter, count),
         "own": best_of(max(rounds, 10), own, count, low=True),
     }
+
+
+def fresh(model: M) -> M:
+    """The model with its wire form of earlier requests emptied, so the next request is mapped from scratch."""
+    model._mapped.clear()
+    return model
 
 
 def scaling(make_own: Callable[[Request], Callable[[], None]], sizes: list[int]) -> list[tuple[int, float]]:
@@ -225,9 +239,9 @@ def main() -> int:
         sizes = [args.messages // 4, args.messages, args.messages * 4]
         print("\nown request mapping per message (µs) as the context grows:")
         for label, rows in (
-            ("Anthropic", scaling(lambda r: lambda: anthropic_model._build_request_kwargs(r, 1024), sizes)),
-            ("OpenAICompatible", scaling(lambda r: lambda: openai_model._request_kwargs(r), sizes)),
-            ("OpenAIResponses", scaling(lambda r: lambda: responses_model._request_kwargs(r), sizes)),
+            ("Anthropic", scaling(lambda r: lambda: fresh(anthropic_model)._build_request_kwargs(r, 1024), sizes)),
+            ("OpenAICompatible", scaling(lambda r: lambda: fresh(openai_model)._request_kwargs(r), sizes)),
+            ("OpenAIResponses", scaling(lambda r: lambda: fresh(responses_model)._request_kwargs(r), sizes)),
         ):
             per = [us / size for size, us in rows]
             cells = "  ".join(

@@ -1,4 +1,4 @@
-"""Smoke test of `benchmarks/turns.py`: its pieces run and print at a small size (the figures are not checked)."""
+"""Smoke tests of the benchmarks: their pieces run and print at a small size (the figures are not checked)."""
 
 from __future__ import annotations
 
@@ -51,3 +51,12 @@ def test_fleet_benchmark_runs_at_a_small_size(tmp_path: Path) -> None:
         written[kind] = writes[0]
     assert written["none"] == 0
     assert written["file"] == written["sqlite"] > 5  # the same save points with either store
+
+
+def test_long_context_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load_script("benchmarks", "long_context")
+    assert bench.main(["--messages", "60", "--turns", "3"]) == 0
+    out = capsys.readouterr().out
+    for adapter in ("Anthropic", "OpenAICompatible", "OpenAIResponses"):
+        assert f"\n{adapter} " in out
+    assert "OK: the adapter's own share is under 1 ms" in out

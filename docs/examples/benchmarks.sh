@@ -5,5 +5,6 @@
 .venv/bin/python benchmarks/concurrent.py   # 1,000 async runs on one event loop
 .venv/bin/python benchmarks/fleet.py        # 1,000 durable runs at once (group commit)
 .venv/bin/python benchmarks/models.py       # the model adapters' own cost per request
+.venv/bin/python benchmarks/long_context.py # a 5,000-message conversation through each adapter (GC too)
 .venv/bin/python benchmarks/otel.py         # tracing off and on (OpenTelemetry)
 .venv/bin/python benchmarks/workers.py      # runs over worker processes on DBOS (--quick)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from alpineagents._async import run_in_thread
 from alpineagents.models._redact import redacted_error
+from alpineagents.models._request_cache import MappedMessages
 from alpineagents.types import Price
 
 __all__ = ["close_with_loop", "SDKClients"]
@@ -88,6 +89,8 @@ class SDKClients:
         self.retries = retries
         self.price = price
         self._context_window = context_window
+        self._mapped = MappedMessages()
+        """The wire form of the messages of recent requests, reused for the unchanged start of the next one."""
         self._init_clients()
 
     @property

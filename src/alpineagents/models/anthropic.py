@@ -346,11 +346,16 @@ class Anthropic(SDKClients, Model):
         return [], (none if request.tool_choice == "none" else None)
 
     def _to_anthropic_messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
-        """The request messages in the API's shape: same-role runs merged, blocks converted."""
-        return [
-            {"role": message.role, "content": self._to_anthropic_content(message)}
-            for message in self._merge_same_role(messages)
-        ]
+        """The request messages in the API's shape: same-role runs merged, blocks converted (`_to_anthropic_message`
+        of each merged message, in order); the unchanged start of a conversation is reused from the previous request
+        (see `_request_cache`)."""
+        return self._mapped.wire_items(
+            tuple(messages), self.provider, self._to_anthropic_message, self._merge_same_role
+        )
+
+    def _to_anthropic_message(self, message: Message) -> list[dict[str, Any]]:
+        """One message (a merged run of same-role messages) in the API's shape."""
+        return [{"role": message.role, "content": self._to_anthropic_content(message)}]
 
     def _to_anthropic_content(self, message: Message) -> list[Any]:
         """The API content blocks of one message (tool results first in a user message)."""

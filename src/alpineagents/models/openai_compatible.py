@@ -56,14 +56,9 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
 
     def _request_kwargs(self, request: Request) -> dict[str, Any]:
         """The keyword arguments of `client.chat.completions.create(...)` for `request`."""
-        messages: list[dict[str, Any]] = []
+        messages = self._mapped.wire_items(request.messages, self.provider, self._api_messages, self._merge_same_role)
         if request.system is not None:
-            messages.append({"role": "system", "content": request.system})
-        for message in self._merge_same_role(request.messages):
-            if message.role == "assistant":
-                messages.append(self._assistant_message(message))
-            else:
-                messages.extend(_user_messages(message))
+            messages.insert(0, {"role": "system", "content": request.system})
         kwargs: dict[str, Any] = {
             "model": self.name,
             "messages": messages,
@@ -90,6 +85,14 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         return kwargs
+
+    def _api_messages(self, message: Message) -> list[dict[str, Any]]:
+        """One message (a merged run of same-role messages) as the API's messages. The request's messages are the
+        system prompt's, then these, in order, for the messages merged by `_merge_same_role`; the unchanged start of
+        a conversation is reused from the previous request (see `_request_cache`)."""
+        if message.role == "assistant":
+            return [self._assistant_message(message)]
+        return _user_messages(message)
 
     def _assistant_message(self, message: Message) -> dict[str, Any]:
         """One assistant message in the API's shape (text, own RawBlock keys, tool calls)."""

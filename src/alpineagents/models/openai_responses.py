@@ -165,15 +165,19 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
             kwargs["reasoning"] = plain(self._reasoning)
         return kwargs
 
-    def _input_items(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
-        """The conversation as Responses input items (same-role runs merged first)."""
-        items: list[dict[str, Any]] = []
-        for message in self._merge_same_role(messages):
-            if message.role == "assistant":
-                items.extend(self._assistant_items(message))
-            else:
-                items.extend(_user_items(message))
-        return items
+    def _input_items(self, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+        """The conversation as Responses input items: `_message_items` of each message merged by
+        `_merge_same_role`, in order, the unchanged start of a conversation reused from the previous request (see
+        `_request_cache`; what an item holds depends on `store` too)."""
+        return self._mapped.wire_items(
+            messages, (self.provider, self.store), self._message_items, self._merge_same_role
+        )
+
+    def _message_items(self, message: Message) -> list[dict[str, Any]]:
+        """One message (a merged run of same-role messages) as input items."""
+        if message.role == "assistant":
+            return self._assistant_items(message)
+        return _user_items(message)
 
     def _assistant_items(self, message: Message) -> list[dict[str, Any]]:
         """One assistant message as items, in the order the model produced them, with the API's item ids."""
