@@ -92,14 +92,20 @@ def timed(mode: str, runs: int, turns: int) -> dict[str, Any]:
     """The wall time of `runs` concurrent runs under `mode`, and the collector's time and passes in it."""
     fleet = _load_fleet()
     gc.collect()
+    threshold = gc.get_threshold()
     if mode in ("freeze", "both"):
         gc.freeze()
     if mode in ("threshold", "both"):
         gc.set_threshold(*THRESHOLD)
     if mode == "off":
         gc.disable()
-    with Collector() as collector:
-        wall = asyncio.run(fleet.fleet(None, runs, turns))
+    try:
+        with Collector() as collector:
+            wall = asyncio.run(fleet.fleet(None, runs, turns))
+    finally:  # as it was (the smoke test runs this in the test process)
+        gc.enable()
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
     return {"wall": wall, "gc": collector.seconds, "passes": collector.passes, "full": collector.by_generation[2]}
 
 
@@ -210,7 +216,10 @@ def census(runs: int, turns: int) -> dict[str, Any]:
     fleet.SleepyModel = HeldModel
     gc.collect()
     gc.freeze()
-    asyncio.run(fleet.fleet(None, runs, turns))
+    try:
+        asyncio.run(fleet.fleet(None, runs, turns))
+    finally:
+        gc.unfreeze()
     held.clear()
     return counts
 
