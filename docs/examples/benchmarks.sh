@@ -7,3 +7,4 @@
 .venv/bin/python benchmarks/models.py       # the model adapters' own cost per request
 .venv/bin/python benchmarks/otel.py         # tracing off and on (OpenTelemetry)
 .venv/bin/python benchmarks/workers.py      # runs over worker processes on DBOS (--quick)
+.venv/bin/python benchmarks/many_runs.py    # 10,000 async runs at once: the garbage collector's share
