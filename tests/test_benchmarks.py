@@ -60,3 +60,24 @@ def test_long_context_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixtu
     for adapter in ("Anthropic", "OpenAICompatible", "OpenAIResponses"):
         assert f"\n{adapter} " in out
     assert "OK: the adapter's own share is under 1 ms" in out
+
+
+def test_many_runs_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]) -> None:
+    many = load_script("benchmarks", "many_runs")
+    threshold = many.gc.get_threshold()
+    counted = many.child("census", 20, 2)
+    assert counted["total"] > 20 * 10 and counted["by_owner"]["alpineagents"] > 0
+    for mode in ("default", "off", "freeze", "threshold", "both"):
+        result = many.child(mode, 20, 2)
+        assert result["wall"] > 0 and result["gc"] >= 0 and len(result["passes"]) == 3
+        many.show("test", mode, result, 20)
+    assert many.gc.isenabled() and many.gc.get_threshold() == threshold and many.gc.get_freeze_count() == 0
+    many.show("test", "census", counted, 20)
+    out = capsys.readouterr().out
+    assert "tracked objects per run in flight" in out and out.count("collector") == 5
+
+
+def test_many_runs_benchmark_measures_a_given_source_folder() -> None:
+    many = load_script("benchmarks", "many_runs")
+    result = many.run_child(str(Path(__file__).resolve().parent.parent / "src"), "default", 10, 1)
+    assert result["wall"] > 0

@@ -8,3 +8,4 @@
 .venv/bin/python benchmarks/long_context.py # a 5,000-message conversation through each adapter (GC too)
 .venv/bin/python benchmarks/otel.py         # tracing off and on (OpenTelemetry)
 .venv/bin/python benchmarks/workers.py      # runs over worker processes on DBOS (--quick)
+.venv/bin/python benchmarks/many_runs.py    # 10,000 async runs at once: the garbage collector's share

@@ -27,7 +27,7 @@ from alpineagents._turn.steps import ask_steps, compact_steps, think_steps, use_
 from alpineagents._turn.subagent import SubagentTool, checked_subagent_tool
 from alpineagents.errors import fix_message
 from alpineagents.human import aask_human_with, ask_human_with
-from alpineagents.loop import adefault_loop, default_loop, is_async_callable
+from alpineagents.loop import adefault_loop, default_loop, is_async_callable, turn_steps
 from alpineagents.models.base import Model
 from alpineagents.models.resolve import resolve_model
 from alpineagents.permissions import Permission
@@ -625,9 +625,11 @@ class Agent:
     # --- the actions: each one step sequence, driven by the sync method and awaited by its async twin --------
 
     def _run_steps(self, prompt_or_state: str | State, method: str) -> Steps:
+        """The checks and the start of a run, then its step sequence (a plain function returning it: a generator
+        here would be one more object per run in flight)."""
         loop = _choose_loop(self._loop, method)
         state, context = prepare_run(self, prompt_or_state, method)
-        return (yield from run_steps(self, state, context, loop))
+        return run_steps(self, state, context, loop, turn_steps(loop, self, state))
 
     def run(self, prompt_or_state: str | State, /) -> Any:
         """Run the loop on a State (a prompt starts a new one) and return what the loop returns.

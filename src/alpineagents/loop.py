@@ -249,6 +249,18 @@ class Loop:
             ASYNC_RUN.reset(token)
 
 
+def turn_steps(loop: object, agent: object, state: LoopState) -> Steps | None:
+    """The turns one call `loop(agent, state)` would run, as a step sequence, when `loop` is a `Loop` (of this
+    class itself: a subclass may change what a call does); None for any other loop.
+
+    A run yields from them instead of calling the loop (see `run_steps`): the same turns with no driver of the
+    loop's own in between.
+    """
+    if type(loop) is Loop:
+        return loop._turns(agent, state)
+    return None
+
+
 def loop(fn: Any = None, /, *, until: Any = None, limit: Any = None) -> Callable[[Callable[..., Any]], Loop]:
     """Decorator factory: `@loop(until=..., limit=...)` wraps a one-turn body into a `Loop`.
 

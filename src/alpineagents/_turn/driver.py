@@ -28,6 +28,8 @@ async def _perform(steps: Steps, awaiting: bool) -> Any:
     """Run `steps` to its end, performing each action with its async function when `awaiting`, else its sync one.
 
     With `awaiting` false nothing here awaits, so the coroutine finishes at its first `send` (see `drive`).
+    Nothing but the awaitable is kept across a wait: with thousands of runs in flight, every object a waiting run
+    holds is examined again by each full pass of the garbage collector.
     """
     value: Any = None
     error: BaseException | None = None
@@ -43,7 +45,9 @@ async def _perform(steps: Steps, awaiting: bool) -> Any:
             return stop.value
         try:
             if awaiting:
-                value = await action[1](*action[2])
+                waiting = action[1](*action[2])
+                del action  # its tuples are not kept alive for the wait
+                value = await waiting
             else:
                 value = action[0](*action[2])
         except BaseException as failure:  # noqa: BLE001 - thrown into the sequence unchanged

@@ -4,6 +4,7 @@ warning when a loaded State is resumed by a different Agent."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import os
 import sys
@@ -170,6 +171,19 @@ def _call_loop(loop: Callable[..., Any], agent: AgentSeam, state: State) -> Any:
     return loop(agent, state)
 
 
+def _no_mark() -> None:
+    return None
+
+
+async def _mark_async_run() -> contextvars.Token[asyncio.AbstractEventLoop | None]:
+    return ASYNC_RUN.set(asyncio.get_running_loop())  # the awaiting task's context keeps it
+
+
+_MARK = (_no_mark, _mark_async_run, ())
+"""The action that sets the async-run mark under `arun` (sync Agent methods are then refused on this thread) and
+gives its token; nothing under `run`."""
+
+
 async def _await_loop(loop: Callable[..., Any], agent: AgentSeam, state: State) -> Any:
     token = ASYNC_RUN.set(asyncio.get_running_loop())  # sync Agent methods are refused on this thread meanwhile
     try:
@@ -194,9 +208,17 @@ def _release_mcp(agent: AgentSeam, abandoned: bool) -> Steps:
     return None
 
 
-def run_steps(agent: AgentSeam, state: State, context: RunContext, loop: Callable[..., Any]) -> Steps:
+def run_steps(
+    agent: AgentSeam, state: State, context: RunContext, loop: Callable[..., Any], turns: Steps | None = None
+) -> Steps:
     """The run after its start: save; `on_run_start`; connect the MCP servers; call the loop; save; return the
     loop's result.
+
+    `turns`, when given, is the step sequence a call of `loop` would drive (a `Loop`'s turns): the run yields
+    from it instead of calling the loop, with the async-run mark set under `arun` as the loop's call would set
+    it. The same actions happen in the same order; what it buys is fewer objects per run in flight (no driver,
+    coroutine and context token of the loop's own while the run waits on its model: at 10,000 runs at once, the
+    garbage collector examines each of them again at every full pass).
 
     On any exception: record it (once), close the pending calls, clear a stop, save (a failing save is a note),
     re-raise it unchanged. Always, last: release the MCP servers, `on_run_end(state, error)`, release the
@@ -205,7 +227,8 @@ def run_steps(agent: AgentSeam, state: State, context: RunContext, loop: Callabl
     reporter = context.reporter
     store = context.store
     runs_token = RUNS.set((*RUNS.get(), context))
-    scope_token = CALL_SCOPE.set(None)
+    # Outside any tool call (the usual case) the call scope is None already: no token to keep for the run.
+    scope_token = None if CALL_SCOPE.get() is None else CALL_SCOPE.set(None)
     try:
         if store is not None:
             yield save(store, state)
@@ -218,7 +241,15 @@ def run_steps(agent: AgentSeam, state: State, context: RunContext, loop: Callabl
             if agent._mcp_servers:
                 yield (agent._mcp_open, agent._amcp_open, ())
                 using_mcp = True
-            result = yield (_call_loop, _await_loop, (loop, agent, state))
+            if turns is None:
+                result = yield (_call_loop, _await_loop, (loop, agent, state))
+            else:
+                mark = yield _MARK
+                try:
+                    result = yield from turns
+                finally:
+                    if mark is not None:
+                        ASYNC_RUN.reset(mark)
             if store is not None:
                 yield save(store, state)
         except GeneratorExit:  # the driver was abandoned: nothing to record
@@ -241,5 +272,6 @@ def run_steps(agent: AgentSeam, state: State, context: RunContext, loop: Callabl
         return result
     finally:
         state._end_run()
-        CALL_SCOPE.reset(scope_token)
+        if scope_token is not None:
+            CALL_SCOPE.reset(scope_token)
         RUNS.reset(runs_token)

@@ -19,7 +19,7 @@ from alpineagents.errors import CutOffError, OutputError, fix_message
 from alpineagents.types import Message, ModelEvent, Reply, Request, Usage
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Awaitable, Callable, Iterable
 
     from alpineagents._turn.seams import AgentSeam, AnswerFormat
     from alpineagents.models.base import Model
@@ -40,10 +40,20 @@ def _connect(agent: AgentSeam) -> Action | None:
     return None
 
 
-def event_recorder(state: State, reporter: Reporter | None) -> Callable[[ModelEvent], None]:
-    """The `on_event` callback of a model call: records a `model_event` entry, then tells the reporter."""
+class _EventRecorder:
+    """The `on_event` callback of a model call: records a `model_event` entry, then tells the reporter.
 
-    def on_event(event: ModelEvent) -> None:
+    An object with two slots rather than a closure: one object kept for the model call instead of four (the
+    function, its closure and two cells), with thousands of runs waiting on their model at once.
+    """
+
+    __slots__ = ("state", "reporter")
+
+    def __init__(self, state: State, reporter: Reporter | None) -> None:
+        self.state = state
+        self.reporter = reporter
+
+    def __call__(self, event: ModelEvent) -> None:
         if not isinstance(event, ModelEvent):
             raise TypeError(
                 fix_message(
@@ -52,11 +62,34 @@ def event_recorder(state: State, reporter: Reporter | None) -> Callable[[ModelEv
                     'on_event(ModelEvent("retry", "The stream dropped; starting the reply again"))',
                 )
             )
+        state = self.state
         state._record_model_event(event)
+        reporter = self.reporter
         if reporter is not None:
             reporter.on_model_event(state, event)
 
-    return on_event
+
+def event_recorder(state: State, reporter: Reporter | None) -> Callable[[ModelEvent], None]:
+    """The `on_event` callback of a model call: records a `model_event` entry, then tells the reporter."""
+    return _EventRecorder(state, reporter)
+
+
+def _respond(
+    model: Model, request: Request, on_text: Callable[[str], None] | None, on_event: Callable[[ModelEvent], None]
+) -> Reply:
+    return model.respond(request, on_text, on_event)
+
+
+def _arespond(
+    model: Model, request: Request, on_text: Callable[[str], None] | None, on_event: Callable[[ModelEvent], None]
+) -> Awaitable[Reply]:
+    return model.arespond(request, on_text, on_event)  # the model's own coroutine: no frame of ours around it
+
+
+def _ask_model(model: Model, request: Request, on_text: Callable[[str], None] | None, on_event: Any) -> Action:
+    """The action of one model request. The model is an argument, not the owner of two bound methods: two objects
+    fewer kept while the request waits."""
+    return (_respond, _arespond, (model, request, on_text, on_event))
 
 
 def _reporter_and_store(agent: AgentSeam, state: State) -> tuple[Reporter | None, Store | None]:
@@ -125,7 +158,7 @@ def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> 
         if reporter is not None:
             reporter.on_think_start(state)
         on_event = event_recorder(state, reporter)
-        reply = yield (model.respond, model.arespond, (request, _text_callback(reporter, state), on_event))
+        reply = yield _ask_model(model, request, _text_callback(reporter, state), on_event)
         _record_reply(state, reply, reporter)
     except GeneratorExit:  # the driver was abandoned: nothing to record
         raise
@@ -165,10 +198,10 @@ def _compact(model: Model, request: Request, instructions: str | None, on_event:
     return model.compact(request, instructions, on_event)
 
 
-async def _acompact(
+def _acompact(
     model: Model, request: Request, instructions: str | None, on_event: Callable[[ModelEvent], None]
-) -> Reply:
-    return await model.acompact(request, instructions, on_event)
+) -> Awaitable[Reply]:
+    return model.acompact(request, instructions, on_event)  # the model's own coroutine: no frame of ours around it
 
 
 def _empty_summary() -> OutputError:
@@ -243,7 +276,7 @@ def ask_steps(agent: AgentSeam, state: State, prompt: str, answers: AnswerFormat
             request = model.mark_cache(Request(agent._system, tuple(messages), agent._specs, tool_choice="none"))
             if reporter is not None:
                 reporter.on_think_start(state)
-            reply = yield (model.respond, model.arespond, (request, _text_callback(reporter, state), on_event))
+            reply = yield _ask_model(model, request, _text_callback(reporter, state), on_event)
             replied = True
             total = total + reply.usage
             if reporter is not None:
