@@ -354,10 +354,9 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
 
 
 class _FileWrite(Job):
-    """One `FileStore.write`: what its writer prepared (the log appended or a new folder made, not yet flushed)
-    and holds until the group commit has flushed it."""
+    """One `FileStore.write` waiting for its group commit, and what its flush has done so far."""
 
-    __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "known", "new")
+    __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "known")
 
     def __init__(self, state_id: str, entries: Entries, info_bytes: bytes, create: bool) -> None:
         super().__init__()
@@ -367,19 +366,8 @@ class _FileWrite(Job):
         self.create = create
         self.lock: threading.RLock | None = None
         self.key: str | None = None
-        self.fd: int | None = None  # the appended log, open until flushed
+        self.fd: int | None = None
         self.known: tuple[int, int] = (0, 0)
-        self.new: files.NewFolder | None = None
-
-
-class _NameFlush(Job):
-    """Make the names in a folder durable (a new State's folder renamed into the root)."""
-
-    __slots__ = ("folder",)
-
-    def __init__(self, folder: Path) -> None:
-        super().__init__()
-        self.folder = folder
 
 
 class FileStore(Store):
@@ -392,12 +380,11 @@ class FileStore(Store):
 
     Construction does no I/O: the root (with missing parents) is created by the first save of a new State. A
     save appends only the new lines and flushes the log before it returns; the info is replaced whole (written
-    aside, then renamed) after the log is on disk. The writer's own thread does the file work; only the flush is
-    shared: save points of other States that arrive while logs are being flushed are made durable together by one
-    flush of the file system (`syncfs`, group commit), where a lone save point flushes its log alone. Creating a
-    State folder and deleting one are all or nothing. A line torn by a crash is ignored by reads and cut off by the
-    next write. A log that lacks entries its info was written after is damaged. Two `FileStore`s for the same
-    folder are equal.
+    aside, then renamed) after the log is on disk. Save points of other States that arrive while logs are being
+    flushed are written together (group commit): their logs are appended, then made durable by one flush of the
+    file system (`syncfs`), where a lone save point flushes its log alone. Creating a State folder and deleting one are all or nothing. A line torn by a crash is ignored by
+    reads and cut off by the next write. A log that lacks entries its info was written after is damaged. Two
+    `FileStore`s for the same folder are equal.
 
     Safe to use from many threads; one process at a time writes a given State (see the module docs).
     """
@@ -461,87 +448,82 @@ class FileStore(Store):
             StateLockedError: Another process is writing this State.
             OSError: The disk refused (e.g. full, not writable); what was saved before stays intact.
         """
-        job = self._prepare(state_id, entries, info, create)
-        if job.fd is not None:  # something to flush
-            self._group.commit(job, lambda: self._release(job))
-        try:
-            if self._finish(job):
-                self._group.commit(_NameFlush(self._root))
-        finally:
-            self._release(job)
+        self._group.commit(self._job(state_id, entries, info, create))
 
     async def awrite(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
-        """`write` for async code: the same steps, with the flushes awaited on this event loop (no thread of its
-        own). A subclass that overrides `write` gets it called, on a worker thread."""
+        """`write` for async code: the same checks, then the save point waits for its group commit on this event
+        loop (no thread of its own). A subclass that overrides `write` gets it called, on a worker thread."""
         if type(self).write is not FileStore.write:
             await super().awrite(state_id, entries, info, create=create)
             return
-        job = self._prepare(state_id, entries, info, create)
-        if job.fd is not None:  # something to flush
-            await self._group.acommit(job, lambda: self._release(job))
-        try:
-            if self._finish(job):
-                await self._group.acommit(_NameFlush(self._root))
-        finally:
-            self._release(job)
+        await self._group.acommit(self._job(state_id, entries, info, create))
 
-    # A write in three steps. The writer's own thread does the file work (check, append, replace the info), so that
-    # the flusher thread makes one call per group (the flush) and does not queue for the interpreter lock behind a
-    # busy event loop at every file operation: with 1,000 runs at once this is most of the time of a save point.
-
-    def _prepare(self, state_id: str, entries: Entries, info: Info, create: bool) -> _FileWrite:
-        """Check the write, take its locks, and make the new State's folder or append the lines the log lacks (not
-        yet flushed). On an error nothing is held."""
+    def _job(self, state_id: str, entries: Entries, info: Info, create: bool) -> _FileWrite:
         check_id(state_id, "FileStore.write()")
-        job = _FileWrite(state_id, entries, json_line(check_write("FileStore.write()", entries, info)), create)
-        job.lock = self._lock(state_id)
-        job.lock.acquire()
-        try:
-            if create:
-                new = entries_to_add(state_id, self, entries, 0, lambda start, end: {})
-                data = log_bytes(new)
-                job.new = files.make_folder(self._root, state_id, data, job.info_bytes, self)
-                job.fd, job.known = job.new.log_fd, (len(new), len(data))
-            else:
-                self._append(job)
-        except BaseException:
-            self._release(job)
-            raise
-        return job
+        return _FileWrite(state_id, entries, json_line(check_write("FileStore.write()", entries, info)), create)
 
     def _flush(self, group: Sequence[Job]) -> None:
-        """A group commit's flush: several files at once with one flush of their file system, a lone one (or
-        where that call is missing) on its own. A log that fails its flush fails its own job."""
-        logs = [job for job in group if isinstance(job, _FileWrite) and job.fd is not None]
-        folders = [job for job in group if isinstance(job, _NameFlush)]
-        if len(logs) + len(folders) > 1:
-            some_fd = logs[0].fd if logs else None
-            if self._flush_file_system(some_fd):
+        """Write a group commit's jobs: append every log, flush the appended logs in one pass, then replace each
+        info (after its log is on disk, so an info never describes entries its log lacks). A new State's folder is
+        made whole and flushed on its own. A job that fails gets its error; the others go on."""
+        jobs = [job for job in group if isinstance(job, _FileWrite)]
+        try:
+            for job in jobs:
+                job.run(self._begin, job)
+            self._flush_logs([job for job in jobs if job.error is None and job.fd is not None])
+            for job in jobs:
+                if job.error is None and not job.create:
+                    job.run(self._end, job)
+        finally:
+            for job in jobs:
+                job.run(self._release, job)
+
+    @staticmethod
+    def _flush_logs(appended: builtins.list[_FileWrite]) -> None:
+        """Flush the logs a group appended: several at once with one flush of their file system, a lone one (or
+        where that call is missing) with one `fdatasync` each."""
+        try:
+            if len(appended) > 1 and files.flush_file_system(appended[0].fd or 0):
                 return
-        for job in logs:
+        except OSError as error:
+            for job in appended:
+                job.error = error
+            return
+        for job in appended:
             try:
                 files.flush_descriptor(job.fd or 0)
             except OSError as error:
                 job.error = error
-        for name_job in folders:
-            try:
-                files.fsync_dir(name_job.folder)
-            except OSError as error:
-                name_job.error = error
 
-    def _flush_file_system(self, fd: int | None) -> bool:
-        if fd is not None:
-            return files.flush_file_system(fd)
-        root = os.open(self._root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    def _begin(self, job: _FileWrite) -> None:
+        """Take the job's locks; make a new State's folder, or append the lines the log lacks (not yet flushed)."""
+        job.lock = self._lock(job.state_id)
+        job.lock.acquire()
         try:
-            return files.flush_file_system(root)
+            if job.create:
+                self._create(job.state_id, job.entries, job.info_bytes)
+            else:
+                self._append(job)
+        except Exception as error:  # this job's own failure: the group goes on without it
+            job.error = error
+
+    def _create(self, state_id: str, entries: Entries, info_bytes: bytes) -> None:
+        new = entries_to_add(state_id, self, entries, 0, lambda start, end: {})
+        data = log_bytes(new)
+        release = files.create_folder(self._root, state_id, data, info_bytes, self)
+        key = self._key(state_id)
+        drop_lock(key)  # a lock left from a State of this id that another process deleted
+        hold_lock(key, lambda: release)
+        self._known[state_id] = (len(new), len(data))
+        try:
+            files.fsync_dir(self._root)  # the new folder's name is durable too
         finally:
-            os.close(root)
+            settle_lock(key)
 
     def _append(self, job: _FileWrite) -> None:
         state_id = job.state_id
-        folder = os.path.join(self._root, state_id)  # str paths: pathlib's joins cost more than the file calls
-        log = os.path.join(folder, files.LOG)
+        folder = self._root / state_id
+        log = folder / files.LOG
         key = self._key(state_id)
         hold_lock(key, lambda: files.lock_folder(folder, state_id, self))
         job.key = key
@@ -565,33 +547,20 @@ class FileStore(Store):
             have, size = have + len(new), size + len(data)
         job.known = (have, size)
 
-    def _finish(self, job: _FileWrite) -> bool:
-        """After the log's flush: rename a new State's folder into place (True: its name is still to be flushed),
-        or remember where the log ends and replace the info."""
-        new = job.new
-        if new is None:
+    def _end(self, job: _FileWrite) -> None:
+        """After the log's flush: remember where the log ends, and replace the info."""
+        try:
             self._known[job.state_id] = job.known
-            files.replace_file(os.path.join(self._root, job.state_id), files.INFO, job.info_bytes)
-            return False
-        release = files.place_folder(new, self._root, job.state_id, self)
-        job.key = key = self._key(job.state_id)
-        drop_lock(key)  # a lock left from a State of this id that another process deleted
-        hold_lock(key, lambda: release)
-        self._known[job.state_id] = job.known
-        return True
+            files.replace_file(self._root / job.state_id, files.INFO, job.info_bytes)
+        except Exception as error:
+            job.error = error
 
     def _release(self, job: _FileWrite) -> None:
-        """Let go of what the write holds (its open log, a new folder not placed, its locks); once only."""
-        if job.new is not None:
-            files.discard_folder(job.new)
-            job.new = None
-            job.fd = None
         if job.fd is not None:
             os.close(job.fd)
             job.fd = None
         if job.key is not None:
             settle_lock(job.key)
-            job.key = None
         if job.lock is not None:
             job.lock.release()
             job.lock = None

@@ -3,7 +3,7 @@
 Durability: an append is flushed (one `fdatasync` of the log) before the write returns; the info is replaced whole
 (written aside, then swapped in) and not flushed on its own, so it may be one save behind after a crash but never
 describes entries the log lacks. A State folder appears complete (built under a temporary name starting with `.`,
-its log flushed, then renamed, and the rename flushed before the write returns) and disappears in one step (renamed aside, then removed). A last line torn by a crash is ignored by
+then renamed) and disappears in one step (renamed aside, then removed). A last line torn by a crash is ignored by
 reads and cut off (flushed) by the next write. The writer lock of a State is `flock` on its folder.
 """
 
@@ -34,10 +34,7 @@ __all__ = [
     "replace_file",
     "fsync_dir",
     "lock_folder",
-    "NewFolder",
-    "make_folder",
-    "place_folder",
-    "discard_folder",
+    "create_folder",
     "log_size",
     "recount",
     "log_lines",
@@ -192,7 +189,7 @@ def _flock(fd: int) -> None:
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
-def lock_folder(folder: str | os.PathLike[str], state_id: str, store: object) -> Release:
+def lock_folder(folder: Path, state_id: str, store: object) -> Release:
     """Take the writer lock of an existing State folder; what it returns releases it.
 
     Raises:
@@ -213,84 +210,51 @@ def lock_folder(folder: str | os.PathLike[str], state_id: str, store: object) ->
     return lambda: os.close(fd)
 
 
-class NewFolder:
-    """A new State's folder, whole under a temporary name and locked, waiting to be renamed into place. Its log is
-    written but not yet flushed (`log_fd` is open for that)."""
-
-    __slots__ = ("temp", "lock_fd", "log_fd")
-
-    def __init__(self, temp: Path, lock_fd: int, log_fd: int) -> None:
-        self.temp: Path | None = temp  # None once placed
-        self.lock_fd = lock_fd
-        self.log_fd = log_fd
-
-
-def make_folder(root: Path, state_id: str, log: bytes, info: bytes, store: object) -> NewFolder:
-    """Make the complete folder of a new State (both files, the log not yet flushed) under a temporary name,
-    locked. `place_folder` renames it into place once its log is on disk; `discard_folder` removes it.
+def create_folder(root: Path, state_id: str, log: bytes, info: bytes, store: object) -> Release:
+    """Make the complete folder of a new State (both files) under a temporary name, locked, then rename it into
+    place: all or nothing, never replacing another State. What it returns releases the lock.
 
     Raises:
-        ValueError: The State's folder exists.
+        ValueError: The State's folder exists (also when it appears meanwhile).
     """
     root.mkdir(parents=True, exist_ok=True)
-    if os.path.lexists(root / state_id):
+    final = root / state_id
+    if os.path.lexists(final):
         raise already_saved_error(state_id, store)
     temp = root / f".new-{state_id}-{os.urandom(6).hex()}"
     os.mkdir(temp, 0o700)
-    lock_fd = log_fd = -1
+    fd = -1
     try:
-        lock_fd = os.open(temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        _flock(lock_fd)
-        log_fd = append_unflushed(temp / LOG, log)
+        fd = os.open(temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        _flock(fd)
+        write_file(temp / LOG, log, append=False)
         replace_file(temp, INFO, info)
+        try:
+            os.rename(temp, final)
+        except OSError as error:
+            if os.path.lexists(final):
+                raise already_saved_error(state_id, store) from error
+            raise
     except BaseException:
-        discard_folder(NewFolder(temp, lock_fd, log_fd))
-        raise
-    return NewFolder(temp, lock_fd, log_fd)
-
-
-def place_folder(new: NewFolder, root: Path, state_id: str, store: object) -> Release:
-    """Rename a new State's folder into place (all or nothing, never replacing another State); what it returns
-    releases its lock. The rename itself is not flushed.
-
-    Raises:
-        ValueError: The State's folder appeared meanwhile.
-    """
-    assert new.temp is not None, "a folder is placed once"
-    try:
-        os.rename(new.temp, root / state_id)
-    except OSError as error:
-        if os.path.lexists(root / state_id):
-            raise already_saved_error(state_id, store) from error
-        raise
-    new.temp = None
-    lock_fd, new.lock_fd = new.lock_fd, -1
-    return lambda: os.close(lock_fd)
-
-
-def discard_folder(new: NewFolder) -> None:
-    """Close what a new folder holds open and, unless it was placed, remove it."""
-    for fd in (new.log_fd, new.lock_fd):
         if fd >= 0:
             os.close(fd)
-    new.log_fd = new.lock_fd = -1
-    if new.temp is not None:
-        shutil.rmtree(new.temp, ignore_errors=True)
-        new.temp = None
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return lambda: os.close(fd)
 
 
-def log_size(folder: str, state_id: str, store: object) -> int:
+def log_size(folder: Path, state_id: str, store: object) -> int:
     """The size of the State's log (0 when it has none).
 
     Raises:
         LookupError: The State's folder does not exist.
         ValueError: The log is a folder.
     """
-    log = os.path.join(folder, LOG)
+    log = folder / LOG
     try:
         found = os.stat(log)
     except FileNotFoundError:
-        if not os.path.isdir(folder):
+        if not folder.is_dir():
             raise not_saved_error(state_id, store) from None
         return 0
     if stat.S_ISDIR(found.st_mode):
@@ -298,11 +262,11 @@ def log_size(folder: str, state_id: str, store: object) -> int:
     return found.st_size
 
 
-def recount(log: str, size: int) -> tuple[int, int, list[bytes] | None]:
+def recount(log: Path, size: int) -> tuple[int, int, list[bytes] | None]:
     """`(count, size, lines)` of the complete lines of the log, cutting off (and flushing) a torn last line."""
     if size == 0:
         return 0, 0, None
-    data = Path(log).read_bytes()
+    data = log.read_bytes()
     end = data.rfind(b"\n") + 1
     if end < len(data):
         fd = os.open(log, os.O_WRONLY | os.O_CLOEXEC)
@@ -315,9 +279,9 @@ def recount(log: str, size: int) -> tuple[int, int, list[bytes] | None]:
     return len(lines), end, lines
 
 
-def log_lines(log: str) -> list[bytes]:
+def log_lines(log: Path) -> list[bytes]:
     """The complete lines of the log, without their `"\\n"`."""
-    data = Path(log).read_bytes()
+    data = log.read_bytes()
     return data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
 
 
@@ -325,7 +289,7 @@ def log_lines(log: str) -> list[bytes]:
 # Reading, listing, deleting
 
 
-def _a_folder(state_id: str, path: str | os.PathLike[str]) -> ValueError:
+def _a_folder(state_id: str, path: Path) -> ValueError:
     return damaged_error(state_id, f"{path} is a folder, not a file")
 
 

@@ -11,9 +11,7 @@ the job's own error (a job that failed its own checks does not affect the others
 as a whole failed. A sync writer that finds nothing being flushed flushes its own job on its own thread (no thread
 hop for a lone writer); jobs that arrive meanwhile queue up for the flusher. A writer interrupted while it waits
 (Ctrl+C, a cancelled task) gives up waiting; its job may still be written, which is harmless: a store accepts
-entries it already has when they are sent again. What such a writer holds for its job (open files, locks) is let
-go only once the flusher is done with the job: a sync writer waits for that, an async one leaves it to its event
-loop (`let_go`).
+entries it already has when they are sent again.
 
 Sync writers wait on an event (in short slices, so that Ctrl+C gets through); async writers await a future of
 their event loop, so an async run's save point needs no thread of its own.
@@ -38,7 +36,7 @@ _IDLE_SECONDS = 1.0
 class Job:
     """One write waiting for a group commit. `flush` sets `error` for a job that failed on its own."""
 
-    __slots__ = ("error", "context", "_event", "_loop", "_future", "_done", "_let_go")
+    __slots__ = ("error", "context", "_event", "_loop", "_future")
 
     def __init__(self) -> None:
         self.error: BaseException | None = None
@@ -46,30 +44,35 @@ class Job:
         self._event: threading.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._future: asyncio.Future[None] | None = None
-        self._done = False  # an async job: the flusher is done with it (set on its event loop)
-        self._let_go: Callable[[], None] | None = None  # an async job whose writer gave up: run once done
 
     def run(self, fn: Callable[..., Any], /, *args: Any) -> Any:
         """`fn(*args)` in the writer's context (what it knows, e.g. the State being saved), on whichever thread
         flushes the job."""
         return fn(*args) if self.context is None else self.context.run(fn, *args)
 
-    def _settle(self) -> None:
-        """On the writer's event loop, once the flusher is done with the job: wake the writer, or let go of what
-        a writer that gave up waiting left behind."""
-        self._done = True
-        if self._future is not None and not self._future.done():
-            self._future.set_result(None)
-        let_go, self._let_go = self._let_go, None
-        if let_go is not None:
-            let_go()
 
-    def _when_done(self, let_go: Callable[[], None]) -> None:
-        """Run `let_go` now if the flusher is done with the job, else once it is (on the writer's event loop)."""
-        if self._done:
-            let_go()
-        else:
-            self._let_go = let_go
+
+def _wake_writers(group: list[Job]) -> None:
+    """Wake the writers of a flushed group: sync ones through their events, async ones with one call per event
+    loop (one wake-up of the loop for the whole group, where a call per job would make the flusher and the loop
+    take turns at the interpreter lock once per job)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for job in group:
+        if job._event is not None:
+            job._event.set()
+        elif job._loop is not None and job._future is not None:
+            by_loop.setdefault(job._loop, []).append(job._future)
+    for loop, futures in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, futures)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+
+def _settle(futures: list[asyncio.Future[None]]) -> None:
+    for future in futures:
+        if not future.done():  # a writer cancelled while it waited
+            future.set_result(None)
 
 
 class GroupCommit:
@@ -89,21 +92,12 @@ class GroupCommit:
         self._wake = threading.Condition(threading.Lock())
         self._flushing = False
 
-    def commit(self, job: Job, let_go: Callable[[], None] | None = None) -> None:
-        """Return once `job` is durable; raise its error when it failed. When it raises, `let_go` (what releases
-        the writer's hold on the job) runs first, once the flusher is done with the job.
+    def commit(self, job: Job) -> None:
+        """Return once `job` is durable; raise its error when it failed.
 
         Raises:
-            BaseException: the job's own error, or the flush's error for every job of the group, or an interrupt.
+            BaseException: the job's own error, or the flush's error for every job of the group.
         """
-        try:
-            self._commit(job)
-        except BaseException:
-            if let_go is not None:
-                let_go()
-            raise
-
-    def _commit(self, job: Job) -> None:
         with self._wake:
             alone = not self._flushing and not self._queued
             if alone:  # nothing is being flushed: this writer flushes its job itself, with no thread hop
@@ -113,12 +107,8 @@ class GroupCommit:
         else:
             job._event = event = threading.Event()
             self._enqueue(job)
-            try:
-                while not event.wait(0.1):  # in slices: Ctrl+C gets through
-                    pass
-            except BaseException:
-                event.wait()  # the flusher may be using what the job holds: the writer lets go of it only after
-                raise
+            while not event.wait(0.1):  # in slices: Ctrl+C gets through
+                pass
         if job.error is not None:
             raise job.error
 
@@ -134,26 +124,14 @@ class GroupCommit:
             if more:
                 threading.Thread(target=self._flusher, name=self._name, daemon=True).start()
 
-    async def acommit(self, job: Job, let_go: Callable[[], None] | None = None) -> None:
-        """`commit` for async code: awaits the job on this event loop (no thread of its own). When it raises (the
-        job failed, or the task was cancelled while it waited), `let_go` runs on this event loop once the flusher
-        is done with the job."""
+    async def acommit(self, job: Job) -> None:
+        """`commit` for async code: awaits the job on this event loop (no thread of its own)."""
         job._loop = loop = asyncio.get_running_loop()
         job._future = future = loop.create_future()
-        try:
-            self._enqueue(job)
-        except BaseException:
-            if let_go is not None:
-                let_go()
-            raise
-        try:
-            await future
-            if job.error is not None:
-                raise job.error
-        except BaseException:
-            if let_go is not None:
-                job._when_done(let_go)
-            raise
+        self._enqueue(job)
+        await future
+        if job.error is not None:
+            raise job.error
 
     def _enqueue(self, job: Job) -> None:
         job.context = contextvars.copy_context()
@@ -188,28 +166,6 @@ class GroupCommit:
                 if job.error is None:
                     job.error = _own_copy(error)
         _wake_writers(group)
-
-
-def _wake_writers(group: list[Job]) -> None:
-    """Wake the writers of a flushed group: sync ones through their events, async ones with one call per event
-    loop (one wake-up of the loop for the whole group, where a call per job would make the flusher and the loop
-    take turns at the interpreter lock once per job)."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[Job]] = {}
-    for job in group:
-        if job._event is not None:
-            job._event.set()
-        elif job._loop is not None:
-            by_loop.setdefault(job._loop, []).append(job)
-    for loop, jobs in by_loop.items():
-        try:
-            loop.call_soon_threadsafe(_settle_all, jobs)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
-
-
-def _settle_all(jobs: list[Job]) -> None:
-    for job in jobs:
-        job._settle()
 
 
 def _own_copy(error: BaseException) -> BaseException:
