@@ -51,7 +51,6 @@ class Job:
         return fn(*args) if self.context is None else self.context.run(fn, *args)
 
 
-
 def _wake_writers(group: list[Job]) -> None:
     """Wake the writers of a flushed group: sync ones through their events, async ones with one call per event
     loop (one wake-up of the loop for the whole group, where a call per job would make the flusher and the loop
