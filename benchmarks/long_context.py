@@ -62,18 +62,11 @@ def conversation(size: int) -> list[Message]:
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The fake provider server in a subprocess (so its work is not this process's), and its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "servers" / "provider.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT / "tests",
-        env={"PYTHONPATH": str(ROOT / "tests") + ":" + str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    return proc, url
+    """The fake provider server in a subprocess, and its URL."""
+    sys.path.append(str(ROOT / "tests"))
+    from servers.provider import start_in_subprocess
+
+    return start_in_subprocess()
 
 
 class Pauses:

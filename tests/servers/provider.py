@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -556,10 +559,24 @@ class ProviderServer:
         return anthropic_stream()
 
 
+def start_in_subprocess() -> tuple[subprocess.Popen[str], str]:
+    """This server in a process of its own (so that its work is not the measured process's), and its URL; it
+    stops when its stdin is closed. For benchmarks."""
+    tests = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tests,
+        env={"PYTHONPATH": f"{tests}:{tests.parent / 'src'}", "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
 def _serve_until_stdin_closes() -> None:
     """`python tests/servers/provider.py`: serve on a free port, print the URL, stop when stdin closes."""
-    import sys
-
     srv = ProviderServer(record=False).start()
     print(srv.url, flush=True)
     sys.stdin.read()
