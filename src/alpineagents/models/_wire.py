@@ -51,11 +51,12 @@ class TextSink:
     """Hands each streamed text chunk to `on_text` (if any) and remembers an exception it raised, so that the
     adapter lets that very exception leave unwrapped, whatever its type."""
 
-    __slots__ = ("on_text", "error")
+    __slots__ = ("on_text", "error", "opened")
 
     def __init__(self, on_text: OnText | None) -> None:
         self.on_text = on_text
         self.error: BaseException | None = None
+        self.opened = False  # the stream's response began (a failure after it is a failure mid-reply)
 
     def __call__(self, text: str) -> None:
         if self.on_text is not None:

@@ -451,6 +451,7 @@ class Anthropic(SDKClients, Model):
         sink = TextSink(on_text)
         try:
             with client.messages.stream(**kwargs) as stream:
+                sink.opened = True
                 for chunk in stream.text_stream:
                     sink(chunk)
                 final, complete = _final_message_sync(stream)
@@ -478,6 +479,7 @@ class Anthropic(SDKClients, Model):
         sink = TextSink(on_text)
         try:
             async with client.messages.stream(**kwargs) as stream:
+                sink.opened = True
                 async for chunk in stream.text_stream:
                     sink(chunk)
                 final, complete = await _final_message_async(stream)
@@ -503,6 +505,8 @@ class Anthropic(SDKClients, Model):
             raise _Rejected(error) from None
         if isinstance(error, ValueError) and _BAD_TOOL_JSON not in str(error):
             raise error
+        if sink.opened and isinstance(error, _sdk().APIConnectionError) and error.__cause__ is not None:
+            error = error.__cause__  # newer SDKs wrap a transport error of a started stream: it failed mid-reply
         raise self._wrap(error) from error
 
     def _finished(self, final: Any, complete: bool) -> Reply:
