@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from alpineagents.store import Store
+from alpineagents.types import ToolResultEntry
+
 pytestmark = pytest.mark.timeout(400)  # real worker processes over real queues, on a 2-core machine
 
 TESTS = Path(__file__).resolve().parent
@@ -94,6 +97,16 @@ def mid_run(app, found) -> bool:  # noqa: ANN001 - the test application and a DB
     return "tool_result" in kinds and "stop" not in kinds
 
 
+def note_results(store: Store) -> list[tuple[str, str]]:
+    """`(the note's text, how the call ended)` of every `note` call saved in the store (the helpers' States)."""
+    found = []
+    for info in store.list():
+        for entry in store.load(info.id).history:
+            if isinstance(entry, ToolResultEntry) and entry.call.name == "note":
+                found.append((str(entry.call.args["text"]), entry.outcome.value))
+    return found
+
+
 def wait_all(setup: Setup, runs: list, timeout: float) -> list[str]:  # noqa: ANN001 - Run handles
     deadline = time.monotonic() + timeout
     try:
@@ -148,8 +161,14 @@ def test_a_worker_killed_mid_run_has_its_runs_taken_over_and_no_call_runs_twice(
     print(f"from the kill to the last run's end: {took:.1f} s")
     assert answers == [f"done: task {n}" for n in range(count)]
     notes = setup.notes()
-    assert sorted(notes) == sorted(f"task {n}" for n in range(count)), "a call is missing"
     assert set(notes.values()) == {1}, "a finished tool call ran twice"
+    # A `note` call the kill cut short (running, its result not yet saved) is closed when its run resumes, not run
+    # again: its note may be missing. Every other call's note is there.
+    cut = {text for text, outcome in note_results(app.workers.store) if outcome != "done"}
+    done = {text for text, outcome in note_results(app.workers.store) if outcome == "done"}
+    assert done <= set(notes) and set(notes) <= done | cut, "a call is missing"
+    assert done | cut == {f"task {n}" for n in range(count)}, "a run has no note call"
+    assert len(cut) <= holding[f"worker-{victim}"], "more calls were cut than runs the killed worker held"
     resumed = 0
     for n in range(count):  # every history loads: no gap, nothing damaged
         state = app.workers.store.load(f"task-{n}")
