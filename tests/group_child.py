@@ -1,11 +1,12 @@
 """A child process for the group-commit tests: States saved many times at once, each save acknowledged in a file.
 
-Usage: `python group_child.py KIND PATH ACKS THREADS SAVES [lone]`
+Usage: `python group_child.py KIND PATH ACKS THREADS SAVES [lone|creates]`
 
 KIND is `sqlite` or `file`, PATH the store's file or folder. THREADS threads (or, with `lone`, one thread) each
 save their own State `t{n}` SAVES times, one new message per save. After a save returns, the thread appends
 `t{n} {messages}` to the file ACKS and flushes it: a line there is a save point the store acknowledged (ACKS `-`:
-no acknowledgements). The process asks `access("/alpineagents-marker")` once before the first timed save and once
+no acknowledgements). Each State is created by a first save before the timed saves, or, with `creates`, by the
+first timed save. The process asks `access("/alpineagents-marker")` once before the first timed save and once
 after the last (markers strace can see), and prints `done` at the end.
 """
 
@@ -25,11 +26,13 @@ MARKER = "/alpineagents-marker"
 def main() -> None:
     kind, path, acks, threads, saves = sys.argv[1:6]
     lone = sys.argv[6:] == ["lone"]
+    creates = sys.argv[6:] == ["creates"]
     store = SQLiteStore(path) if kind == "sqlite" else FileStore(path)
     count = 1 if lone else int(threads)
     states = [State(id=f"t{n}", messages=[Message.user(f"t{n} message 0")]) for n in range(count)]
     for state in states:
-        store.save(state)  # the first save (a create) before the marker
+        if not creates:
+            store.save(state)  # the first save (a create) before the marker
     ack = None if acks == "-" else os.open(acks, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     start = threading.Barrier(count)
 

@@ -1045,6 +1045,71 @@ def test_file_store_saves_append_to_the_log(tmp_path: Path) -> None:
     assert not any(name.startswith(".") for name in os.listdir(tmp_path / "two"))
 
 
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_replaced_infos_leave_no_name_and_no_open_file_behind(tmp_path: Path) -> None:
+    # The old version of a replaced info loses its name at once; the descriptor that keeps its blocks until a
+    # background thread frees them is closed soon after, also when more saves come than may wait.
+    store = FileStore(tmp_path)
+    state = State(id="many", messages=[Message.user("0")])
+    store.save(state)
+    before = _open_descriptors()
+    for n in range(1, 400):
+        state.add_message(Message.user(str(n)))
+        store.save(state)
+        assert sorted(os.listdir(tmp_path / "many")) == ["info.json", "log.jsonl"]
+    deadline = time.monotonic() + 20
+    while _open_descriptors() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _open_descriptors() <= before
+    assert texts(store.load("many")) == [str(n) for n in range(400)]
+
+
+_TOPDIR = 0x00020000  # FS_TOPDIR_FL, what `chattr +T` sets
+
+
+def _flags(path: Path, add: int = 0) -> int | None:
+    """The file attributes of a folder (what `lsattr -d` shows), after adding `add`; None where the file
+    system has none or refuses the change."""
+    import array
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        flags = array.array("i", [0])
+        fcntl.ioctl(fd, 0x80086601, flags, True)  # FS_IOC_GETFLAGS
+        if add:
+            flags[0] |= add
+            fcntl.ioctl(fd, 0x40086602, flags, True)  # FS_IOC_SETFLAGS
+            fcntl.ioctl(fd, 0x80086601, flags, True)
+        return flags[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def test_a_root_the_store_creates_spreads_its_folders_and_a_given_root_is_left_alone(tmp_path: Path) -> None:
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    probed = _flags(probe, add=_TOPDIR)
+    if probed is None or not probed & _TOPDIR:
+        pytest.skip("this file system does not take the hint (not ext4)")
+    made = tmp_path / "made" / "runs"
+    FileStore(made).save(State(id="a", messages=[Message.user("hi")]))
+    assert (_flags(made) or 0) & _TOPDIR
+    assert not (_flags(tmp_path / "made") or 0) & _TOPDIR  # only the root: not the parents it made
+    given = tmp_path / "given"
+    given.mkdir()
+    flags = _flags(given)
+    FileStore(given).save(State(id="b", messages=[Message.user("hi")]))
+    assert _flags(given) == flags
+    assert texts(FileStore(made).load("a")) == texts(FileStore(given).load("b")) == ["hi"]
+
+
 def test_write_refuses_existing_ids_missing_ids_and_gaps(store: Store, tmp_path: Path) -> None:
     state = State(id="x", messages=[Message.user("hi")])
     entries = [_serial.entry_to_dict(state.history[0], 0)]

@@ -356,7 +356,7 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
 class _FileWrite(Job):
     """One `FileStore.write` waiting for its group commit, and what its flush has done so far."""
 
-    __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "known")
+    __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "known", "new")
 
     def __init__(self, state_id: str, entries: Entries, info_bytes: bytes, create: bool) -> None:
         super().__init__()
@@ -368,6 +368,7 @@ class _FileWrite(Job):
         self.key: str | None = None
         self.fd: int | None = None
         self.known: tuple[int, int] = (0, 0)
+        self.new: files.NewFolder | None = None  # a new State's folder, until it is renamed into place
 
 
 class FileStore(Store):
@@ -463,17 +464,19 @@ class FileStore(Store):
         return _FileWrite(state_id, entries, json_line(check_write("FileStore.write()", entries, info)), create)
 
     def _flush(self, group: Sequence[Job]) -> None:
-        """Write a group commit's jobs: append every log, flush the appended logs in one pass, then replace each
-        info (after its log is on disk, so an info never describes entries its log lacks). A new State's folder is
-        made whole and flushed on its own. A job that fails gets its error; the others go on."""
+        """Write a group commit's jobs: append every log (a new State's folder is built whole under a temporary
+        name), flush the appended logs in one pass, then replace each info (after its log is on disk, so an info
+        never describes entries its log lacks) and rename each new folder into place, whose names one flush of
+        the root makes durable. A job that fails gets its error; the others go on."""
         jobs = [job for job in group if isinstance(job, _FileWrite)]
         try:
             for job in jobs:
                 job.run(self._begin, job)
             self._flush_logs([job for job in jobs if job.error is None and job.fd is not None])
             for job in jobs:
-                if job.error is None and not job.create:
+                if job.error is None:
                     job.run(self._end, job)
+            self._flush_root([job for job in jobs if job.create and job.error is None])
         finally:
             for job in jobs:
                 job.run(self._release, job)
@@ -496,29 +499,43 @@ class FileStore(Store):
                 job.error = error
 
     def _begin(self, job: _FileWrite) -> None:
-        """Take the job's locks; make a new State's folder, or append the lines the log lacks (not yet flushed)."""
+        """Take the job's locks; build a new State's folder, or append the lines the log lacks (not yet
+        flushed)."""
         job.lock = self._lock(job.state_id)
         job.lock.acquire()
         try:
             if job.create:
-                self._create(job.state_id, job.entries, job.info_bytes)
+                self._build(job)
             else:
                 self._append(job)
         except Exception as error:  # this job's own failure: the group goes on without it
             job.error = error
 
-    def _create(self, state_id: str, entries: Entries, info_bytes: bytes) -> None:
-        new = entries_to_add(state_id, self, entries, 0, lambda start, end: {})
+    def _build(self, job: _FileWrite) -> None:
+        new = entries_to_add(job.state_id, self, job.entries, 0, lambda start, end: {})
         data = log_bytes(new)
-        release = files.create_folder(self._root, state_id, data, info_bytes, self)
-        key = self._key(state_id)
+        job.new = files.build_folder(self._root, job.state_id, data, job.info_bytes, self)
+        job.fd = job.new.log_fd
+        job.known = (len(new), len(data))
+
+    def _place(self, job: _FileWrite, new: files.NewFolder) -> None:
+        """After the log's flush: rename a new State's folder into place and hold its writer lock."""
+        job.new = None  # placed, or abandoned by a failed rename
+        release = files.place_folder(self._root, job.state_id, new, self)
+        key = job.key = self._key(job.state_id)
         drop_lock(key)  # a lock left from a State of this id that another process deleted
         hold_lock(key, lambda: release)
-        self._known[state_id] = (len(new), len(data))
+        self._known[job.state_id] = job.known
+
+    def _flush_root(self, created: builtins.list[_FileWrite]) -> None:
+        """Make the names of the folders a group placed durable: one flush of the root for all of them."""
+        if not created:
+            return
         try:
-            files.fsync_dir(self._root)  # the new folder's name is durable too
-        finally:
-            settle_lock(key)
+            files.fsync_dir(self._root)
+        except OSError as error:
+            for job in created:
+                job.error = error
 
     def _append(self, job: _FileWrite) -> None:
         state_id = job.state_id
@@ -548,8 +565,12 @@ class FileStore(Store):
         job.known = (have, size)
 
     def _end(self, job: _FileWrite) -> None:
-        """After the log's flush: remember where the log ends, and replace the info."""
+        """After the log's flush: place a new State's folder, or remember where the log ends and replace the
+        info."""
         try:
+            if job.new is not None:
+                self._place(job, job.new)
+                return
             self._known[job.state_id] = job.known
             files.replace_file(self._root / job.state_id, files.INFO, job.info_bytes)
         except Exception as error:
@@ -559,6 +580,9 @@ class FileStore(Store):
         if job.fd is not None:
             os.close(job.fd)
             job.fd = None
+        if job.new is not None:  # built, never placed (its flush failed)
+            files.abandon_folder(job.new)
+            job.new = None
         if job.key is not None:
             settle_lock(job.key)
         if job.lock is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._stores.batch import already_saved_error, not_saved_error
+from alpineagents._stores.closer import close_later
 from alpineagents._stores.damage import check_reaches_info, damaged_error
 from alpineagents._stores.lines import parse_all, parse_each
 from alpineagents._stores.locks import Release, locked_error
@@ -34,7 +35,10 @@ __all__ = [
     "replace_file",
     "fsync_dir",
     "lock_folder",
-    "create_folder",
+    "NewFolder",
+    "build_folder",
+    "place_folder",
+    "abandon_folder",
     "log_size",
     "recount",
     "log_lines",
@@ -165,10 +169,16 @@ def replace_file(folder: str | os.PathLike[str], name: str, data: bytes) -> None
         except OSError:
             pass
         raise
+    try:  # the temporary name now holds the old content: keep it open while it loses its name
+        old = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        old = -1
     try:
-        os.unlink(temp)  # now the old content
+        os.unlink(temp)
     except OSError:
         pass
+    if old >= 0:
+        close_later(old)  # its blocks are freed off the save's path (see _stores/closer.py)
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -210,37 +220,106 @@ def lock_folder(folder: Path, state_id: str, store: object) -> Release:
     return lambda: os.close(fd)
 
 
-def create_folder(root: Path, state_id: str, log: bytes, info: bytes, store: object) -> Release:
-    """Make the complete folder of a new State (both files) under a temporary name, locked, then rename it into
-    place: all or nothing, never replacing another State. What it returns releases the lock.
+def make_root(root: Path) -> None:
+    """Create the store's root (and its parents), marked as the top of separate folder trees where the file
+    system takes that hint (ext4's `chattr +T`).
 
-    Raises:
-        ValueError: The State's folder exists (also when it appears meanwhile).
+    The mark makes ext4 spread the State folders made in the root over the disk, as it does for home folders,
+    where it would otherwise pack them together. Files are then made near their own folder, so the inodes that
+    replaced infos free and the next ones reuse are spread too. On ext4 without a journal, making a file skips,
+    one by one, the free inodes of its block group that were deleted in the last seconds (or minutes): with every
+    State packed in one group, each save point's new info paid for every info that the fleet replaced lately
+    (0.3-0.5 ms a file at 2,000 saves a second on the machine where this was measured). Elsewhere the call fails
+    and nothing changes. A root that exists already is left as it is.
     """
     root.mkdir(parents=True, exist_ok=True)
-    final = root / state_id
-    if os.path.lexists(final):
-        raise already_saved_error(state_id, store)
-    temp = root / f".new-{state_id}-{os.urandom(6).hex()}"
-    os.mkdir(temp, 0o700)
-    fd = -1
     try:
-        fd = os.open(temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        _flock(fd)
-        write_file(temp / LOG, log, append=False)
-        replace_file(temp, INFO, info)
-        try:
-            os.rename(temp, final)
-        except OSError as error:
-            if os.path.lexists(final):
-                raise already_saved_error(state_id, store) from error
-            raise
+        import array
+        import fcntl
+
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (ImportError, OSError):
+        return
+    try:
+        flags = array.array("i", [0])
+        fcntl.ioctl(fd, _GET_FLAGS, flags, True)
+        flags[0] |= _TOPDIR_FLAG
+        fcntl.ioctl(fd, _SET_FLAGS, flags, True)
+    except OSError:  # not ext4, or not allowed: the hint is only a hint
+        pass
+    finally:
+        os.close(fd)
+
+
+_GET_FLAGS = 0x80086601  # FS_IOC_GETFLAGS
+_SET_FLAGS = 0x40086602  # FS_IOC_SETFLAGS
+_TOPDIR_FLAG = 0x00020000  # FS_TOPDIR_FL, what `chattr +T` sets
+
+
+class NewFolder:
+    """A new State's folder, built under a temporary name and locked, waiting for its log's flush before it is
+    renamed into place. `log_fd` is its log, appended but not flushed (the caller flushes and closes it)."""
+
+    __slots__ = ("temp", "lock_fd", "log_fd")
+
+    def __init__(self, temp: Path) -> None:
+        self.temp = temp
+        self.lock_fd = -1
+        self.log_fd = -1
+
+
+def build_folder(root: Path, state_id: str, log: bytes, info: bytes, store: object) -> NewFolder:
+    """Make the complete folder of a new State (both files) under a temporary name, locked; its log is not yet
+    flushed. `place_folder` renames it into place once it is; `abandon_folder` removes it.
+
+    Raises:
+        ValueError: The State's folder exists.
+    """
+    if not os.path.isdir(root):
+        make_root(root)
+    if os.path.lexists(root / state_id):
+        raise already_saved_error(state_id, store)
+    new = NewFolder(root / f".new-{state_id}-{os.urandom(6).hex()}")
+    os.mkdir(new.temp, 0o700)
+    try:
+        new.lock_fd = os.open(new.temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        _flock(new.lock_fd)
+        new.log_fd = append_unflushed(new.temp / LOG, log)
+        replace_file(new.temp, INFO, info)
     except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        shutil.rmtree(temp, ignore_errors=True)
+        if new.log_fd >= 0:
+            os.close(new.log_fd)
+        abandon_folder(new)
         raise
+    return new
+
+
+def place_folder(root: Path, state_id: str, new: NewFolder, store: object) -> Release:
+    """Rename a built folder, its log flushed, to the State's name: all or nothing, never replacing another
+    State (the folder is abandoned when the rename fails). What it returns releases the lock. The caller makes
+    the new name durable (`fsync_dir` of the root, once for all the folders a group placed).
+
+    Raises:
+        ValueError: The State's folder appeared meanwhile.
+    """
+    final = root / state_id
+    try:
+        os.rename(new.temp, final)
+    except OSError as error:
+        abandon_folder(new)
+        if os.path.lexists(final):
+            raise already_saved_error(state_id, store) from error
+        raise
+    fd, new.lock_fd = new.lock_fd, -1
     return lambda: os.close(fd)
+
+
+def abandon_folder(new: NewFolder) -> None:
+    """Remove a built folder that was not placed (its log descriptor is the caller's to close)."""
+    if new.lock_fd >= 0:
+        os.close(new.lock_fd)
+        new.lock_fd = -1
+    shutil.rmtree(new.temp, ignore_errors=True)
 
 
 def log_size(folder: Path, state_id: str, store: object) -> int:
