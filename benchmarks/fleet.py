@@ -5,8 +5,10 @@ Run: `.venv/bin/python benchmarks/fleet.py` (`--runs 1000`, `--turns 5`, `--stor
 Each run has `turns` turns (an async tool call each, then the answer) against a model that awaits 10 ms per
 request. For each store it prints the wall time of all runs at once, the ratio to the same runs without a store,
 and the number of save points that wrote something. Count the flushes to disk with strace:
-`strace -f -c -e trace=fsync,fdatasync .venv/bin/python benchmarks/fleet.py --stores sqlite`. It then times one
-lone durable run (µs per turn above the model's time): what a run pays with nobody to share a flush with.
+`strace -f -c -e trace=fsync,fdatasync,syncfs .venv/bin/python benchmarks/fleet.py --stores sqlite`. It then times one
+lone durable run (µs per turn above the model's time): what a run pays with nobody to share a flush with. The
+first lines name the file system the stores write to: on ext4 without a journal, or with online discard, each save
+point of `FileStore` costs more (see docs/stores.md).
 """
 
 from __future__ import annotations
@@ -105,6 +107,29 @@ def lone(kind: str, folder: Path, turns: int) -> float:
     return (took - (turns + 1) * MODEL_SECONDS) / (turns + 1) * 1e6
 
 
+def describe_disk(folder: Path) -> str:
+    """The file system the stores write to, with what changes their cost: on ext4 without a journal every new file
+    steps over the inodes freed lately, and with online discard freeing a file waits for the disk."""
+    try:
+        mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return "unknown (no /proc/mounts)"
+    where = str(folder.resolve())
+    found = max(
+        (m for m in mounts if len(m) >= 4 and (where == m[1] or where.startswith(m[1].rstrip("/") + "/"))),
+        key=lambda m: len(m[1]),
+        default=None,
+    )
+    if found is None:
+        return "unknown"
+    device, point, kind, options = found[:4]
+    traits = ["online discard" if "discard" in options.split(",") else "no online discard"]
+    journal = Path("/sys/fs/ext4") / Path(device).name / "journal_task"
+    if kind == "ext4" and journal.exists():
+        traits.insert(0, "no journal" if journal.read_text().strip() == "<none>" else "with a journal")
+    return f"{kind} on {device} at {point} ({', '.join(traits)})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=1000)
@@ -115,6 +140,7 @@ def main() -> None:
     print(
         f"{options.runs} arun() at once, {options.turns} tool turns + the answer each, model {MODEL_SECONDS * 1e3:.0f} ms"
     )
+    print(f"disk: {describe_disk(Path(tempfile.gettempdir()))}")
     baseline = None
     for kind in kinds:
         folder = Path(tempfile.mkdtemp(prefix="alpineagents-fleet-"))
