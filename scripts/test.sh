@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Install alpineagents with its test tools in ./.venv, then lint, type-check and run the tests.
-# The run viewer's tests drive Debian's chromium through Playwright: when it is missing and this script runs as
-# root, it is installed here (as another user, install it first: sudo apt-get install chromium).
+# The run viewer's tests drive Debian's chromium through Playwright, and the group-commit tests count flushes with
+# strace: when either is missing and this script runs as root, it is installed here (as another user, install them
+# first: sudo apt-get install chromium strace; without strace those tests are skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
-if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "== installing chromium (Debian package) for the viewer's browser tests"
+missing=""
+[ -x /usr/bin/chromium ] || missing="$missing chromium"
+command -v strace >/dev/null || missing="$missing strace"
+if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "== installing$missing (Debian packages) for the viewer's browser tests and the flush-count tests"
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 echo "== ruff"
 .venv/bin/ruff check src tests benchmarks examples docs/examples
