@@ -27,6 +27,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
+import importlib.util  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
@@ -39,26 +40,27 @@ sys.path.append(str(ROOT / "src"))  # last: an installed or PYTHONPATH alpineage
 
 import alpineagents  # noqa: E402
 from alpineagents.models import Anthropic, Model, OpenAICompatible, OpenAIResponses  # noqa: E402
-from alpineagents.types import Message, Request, TextBlock, ToolCall, ToolResultBlock, ToolSpec  # noqa: E402
+from alpineagents.types import Message, Request, ToolSpec  # noqa: E402
 
-SPECS = (
-    ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
-    ToolSpec("search", "Search the code", {"type": "object", "properties": {"q": {"type": "string"}}}),
-)
+
+def _models_benchmark() -> Any:
+    """`models.py` of this folder, whose synthetic conversation this benchmark grows."""
+    spec = importlib.util.spec_from_file_location("benchmarks_models", Path(__file__).with_name("models.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_MODELS = _models_benchmark()
+SPECS: tuple[ToolSpec, ...] = _MODELS.SPECS
 OWN_LIMIT_US = 1000.0
 
 
 def conversation(size: int) -> list[Message]:
-    """`size` messages: the user asks, then the assistant calls a tool and its result comes back, over and over."""
-    out: list[Message] = [Message.user("Find the bug in the parser and fix it. " * 4)]
-    turn = 0
-    while len(out) < size:
-        turn += 1
-        call = ToolCall("read_file", {"path": f"src/module_{turn}.py", "options": {"lines": [1, 200]}}, f"call_{turn}")
-        out.append(Message("assistant", (TextBlock(f"Let me look at module {turn}. " * 3), call)))
-        body = f"def f{turn}(x):\n    return x * {turn}\n" * 12
-        out.append(Message("user", (ToolResultBlock(call.id, body, "read_file"),)))
-    return out[:size]
+    """`size` messages: the user asks, then the assistant calls a tool and its result comes back, over and over
+    (`models.py`'s conversation)."""
+    return list(_MODELS.context(size).messages)
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:

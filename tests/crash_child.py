@@ -152,19 +152,9 @@ def make_store(job: dict[str, Any]) -> Store:
 
 def _patch_store() -> None:
     """Hooks inside the stores' writes, for the points in the middle of a write."""
-    write_file = files.write_file
-
-    def torn_write_file(path: Any, data: bytes, *, append: bool) -> None:
-        if _reached("log_write"):
-            cut = max(1, len(data) // 2)
-            with open(path, "ab" if append else "wb") as f:
-                f.write(data[:cut])
-            _die()
-        write_file(path, data, append=append)
-
     append_unflushed = files.append_unflushed
 
-    def torn_append(path: Any, data: bytes) -> int:  # an append of a group commit (flushed after)
+    def torn_append(path: Any, data: bytes) -> int:  # every log write: a new State's log too (flushed after)
         if _reached("log_write"):
             cut = max(1, len(data) // 2)
             with open(path, "ab") as f:
@@ -178,7 +168,6 @@ def _patch_store() -> None:
         point("info_replace")
         replace_file(folder, name, data)
 
-    files.write_file = torn_write_file
     files.append_unflushed = torn_append
     files.replace_file = replace_info
     sqlite_store = store_module.SQLiteStore  # pyright: ignore[reportAttributeAccessIssue]
