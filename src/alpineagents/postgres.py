@@ -493,12 +493,12 @@ class PostgresStore(Store):
             OSError: The database could not be reached; nothing of this write is kept (send it again).
         """
         check_id(state_id, "PostgresStore.write()")
-        checked = batch.check_write("PostgresStore.write()", entries, info)
+        encoded, checked = batch.check_write("PostgresStore.write()", entries, info)
         name = self._lock_name(state_id)
         self._hold(name, state_id)
         try:
             for attempt in (1, 2):
-                if self._again_if_lost(lambda again: self._write(state_id, entries, checked, create, again)):
+                if self._again_if_lost(lambda again: self._write(state_id, encoded, checked, create, again)):
                     return
                 if attempt == 2:
                     raise locks.locked_error(state_id, self)
@@ -506,7 +506,7 @@ class PostgresStore(Store):
                 locks.drop_lock(name)
                 self._hold(name, state_id)
         finally:
-            locks.settle_lock(name)
+            locks.settle_lock(name, locks.SAVING.get())
 
     def _again_if_lost(self, action: Callable[[bool], _T]) -> _T:
         """`action(False)`; when its connection was lost (a killed session, a restarted server), `action(True)` on
@@ -519,9 +519,7 @@ class PostgresStore(Store):
             self.close()  # the idle connections are most likely gone too
             return action(True)
 
-    def _write(
-        self, state_id: str, entries: Sequence[dict[str, Any]], info: dict[str, Any], create: bool, again: bool
-    ) -> bool:
+    def _write(self, state_id: str, entries: batch.Lines, info: dict[str, Any], create: bool, again: bool) -> bool:
         """One transaction; False (nothing written) when this process no longer holds the State's lock. `again`:
         this is the same write sent again after a lost connection, so a create may find its own first attempt."""
         info_text = lines.json_line(info).decode()
@@ -555,7 +553,7 @@ class PostgresStore(Store):
                 if new:
                     conn.cursor().executemany(
                         self._q("INSERT INTO {schema}.entries (state_id, seq, line) VALUES (%s, %s, %s)"),
-                        [(state_id, entry["seq"], lines.json_line(entry).decode()) for entry in new],
+                        [(state_id, seq, line.decode()) for seq, line in enumerate(new, have)],
                     )
                 conn.execute(
                     self._q("UPDATE {schema}.states SET count = %s, info = %s, updated = %s WHERE id = %s"),
@@ -565,8 +563,8 @@ class PostgresStore(Store):
         return True
 
     def _new_entries(
-        self, conn: psycopg.Connection[Any], state_id: str, entries: Sequence[dict[str, Any]], have: int
-    ) -> builtins.list[Mapping[str, Any]]:
+        self, conn: psycopg.Connection[Any], state_id: str, entries: batch.Lines, have: int
+    ) -> tuple[bytes, ...]:
         """The entries the database lacks; those it has must be the very same (a batch sent again)."""
 
         def saved_lines(start: int, end: int) -> dict[int, str]:

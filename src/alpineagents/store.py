@@ -34,9 +34,9 @@ from alpineagents._async import blocks_event_loop, run_in_thread
 from alpineagents._history.decode import entries_from_dicts
 from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
 from alpineagents._stores import files
-from alpineagents._stores.batch import check_write, entries_to_add
+from alpineagents._stores.batch import Lines, check_write, entries_to_add
 from alpineagents._stores.group import GroupCommit, Job
-from alpineagents._stores.lines import json_line, log_bytes
+from alpineagents._stores.lines import json_line, log_bytes, log_text
 from alpineagents._stores.locks import SAVING, at_fork_in_child, drop_lock, hold_lock, settle_lock
 from alpineagents._stores.locks import StateLockedError as StateLockedError  # alpineagents.store.StateLockedError
 from alpineagents._stores.paths import check_path
@@ -140,6 +140,26 @@ _STORE_EXAMPLE = (
     "    async def awrite(self, state_id, entries, info, *, create=False): ...\n"
     "    async def aread(self, state_id): ..."
 )
+
+
+class _Writing:
+    """`Store._writing`: a plain class, where a generator-based context manager would make two objects that live
+    through each save point's wait."""
+
+    __slots__ = ("_store", "_state", "_end", "_token")
+
+    def __init__(self, store: Store, state: State, end: int) -> None:
+        self._store = store
+        self._state = state
+        self._end = end
+
+    def __enter__(self) -> None:
+        self._token = SAVING.set(self._state)
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
+        SAVING.reset(self._token)
+        if kind is None:
+            self._state._mark_saved(self._store, self._end)  # pyright: ignore[reportPrivateUsage]
 
 
 def _info_of(snap: StateSnapshot) -> dict[str, Any]:
@@ -261,16 +281,10 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
         entries = [entry_to_dict(entry, index) for index, entry in enumerate(new, start)]
         return create, entries, _info_of(snap), end
 
-    @contextlib.contextmanager
-    def _writing(self, state: State, end: int) -> Iterator[None]:
+    def _writing(self, state: State, end: int) -> _Writing:
         """Around the `write` of a batch: the stores tie their writer lock to `state` meanwhile; only when the
         write returned is the State marked saved (bound to this store, its entries up to `end` saved)."""
-        token = SAVING.set(state)
-        try:
-            yield
-        finally:
-            SAVING.reset(token)
-        state._mark_saved(self, end)  # pyright: ignore[reportPrivateUsage]
+        return _Writing(self, state, end)
 
     def save(self, state: State) -> None:
         """Write what this store does not have yet of `state`: its new history entries and its info.
@@ -305,7 +319,10 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
         if batch is not None:
             create, entries, info, end = batch
             with self._writing(state, end):
-                await self.awrite(state.id, entries, info, create=create)
+                write = self.awrite(state.id, entries, info, create=create)
+                # The stores encode the dicts before they wait: let them go now (fewer objects through the wait).
+                del batch, entries, info
+                await write
 
     def load(self, state_id: str) -> State:
         """Rebuild a saved State, ready to continue with `agent.run(state)`.
@@ -358,7 +375,7 @@ class _FileWrite(Job):
 
     __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "known", "new")
 
-    def __init__(self, state_id: str, entries: Entries, info_bytes: bytes, create: bool) -> None:
+    def __init__(self, state_id: str, entries: Lines, info_bytes: bytes, create: bool) -> None:
         super().__init__()
         self.state_id = state_id
         self.entries = entries
@@ -457,11 +474,14 @@ class FileStore(Store):
         if type(self).write is not FileStore.write:
             await super().awrite(state_id, entries, info, create=create)
             return
-        await self._group.acommit(self._job(state_id, entries, info, create))
+        job = self._job(state_id, entries, info, create)
+        del entries, info  # the job holds their encoded form (see Store.asave)
+        await self._group.acommit(job)
 
     def _job(self, state_id: str, entries: Entries, info: Info, create: bool) -> _FileWrite:
         check_id(state_id, "FileStore.write()")
-        return _FileWrite(state_id, entries, json_line(check_write("FileStore.write()", entries, info)), create)
+        lines, checked = check_write("FileStore.write()", entries, info)
+        return _FileWrite(state_id, lines, json_line(checked), create)
 
     def _flush(self, group: Sequence[Job]) -> None:
         """Write a group commit's jobs: append every log (a new State's folder is built whole under a temporary
@@ -471,15 +491,15 @@ class FileStore(Store):
         jobs = [job for job in group if isinstance(job, _FileWrite)]
         try:
             for job in jobs:
-                job.run(self._begin, job)
+                self._begin(job)
             self._flush_logs([job for job in jobs if job.error is None and job.fd is not None])
             for job in jobs:
                 if job.error is None:
-                    job.run(self._end, job)
+                    self._end(job)
             self._flush_root([job for job in jobs if job.create and job.error is None])
         finally:
             for job in jobs:
-                job.run(self._release, job)
+                self._release(job)
 
     @staticmethod
     def _flush_logs(appended: builtins.list[_FileWrite]) -> None:
@@ -513,7 +533,7 @@ class FileStore(Store):
 
     def _build(self, job: _FileWrite) -> None:
         new = entries_to_add(job.state_id, self, job.entries, 0, lambda start, end: {})
-        data = log_bytes(new)
+        data = log_text(new)
         job.new = files.build_folder(self._root, job.state_id, data, job.info_bytes, self)
         job.fd = job.new.log_fd
         job.known = (len(new), len(data))
@@ -539,8 +559,8 @@ class FileStore(Store):
 
     def _append(self, job: _FileWrite) -> None:
         state_id = job.state_id
-        folder = self._root / state_id
-        log = folder / files.LOG
+        folder = os.path.join(self._root, state_id)  # str paths: pathlib's joins cost more than the file work here
+        log = os.path.join(folder, files.LOG)
         key = self._key(state_id)
         hold_lock(key, lambda: files.lock_folder(folder, state_id, self))
         job.key = key
@@ -557,7 +577,7 @@ class FileStore(Store):
             return dict(enumerate(every[start:end], start))
 
         new = entries_to_add(state_id, self, job.entries, have, saved_lines)
-        data = log_bytes(new)
+        data = log_text(new)
         if data:
             self._known.pop(state_id, None)
             job.fd = files.append_unflushed(log, data)
@@ -572,7 +592,7 @@ class FileStore(Store):
                 self._place(job, job.new)
                 return
             self._known[job.state_id] = job.known
-            files.replace_file(self._root / job.state_id, files.INFO, job.info_bytes)
+            files.replace_file(os.path.join(self._root, job.state_id), files.INFO, job.info_bytes)
         except Exception as error:
             job.error = error
 
@@ -584,7 +604,7 @@ class FileStore(Store):
             files.abandon_folder(job.new)
             job.new = None
         if job.key is not None:
-            settle_lock(job.key)
+            settle_lock(job.key, job.saving)
         if job.lock is not None:
             job.lock.release()
             job.lock = None

@@ -199,7 +199,7 @@ def _flock(fd: int) -> None:
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
-def lock_folder(folder: Path, state_id: str, store: object) -> Release:
+def lock_folder(folder: str | os.PathLike[str], state_id: str, store: object) -> Release:
     """Take the writer lock of an existing State folder; what it returns releases it.
 
     Raises:
@@ -329,18 +329,18 @@ def abandon_folder(new: NewFolder) -> None:
     shutil.rmtree(new.temp, ignore_errors=True)
 
 
-def log_size(folder: Path, state_id: str, store: object) -> int:
+def log_size(folder: str, state_id: str, store: object) -> int:
     """The size of the State's log (0 when it has none).
 
     Raises:
         LookupError: The State's folder does not exist.
         ValueError: The log is a folder.
     """
-    log = folder / LOG
+    log = os.path.join(folder, LOG)
     try:
         found = os.stat(log)
     except FileNotFoundError:
-        if not folder.is_dir():
+        if not os.path.isdir(folder):
             raise not_saved_error(state_id, store) from None
         return 0
     if stat.S_ISDIR(found.st_mode):
@@ -348,11 +348,11 @@ def log_size(folder: Path, state_id: str, store: object) -> int:
     return found.st_size
 
 
-def recount(log: Path, size: int) -> tuple[int, int, list[bytes] | None]:
+def recount(log: str, size: int) -> tuple[int, int, list[bytes] | None]:
     """`(count, size, lines)` of the complete lines of the log, cutting off (and flushing) a torn last line."""
     if size == 0:
         return 0, 0, None
-    data = log.read_bytes()
+    data = Path(log).read_bytes()
     end = data.rfind(b"\n") + 1
     if end < len(data):
         fd = os.open(log, os.O_WRONLY | os.O_CLOEXEC)
@@ -365,9 +365,9 @@ def recount(log: Path, size: int) -> tuple[int, int, list[bytes] | None]:
     return len(lines), end, lines
 
 
-def log_lines(log: Path) -> list[bytes]:
+def log_lines(log: str) -> list[bytes]:
     """The complete lines of the log, without their `"\\n"`."""
-    data = log.read_bytes()
+    data = Path(log).read_bytes()
     return data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
 
 
@@ -375,7 +375,7 @@ def log_lines(log: Path) -> list[bytes]:
 # Reading, listing, deleting
 
 
-def _a_folder(state_id: str, path: Path) -> ValueError:
+def _a_folder(state_id: str, path: str | os.PathLike[str]) -> ValueError:
     return damaged_error(state_id, f"{path} is a folder, not a file")
 
 

@@ -20,12 +20,12 @@ their event loop, so an async run's save point needs no thread of its own.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import copy
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+
+from alpineagents._stores.locks import SAVING
 
 __all__ = ["GroupCommit", "Job"]
 
@@ -34,21 +34,18 @@ _IDLE_SECONDS = 1.0
 
 
 class Job:
-    """One write waiting for a group commit. `flush` sets `error` for a job that failed on its own."""
+    """One write waiting for a group commit, made in the writer's thread. `saving` is the State being saved then
+    (the store ties its writer lock to it, on whichever thread flushes the job). `flush` sets `error` for a job
+    that failed on its own."""
 
-    __slots__ = ("error", "context", "_event", "_loop", "_future")
+    __slots__ = ("error", "saving", "_event", "_loop", "_future")
 
     def __init__(self) -> None:
         self.error: BaseException | None = None
-        self.context: contextvars.Context | None = None  # the writer's, once its job is handed to the flusher
+        self.saving = SAVING.get()
         self._event: threading.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._future: asyncio.Future[None] | None = None
-
-    def run(self, fn: Callable[..., Any], /, *args: Any) -> Any:
-        """`fn(*args)` in the writer's context (what it knows, e.g. the State being saved), on whichever thread
-        flushes the job."""
-        return fn(*args) if self.context is None else self.context.run(fn, *args)
 
 
 def _wake_writers(group: list[Job]) -> None:
@@ -133,7 +130,6 @@ class GroupCommit:
             raise job.error
 
     def _enqueue(self, job: Job) -> None:
-        job.context = contextvars.copy_context()
         with self._wake:
             self._queued.append(job)
             if self._flushing:

@@ -12,9 +12,13 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["json_line", "log_bytes", "parse_all", "parse_each"]
+__all__ = ["json_line", "log_bytes", "log_text", "parse_all", "parse_each"]
 
 _DICT = {dict}
+
+# One encoder of each kind, made once: `json.dumps` with options builds a new one at every call.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
 def json_line(value: Any) -> bytes:
@@ -25,21 +29,19 @@ def json_line(value: Any) -> bytes:
         TypeError: A value is not JSON.
     """
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        return _COMPACT.encode(value).encode()
     except UnicodeEncodeError:  # a lone surrogate: ASCII escapes read back as the same string
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode()
+        return _ASCII.encode(value).encode()
+
+
+def log_text(lines: Sequence[bytes]) -> bytes:
+    """The log bytes of these `json_line`s: each one `"\\n"`-terminated."""
+    return b"".join(line + b"\n" for line in lines)
 
 
 def log_bytes(entries: Sequence[Mapping[str, Any]]) -> bytes:
-    """The log bytes of these entry dicts: one `json_line` each, `"\\n"`-terminated (one encode for the whole
-    batch)."""
-    if not entries:
-        return b""
-    try:
-        text = "\n".join(json.dumps(e, ensure_ascii=False, separators=(",", ":"), allow_nan=False) for e in entries)
-        return text.encode() + b"\n"
-    except UnicodeEncodeError:
-        return b"".join(json_line(e) + b"\n" for e in entries)
+    """The log bytes of these entry dicts: one `json_line` each, `"\\n"`-terminated."""
+    return log_text([json_line(entry) for entry in entries])
 
 
 def parse_all(array: str | bytes, count: int) -> list[Any] | None:

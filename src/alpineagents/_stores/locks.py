@@ -113,9 +113,9 @@ def hold_lock(key: str, acquire: Callable[[], Release]) -> None:
             _HOLDS.pop(oldest).release()
 
 
-def settle_lock(key: str) -> None:
-    """After a write: tie the lock to the State being saved, or let it go when no State is being saved."""
-    state = SAVING.get()
+def settle_lock(key: str, state: State | None) -> None:
+    """After a write: tie the lock to `state`, the State being saved (`SAVING` when the write was made), or let it
+    go when no State was being saved."""
     with _HOLDS_LOCK:
         _let_go_unclaimed()
         hold = _HOLDS.get(key)

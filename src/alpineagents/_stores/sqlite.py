@@ -31,7 +31,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._serial import time_from_str
-from alpineagents._stores.batch import already_saved_error, check_write, entries_to_add, not_saved_error
+from alpineagents._stores.batch import Lines, already_saved_error, check_write, entries_to_add, not_saved_error
 from alpineagents._stores.damage import check_count
 from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, parse_all, parse_each
@@ -67,7 +67,7 @@ class _Write(Job):
 
     __slots__ = ("state_id", "entries", "info", "create", "key")
 
-    def __init__(self, state_id: str, entries: Entries, info: tuple[str, str | None], create: bool, key: str) -> None:
+    def __init__(self, state_id: str, entries: Lines, info: tuple[str, str | None], create: bool, key: str) -> None:
         super().__init__()
         self.state_id = state_id
         self.entries = entries
@@ -300,12 +300,14 @@ class SQLiteStore(Store):
         if type(self).write is not SQLiteStore.write:
             await super().awrite(state_id, entries, info, create=create)
             return
-        await self._group.acommit(self._job(state_id, entries, info, create, "SQLiteStore.write()"))
+        job = self._job(state_id, entries, info, create, "SQLiteStore.write()")
+        del entries, info  # the job holds their encoded form (see Store.asave)
+        await self._group.acommit(job)
 
     def _job(self, state_id: str, entries: Entries, info: Info, create: bool, where: str) -> _Write:
         check_id(state_id, where)
-        info = check_write(where, entries, info)
-        return _Write(state_id, entries, (json_line(info).decode(), _sort_key(info)), create, self._key(state_id))
+        lines, checked = check_write(where, entries, info)
+        return _Write(state_id, lines, (json_line(checked).decode(), _sort_key(checked)), create, self._key(state_id))
 
     def _flush(self, group: Sequence[Job]) -> None:
         """Write every job of a group commit in one transaction: one flush of the journal for all of them. In a
@@ -327,8 +329,8 @@ class SQLiteStore(Store):
                     raise
                 jobs[0].error = error
             finally:
-                for job in held:  # in the writer's context, which knows the State being saved
-                    job.run(settle_lock, job.key)
+                for job in held:  # each lock is tied to the State its job was saving
+                    settle_lock(job.key, job.saving)
 
     def _write_one(
         self, conn: sqlite3.Connection, job: _Write, held: builtins.list[_Write], *, savepoint: bool
@@ -350,7 +352,7 @@ class SQLiteStore(Store):
         conn.execute("RELEASE alpine_write")
 
     def _write(
-        self, conn: sqlite3.Connection, state_id: str, entries: Entries, info: tuple[str, str | None], create: bool
+        self, conn: sqlite3.Connection, state_id: str, entries: Lines, info: tuple[str, str | None], create: bool
     ) -> None:
         """Inside the write's transaction: the rows of the new entries, and the State's row (`info` is its text and
         its sort key)."""
@@ -369,7 +371,7 @@ class SQLiteStore(Store):
         if new:
             conn.executemany(
                 "INSERT INTO alpine_entries (state_id, seq, line) VALUES (?, ?, ?)",
-                [(state_id, entry["seq"], json_line(entry).decode()) for entry in new],
+                [(state_id, seq, line.decode()) for seq, line in enumerate(new, have)],
             )
         conn.execute(
             "INSERT INTO alpine_states (id, count, info, updated) VALUES (?, ?, ?, ?)"
