@@ -65,16 +65,17 @@ def entries_to_add(
     `saved_lines(start, end)` gives the stored JSON lines by `seq` for `start <= seq < end`; it is called only when
     the write carries entries the store has.
     """
-    seqs = entries.seqs
+    seqs, lines = entries.seqs, entries.lines
     if seqs and seqs[0] < have:
         saved = saved_lines(seqs[0], have)
         check_overlap(state_id, store, entries, have, lambda seq: saved.get(seq, "null"))
-    new = [index for index, seq in enumerate(seqs) if seq >= have]
-    for offset, index in enumerate(new):
-        if seqs[index] != have + offset:
-            first = seqs[new[0]]
-            raise ValueError(f"history entries for {state_id!r} start at seq {first}, but {store!r} has {have}")
-    return tuple(entries.lines[index] for index in new)
+    if seqs and min(seqs) < have:  # keep only what the store lacks
+        keep = [index for index, seq in enumerate(seqs) if seq >= have]
+        seqs, lines = tuple(seqs[index] for index in keep), tuple(lines[index] for index in keep)
+    for offset, seq in enumerate(seqs):
+        if seq != have + offset:
+            raise ValueError(f"history entries for {state_id!r} start at seq {seqs[0]}, but {store!r} has {have}")
+    return lines
 
 
 def check_overlap(state_id: str, store: object, entries: Lines, have: int, saved: Callable[[int], bytes | str]) -> None:
