@@ -171,13 +171,13 @@ def _patch_store() -> None:
     files.append_unflushed = torn_append
     files.replace_file = replace_info
     sqlite_store = store_module.SQLiteStore  # pyright: ignore[reportAttributeAccessIssue]
-    write_rows = sqlite_store._write
+    write_rows = sqlite_store._write_one
 
-    def rows_then_point(self: Any, *args: Any) -> None:
-        write_rows(self, *args)
+    def rows_then_point(self: Any, *args: Any, **kwargs: Any) -> None:
+        write_rows(self, *args, **kwargs)  # the save point's rows are in the transaction, not yet committed
         point("sqlite_txn")
 
-    sqlite_store._write = rows_then_point  # pyright: ignore[reportAttributeAccessIssue]
+    sqlite_store._write_one = rows_then_point  # pyright: ignore[reportAttributeAccessIssue]
 
     new_entries = PostgresStore._new_entries  # pyright: ignore[reportPrivateUsage]
 

@@ -9,15 +9,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -263,3 +266,57 @@ def test_a_fleet_of_more_states_than_the_lock_table_used_to_hold_keeps_every_loc
             store.save(state)
     assert taken == []
     assert texts(store.load("f599")) == ["0", "1", "2"]
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_save_points_that_fail_inside_a_group_fail_alone(tmp_path: Path) -> None:
+    """In one group: a save point whose rows the database refuses ("b": a stray row where its next entry goes, so
+    the group is written again with a savepoint per save point) and one that fails its own checks ("d": a gap)
+    each get their error; the others of the group are written, once."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    states = {name: State(id=name, messages=[Message.user(f"{name} 0")]) for name in "abce"}
+    for state in states.values():
+        store.save(state)
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as db, db:
+        count = db.execute("SELECT count FROM alpine_states WHERE id = 'b'").fetchone()[0]
+        db.execute("INSERT INTO alpine_entries (state_id, seq, line) VALUES ('b', ?, '{}')", (count,))
+    record = store.read("c")
+    assert record is not None
+    for state in states.values():
+        state.add_message(Message.user(f"{state.id} 1"))
+    results: dict[str, BaseException | None] = {}
+
+    def save(name: str) -> None:
+        try:
+            if name == "d":  # a write with a gap: "c" has fewer entries than this one starts at
+                store.write("c", [{"seq": len(record.entries) + 3, "kind": "message"}], record.info)
+            else:
+                store.save(states[name])
+            results[name] = None
+        except BaseException as error:  # noqa: BLE001 - checked below
+            results[name] = error
+
+    group = store._group  # pyright: ignore[reportPrivateUsage]
+    with store._mutex:  # pyright: ignore[reportPrivateUsage] - the first writer flushes alone and waits here
+        first = threading.Thread(target=save, args=("e",))
+        first.start()
+        _wait_until(lambda: group._flushing)  # pyright: ignore[reportPrivateUsage]
+        others = [threading.Thread(target=save, args=(name,)) for name in "abd"]
+        for thread in others:
+            thread.start()
+        _wait_until(lambda: len(group._queued) == 3)  # pyright: ignore[reportPrivateUsage] - one group of three
+    for thread in (first, *others):
+        thread.join(timeout=30)
+    assert results.get("a", "missing") is None and results.get("e", "missing") is None, results
+    assert isinstance(results["b"], ValueError) and "damaged" in str(results["b"]), results
+    assert isinstance(results["d"], ValueError) and "start at seq" in str(results["d"]), results
+    assert texts(store.load("a")) == ["a 0", "a 1"]
+    assert texts(store.load("e")) == ["e 0", "e 1"]
+    again = store.read("c")
+    assert again is not None and again.entries == record.entries

@@ -954,13 +954,13 @@ def test_sqlite_a_failed_transaction_keeps_nothing(tmp_path: Path, monkeypatch: 
     store = SQLiteStore(tmp_path / "r.db")
     state = State(id="h", messages=[Message.user("hi")])
     store.save(state)
-    real = SQLiteStore._write  # pyright: ignore
+    real = SQLiteStore._write_one  # pyright: ignore
 
-    def failing(self: Any, conn: Any, *args: Any) -> None:
-        real(self, conn, *args)
+    def failing(self: Any, conn: Any, *args: Any, **kwargs: Any) -> None:
+        real(self, conn, *args, **kwargs)  # the job's rows are written, then the transaction fails
         raise OSError("failed at the end of the transaction")
 
-    monkeypatch.setattr(SQLiteStore, "_write", failing)
+    monkeypatch.setattr(SQLiteStore, "_write_one", failing)
     state.add_message(Message.user("more"))
     with pytest.raises(OSError):
         store.save(state)
@@ -1985,8 +1985,8 @@ def test_a_forked_child_is_not_stuck_on_a_guard_a_parent_thread_held_at_the_fork
         original = files.append_unflushed  # where an append writes the log (a group commit flushes it after)
         monkeypatch.setattr(files, "append_unflushed", blocking)
     else:
-        original = SQLiteStore._write  # pyright: ignore[reportPrivateUsage]
-        monkeypatch.setattr(SQLiteStore, "_write", blocking)
+        original = SQLiteStore._write_one  # pyright: ignore[reportPrivateUsage]
+        monkeypatch.setattr(SQLiteStore, "_write_one", blocking)
     busy.add_message(Message.user("more"))
     writer = threading.Thread(target=store.save, args=(busy,))
     writer.start()

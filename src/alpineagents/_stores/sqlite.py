@@ -76,6 +76,10 @@ class _Write(Job):
         self.key = key
 
 
+class _Refused(Exception):
+    """A job's rows were refused in a group written without savepoints: the group is written again with them."""
+
+
 _LOCK_FILES: dict[str, int] = {}  # lock file path -> the one descriptor this process keeps open on it
 _LOCK_FILES_GUARD = threading.Lock()
 
@@ -310,56 +314,98 @@ class SQLiteStore(Store):
         return _Write(state_id, lines, (json_line(checked).decode(), _sort_key(checked)), create, self._key(state_id))
 
     def _flush(self, group: Sequence[Job]) -> None:
-        """Write every job of a group commit in one transaction: one flush of the journal for all of them. In a
-        group, a job that fails its own checks is rolled back to its savepoint and gets its error; the others are
-        kept. A lone job needs no savepoint: its transaction is rolled back."""
+        """Write every job of a group commit in one transaction: one flush of the journal for all of them.
+
+        A job that fails its own checks (all made before it writes a row) gets its error; the others are kept. A
+        job whose rows the database then refuses (rare: a damaged database) would leave part of its write in the
+        transaction, so the whole group is rolled back and written again with a savepoint per job, which lets only
+        that job fail. (Savepoints for every group would cost two more statements per save point.) A lone job
+        needs no savepoint: its transaction is rolled back.
+        """
         jobs = [job for job in group if isinstance(job, _Write)]
-        lone = len(jobs) == 1
         held: builtins.list[_Write] = []
         with self._mutex:
             try:
                 with self._errors():
                     conn = self._connect(create=True)
                     assert conn is not None
-                    with self._transaction(conn, "BEGIN IMMEDIATE"):
+                    try:
+                        self._write_group(conn, jobs, held, savepoints=False)
+                    except _Refused:
                         for job in jobs:
-                            self._write_one(conn, job, held, savepoint=not lone)
+                            job.error = None
+                        held.clear()
+                        self._write_group(conn, jobs, held, savepoints=True)
             except Exception as error:
-                if not lone:
+                if len(jobs) > 1:
                     raise
                 jobs[0].error = error
             finally:
                 for job in held:  # each lock is tied to the State its job was saving
                     settle_lock(job.key, job.saving)
 
+    def _write_group(
+        self, conn: sqlite3.Connection, jobs: builtins.list[_Write], held: builtins.list[_Write], *, savepoints: bool
+    ) -> None:
+        lone = len(jobs) == 1
+        with self._transaction(conn, "BEGIN IMMEDIATE"):
+            for job in jobs:
+                if savepoints:
+                    conn.execute("SAVEPOINT alpine_write")
+                try:
+                    self._write_one(conn, job, held, savepoint=savepoints)
+                except Exception as error:
+                    if savepoints:  # this job's own failure: the group goes on without it
+                        conn.execute("ROLLBACK TO alpine_write")
+                        job.error = error
+                    elif lone:
+                        raise
+                    else:
+                        raise _Refused from error
+                if savepoints:
+                    conn.execute("RELEASE alpine_write")
+
     def _write_one(
         self, conn: sqlite3.Connection, job: _Write, held: builtins.list[_Write], *, savepoint: bool
     ) -> None:
-        if not savepoint:
-            hold_lock(job.key, lambda: self._acquire(job.state_id))
-            held.append(job)
-            self._write(conn, job.state_id, job.entries, job.info, job.create)
-            return
-        conn.execute("SAVEPOINT alpine_write")
+        """One job inside the group's transaction: its checks (a failure there is its own error, with nothing
+        written), then its rows (a failure there is raised)."""
         try:
             with self._errors():
                 hold_lock(job.key, lambda: self._acquire(job.state_id))
                 held.append(job)
-                self._write(conn, job.state_id, job.entries, job.info, job.create)
-        except Exception as error:  # this job's own failure: the group goes on without it
-            conn.execute("ROLLBACK TO alpine_write")
+                have, new = self._lacking(conn, job)
+        except Exception as error:
             job.error = error
-        conn.execute("RELEASE alpine_write")
+            return
+        with self._errors():
+            if new:
+                conn.executemany(
+                    "INSERT INTO alpine_entries (state_id, seq, line) VALUES (?, ?, ?)",
+                    [(job.state_id, seq, line.decode()) for seq, line in enumerate(new, have)],
+                )
+            conn.execute(
+                "INSERT INTO alpine_states (id, count, info, updated) VALUES (?, ?, ?, ?)"
+                if job.create
+                else "UPDATE alpine_states SET count = ?, info = ?, updated = ? WHERE id = ?",
+                (job.state_id, have + len(new), *job.info)
+                if job.create
+                else (have + len(new), *job.info, job.state_id),
+            )
 
-    def _write(
-        self, conn: sqlite3.Connection, state_id: str, entries: Lines, info: tuple[str, str | None], create: bool
-    ) -> None:
-        """Inside the write's transaction: the rows of the new entries, and the State's row (`info` is its text and
-        its sort key)."""
+    def _lacking(self, conn: sqlite3.Connection, job: _Write) -> tuple[int, tuple[bytes, ...]]:
+        """Inside the write's transaction, reading only: how many entries the database has for the State, and the
+        lines of the job that it lacks.
+
+        Raises:
+            ValueError: A new State's id is saved already; the entries leave a gap or differ from saved ones.
+            LookupError: The State is no longer saved.
+        """
+        state_id = job.state_id
         row = conn.execute("SELECT count FROM alpine_states WHERE id = ?", (state_id,)).fetchone()
-        if create and row is not None:
+        if job.create and row is not None:
             raise already_saved_error(state_id, self)
-        if not create and row is None:
+        if not job.create and row is None:
             raise not_saved_error(state_id, self)
         have = 0 if row is None else row[0]
 
@@ -367,18 +413,7 @@ class SQLiteStore(Store):
             query = "SELECT seq, {} FROM alpine_entries WHERE state_id = ? AND seq >= ? AND seq < ?"
             return dict(_texts(conn, query, "line", (state_id, start, end)))
 
-        new = entries_to_add(state_id, self, entries, have, saved_lines)
-        if new:
-            conn.executemany(
-                "INSERT INTO alpine_entries (state_id, seq, line) VALUES (?, ?, ?)",
-                [(state_id, seq, line.decode()) for seq, line in enumerate(new, have)],
-            )
-        conn.execute(
-            "INSERT INTO alpine_states (id, count, info, updated) VALUES (?, ?, ?, ?)"
-            if create
-            else "UPDATE alpine_states SET count = ?, info = ?, updated = ? WHERE id = ?",
-            (state_id, have + len(new), *info) if create else (have + len(new), *info, state_id),
-        )
+        return have, entries_to_add(state_id, self, job.entries, have, saved_lines)
 
     def read(self, state_id: str) -> Record | None:
         """The saved entries and info of `state_id` (one consistent read), or `None`.
