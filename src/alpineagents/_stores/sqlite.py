@@ -353,7 +353,7 @@ class SQLiteStore(Store):
                 if savepoints:
                     conn.execute("SAVEPOINT alpine_write")
                 try:
-                    self._write_one(conn, job, held, savepoint=savepoints)
+                    self._write_one(conn, job, held)
                 except Exception as error:
                     if savepoints:  # this job's own failure: the group goes on without it
                         conn.execute("ROLLBACK TO alpine_write")
@@ -365,9 +365,7 @@ class SQLiteStore(Store):
                 if savepoints:
                     conn.execute("RELEASE alpine_write")
 
-    def _write_one(
-        self, conn: sqlite3.Connection, job: _Write, held: builtins.list[_Write], *, savepoint: bool
-    ) -> None:
+    def _write_one(self, conn: sqlite3.Connection, job: _Write, held: builtins.list[_Write]) -> None:
         """One job inside the group's transaction: its checks (a failure there is its own error, with nothing
         written), then its rows (a failure there is raised)."""
         try:
