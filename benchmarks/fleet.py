@@ -8,7 +8,8 @@ and the number of save points that wrote something. Count the flushes to disk wi
 `strace -f -c -e trace=fsync,fdatasync,syncfs .venv/bin/python benchmarks/fleet.py --stores sqlite`. It then times one
 lone durable run (µs per turn above the model's time): what a run pays with nobody to share a flush with. The
 first lines name the file system the stores write to: on ext4 without a journal, or with online discard, each save
-point of `FileStore` costs more (see docs/stores.md).
+point of `FileStore` costs more (see docs/stores.md). Under each store's time, the CPU the process spent on it, in
+user space and in the kernel: `FileStore`'s kernel share is the file system's work per save point.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -147,11 +149,17 @@ def main() -> None:
         try:
             store = make_store(kind, folder)
             writes = count_writes(store) if store is not None else [0]
+            before = resource.getrusage(resource.RUSAGE_SELF)
             took = asyncio.run(fleet(store, options.runs, options.turns))
+            after = resource.getrusage(resource.RUSAGE_SELF)
             if kind == "none":
                 baseline = took
             ratio = f", {took / baseline:.1f}x the runs without a store" if baseline and kind != "none" else ""
             print(f"  {kind:>6}: {took:6.2f} s{ratio}; {writes[0]} save points written")
+            print(
+                f"          CPU of the process (all its threads): {after.ru_utime - before.ru_utime:.2f} s in Python "
+                f"and user space, {after.ru_stime - before.ru_stime:.2f} s in the kernel"
+            )
             if kind != "none":
                 shutil.rmtree(folder, ignore_errors=True)
                 folder.mkdir()
