@@ -1068,6 +1068,50 @@ def test_replaced_infos_leave_no_name_and_no_open_file_behind(tmp_path: Path) ->
     assert texts(store.load("many")) == [str(n) for n in range(400)]
 
 
+def _delalloc(path: Path) -> bool | None:
+    """Whether a file has data whose blocks the file system has not allocated yet (delayed allocation, reported by
+    the `FS_IOC_FIEMAP` ioctl without asking it to flush first); None where the file system cannot tell."""
+    import fcntl
+    import struct
+
+    header, extent = "=QQIIII", "=QQQQQI12x"  # struct fiemap, struct fiemap_extent
+    room = 8
+    request = bytearray(struct.pack(header, 0, 2**64 - 1, 0, 0, room, 0) + bytes(struct.calcsize(extent) * room))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, 0xC020660B, request, True)  # FS_IOC_FIEMAP
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    mapped = struct.unpack_from(header, request)[3]
+    flags = [
+        struct.unpack_from(extent, request, struct.calcsize(header) + i * struct.calcsize(extent))[5]
+        for i in range(mapped)
+    ]
+    return any(flag & 0x4 for flag in flags)  # FIEMAP_EXTENT_DELALLOC
+
+
+def test_a_replaced_info_is_allocated_before_its_rename_so_a_power_loss_cannot_leave_it_empty(
+    tmp_path: Path,
+) -> None:
+    # The info is not flushed on its own. Its blocks are allocated before it gets its name (a new State's first
+    # info too), so that ext4 commits the name only after the data: after a power loss info.json is the old or the
+    # new one. A name that reached the disk before the data would leave an empty info.json, which no load can read.
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"x")
+    if not _delalloc(probe):
+        pytest.skip("this file system does not delay allocation, or cannot tell (not ext4 with delalloc)")
+    store = FileStore(tmp_path / "runs")
+    state = State(id="a", messages=[Message.user("0")])
+    store.save(state)
+    assert _delalloc(tmp_path / "runs" / "a" / "info.json") is False
+    for n in range(1, 4):
+        state.add_message(Message.user(str(n)))
+        store.save(state)
+        assert _delalloc(tmp_path / "runs" / "a" / "info.json") is False
+
+
 _TOPDIR = 0x00020000  # FS_TOPDIR_FL, what `chattr +T` sets
 
 

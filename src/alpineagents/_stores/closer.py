@@ -1,11 +1,11 @@
 """Closing the last descriptor of a replaced file on a background thread.
 
-When `info.json` is replaced, its old version is unlinked. The file system frees the old file's blocks when its
+When `info.json` is replaced, its old version loses its name. The file system frees the old file's blocks when its
 last reference goes, and on a file system mounted with online discard (common on cloud disks) freeing blocks waits
 for the device to acknowledge the discard: 0.1-0.5 ms per file on the machine where this was measured, paid at
-every save point. So the store opens the old version before unlinking it (the name disappears at once, as before)
-and hands that descriptor here: the blocks are freed when a background thread closes it, while the save point
-returns. Nothing a reader or a crash can see changes: the old version has no name either way.
+every save point. So the store opens the old version before it renames the new one over it (the name changes at
+once, as before) and hands that descriptor here: the blocks are freed when a background thread closes it, while
+the save point returns. Nothing a reader or a crash can see changes: the old version has no name either way.
 
 At most `_MOST_PENDING` descriptors wait; beyond that the caller closes its own, so that a disk slower than the
 saves cannot run the process out of descriptors.

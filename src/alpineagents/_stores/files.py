@@ -1,7 +1,7 @@
 """The disk work of `FileStore`: one folder per State, holding `log.jsonl` and `info.json`.
 
 Durability: an append is flushed (one `fdatasync` of the log) before the write returns; the info is replaced whole
-(written aside, then swapped in) and not flushed on its own, so it may be one save behind after a crash but never
+(written aside, then renamed over the old one) and not flushed on its own, so it may be one save behind after a crash but never
 describes entries the log lacks. A State folder appears complete (built under a temporary name starting with `.`,
 then renamed) and disappears in one step (renamed aside, then removed). A last line torn by a crash is ignored by
 reads and cut off (flushed) by the next write. The writer lock of a State is `flock` on its folder.
@@ -123,62 +123,51 @@ def flush_file_system(fd: int) -> bool:
     return True
 
 
-_EXCHANGE: list[Any] = []  # [renameat2] once looked up; [None] where it is missing
-
-
-def _exchange(temp: str, target: str) -> bool:
-    """Swap `temp` and `target` in one atomic step (Linux `renameat2(RENAME_EXCHANGE)`); False where unsupported.
-
-    Replacing a file by renaming over it makes ext4 start writing the new file out at once (its `auto_da_alloc`
-    heuristic), which costs more than the flush of the log; an exchange does not.
-    """
-    if not _EXCHANGE:
-        try:
-            import ctypes  # only here: most programs never replace a file
-
-            function = ctypes.CDLL(None, use_errno=True).renameat2
-            function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-            function.restype = ctypes.c_int
-            _EXCHANGE.append(function)
-        except (AttributeError, OSError):
-            _EXCHANGE.append(None)
-    function = _EXCHANGE[0]
-    if function is None:
-        return False
-    at_cwd, rename_exchange = -100, 2
-    return function(at_cwd, os.fsencode(temp), at_cwd, os.fsencode(target), rename_exchange) == 0
-
-
 def replace_file(folder: str | os.PathLike[str], name: str, data: bytes) -> None:
-    """Write `data` to a temporary file in `folder`, then put it in place of `name` in one atomic step (a reader
-    sees the old or the new file, never a mix); not flushed."""
+    """Write `data` to a temporary file in `folder`, then rename it over `name` in one atomic step (a reader sees
+    the old or the new file, never a mix); not flushed.
+
+    The new file's blocks are allocated before the rename (its write-out is started at once), so that a crash of
+    the machine cannot leave the name on an empty file: on ext4 in its default (ordered) mode the journal then
+    commits the rename only after the data, and a later flush of the log or of the file system carries it too.
+    Without that, a file system that delays allocation could commit the new name first. (ext4 does this by itself
+    when a file is renamed over an existing one, its `auto_da_alloc`, but not for a new State's first info.) The
+    old version is opened before the rename, so that its blocks are freed when a background thread closes it, not
+    during the rename (see _stores/closer.py).
+    """
     temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}")
     target = os.path.join(folder, name)
+    old = -1
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             _write_all(fd, data)
+            _start_write_out(fd)
         finally:
             os.close(fd)
-        if not _exchange(temp, target):  # no old file, or no exchange here
-            os.replace(temp, target)
-            return
+        try:
+            old = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:  # no old file yet (a new State's folder)
+            old = -1
+        os.replace(temp, target)
     except BaseException:
+        if old >= 0:
+            os.close(old)
         try:
             os.unlink(temp)
         except OSError:
             pass
         raise
-    try:  # the temporary name now holds the old content: keep it open while it loses its name
-        old = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        old = -1
-    try:
-        os.unlink(temp)
-    except OSError:
-        pass
     if old >= 0:
-        close_later(old)  # its blocks are freed off the save's path (see _stores/closer.py)
+        close_later(old)  # its blocks are freed off the save's path
+
+
+def _start_write_out(fd: int) -> None:
+    """Start writing the file's data to disk without waiting for it (Linux: `POSIX_FADV_DONTNEED` starts the
+    write-out of dirty pages, which allocates their blocks); nothing where the call is missing."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is not None:
+        advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
