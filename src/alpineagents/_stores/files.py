@@ -1,8 +1,8 @@
 """The disk work of `FileStore`: one folder per State, holding `log.jsonl` and `info.json`.
 
 Durability: an append is flushed (one `fdatasync` of the log) before the write returns; the info is replaced whole
-(written aside, then renamed over the old one) and not flushed on its own, so it may be one save behind after a crash but never
-describes entries the log lacks. A State folder appears complete (built under a temporary name starting with `.`,
+(written aside, its blocks allocated, then renamed over the old one) and not flushed on its own, so it may be one
+save behind after a crash but is never empty and never describes entries the log lacks. A State folder appears complete (built under a temporary name starting with `.`,
 then renamed) and disappears in one step (renamed aside, then removed). A last line torn by a crash is ignored by
 reads and cut off (flushed) by the next write. The writer lock of a State is `flock` on its folder.
 """
