@@ -2,9 +2,10 @@
 
 Durability: an append is flushed (one `fdatasync` of the log) before the write returns; the info is replaced whole
 (written aside, its blocks allocated, then renamed over the old one) and not flushed on its own, so it may be one
-save behind after a crash but is never empty and never describes entries the log lacks. A State folder appears complete (built under a temporary name starting with `.`,
-then renamed) and disappears in one step (renamed aside, then removed). A last line torn by a crash is ignored by
-reads and cut off (flushed) by the next write. The writer lock of a State is `flock` on its folder.
+save behind after a crash but is never empty and never describes entries the log lacks. A State folder appears
+complete (built under a temporary name starting with `.`, then renamed) and disappears in one step (renamed aside,
+then removed). A last line torn by a crash is ignored by reads and cut off (flushed) by the next write. The writer
+lock of a State is `flock` on its folder.
 """
 
 from __future__ import annotations
