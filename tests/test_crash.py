@@ -7,6 +7,9 @@ record is ignored and repaired, a tool call whose result was saved never runs ag
 proves it), a call that was running gets the unknown result, and the resumed run finishes. A transaction cut off
 before its commit (SQLite, Postgres) leaves nothing; a Postgres save point committed just before the kill is kept,
 though the dead process never learned of it.
+
+A power loss (the last test) is a journaled ext4 of the test's own, in a file mounted through a loop device, copied
+while mounted: every State loads from the copy with every acknowledged entry, and no `info.json` is left empty.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from alpineagents import _serial
 from alpineagents.postgres import PostgresStore
 from alpineagents.state import STOPPED_WAITING, UNSAVED_RESULT, State
 from alpineagents.store import FileStore, Store
+from alpineagents.types import Message
 
 CHILD = Path(__file__).with_name("crash_child.py")
 SQLiteStore = store_module.SQLiteStore
@@ -216,3 +220,68 @@ def test_a_run_killed_at_any_point_resumes_without_losing_or_rerunning_anything(
         assert text.endswith("\n")
         for line in text.split("\n")[:-1]:
             json.loads(line)
+
+
+# --- a power loss ------------------------------------------------------------------------------------------------
+#
+# A machine that loses power keeps only what reached its disk. The test gives FileStore a disk of its own: a small
+# journaled ext4 (the common Linux default, ordered mode) in a file, mounted through a loop device. A copy of that
+# file taken while it is mounted holds exactly what the file system has sent to its disk so far, so mounting the
+# copy is mounting the disk after a power loss at that moment (the journal is replayed as it would be at boot).
+
+
+def _mounted(image: Path, where: Path) -> None:
+    where.mkdir()
+    subprocess.run(["mount", "-o", "loop", str(image), str(where)], check=True, capture_output=True, timeout=60)
+
+
+def _unmount(where: Path) -> None:
+    """Unmount, at once even while something still holds a file there (then the kernel finishes when it lets go)."""
+    if subprocess.run(["umount", str(where)], capture_output=True, timeout=60).returncode != 0:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=60)
+
+
+def _save_and_lose_power(root: Path, image: Path, crashes: list[Path]) -> list[str]:
+    """Save ten new States (`crashes[0]`: the disk as a power loss then would leave it), then twice more each
+    (`crashes[1]`). Each save is acknowledged: its log is on the disk; the infos are not flushed on their own. The
+    States and their writer locks (open folders on that disk) are gone when this returns."""
+    store = FileStore(root)
+    states = [State(id=f"s{n}", messages=[Message.user("first")]) for n in range(10)]
+    for text, crash in (("first", crashes[0]), ("second", None), ("third", crashes[1])):
+        for state in states:
+            if text != "first":
+                state.add_message(Message.user(text))
+            store.save(state)
+        if crash is not None:  # the power goes now: the disk holds what has reached it
+            subprocess.run(["cp", "--sparse=always", str(image), str(crash)], check=True, timeout=60)
+    return [state.id for state in states]
+
+
+def test_a_power_loss_right_after_saves_keeps_every_state_loadable_with_what_was_acknowledged(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a file system of its own needs root")
+    image, disk = tmp_path / "disk.img", tmp_path / "disk"
+    image.write_bytes(b"")
+    os.truncate(image, 64 * 1024 * 1024)
+    try:
+        subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True, timeout=60)
+        _mounted(image, disk)
+    except (OSError, subprocess.SubprocessError) as error:
+        pytest.skip(f"no journaled ext4 on a loop device here ({error})")
+    crashes = [tmp_path / "crash-after-create.img", tmp_path / "crash-later.img"]
+    try:
+        ids = _save_and_lose_power(disk / "runs", image, crashes)
+    finally:
+        _unmount(disk)
+    for crash, saved in zip(crashes, (["first"], ["first", "second", "third"]), strict=True):
+        after = tmp_path / crash.stem
+        _mounted(crash, after)  # the journal is replayed, as at boot
+        try:
+            survivor = FileStore(after / "runs")
+            for state_id in ids:
+                info = json.loads((after / "runs" / state_id / "info.json").read_bytes())  # never an empty file
+                assert info["first_message"] == "first"
+                assert [m.text for m in survivor.load(state_id).messages] == saved  # every acknowledged entry
+            assert sorted(i.id for i in survivor.list()) == sorted(ids)
+        finally:
+            _unmount(after)
