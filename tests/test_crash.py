@@ -8,8 +8,9 @@ proves it), a call that was running gets the unknown result, and the resumed run
 before its commit (SQLite, Postgres) leaves nothing; a Postgres save point committed just before the kill is kept,
 though the dead process never learned of it.
 
-A power loss (the last test) is a journaled ext4 of the test's own, in a file mounted through a loop device, copied
-while mounted: every State loads from the copy with every acknowledged entry, and no `info.json` is left empty.
+A power loss (the last test, for FileStore and SQLiteStore) is a journaled ext4 of the test's own, in a file mounted
+through a loop device, copied while mounted: every State loads from the copy with every acknowledged entry, and no
+`info.json` is left empty.
 """
 
 from __future__ import annotations
@@ -241,11 +242,14 @@ def _unmount(where: Path) -> None:
         subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=60)
 
 
-def _save_and_lose_power(root: Path, image: Path, crashes: list[Path]) -> list[str]:
+def _power_loss_store(kind: str, disk: Path) -> Store:
+    return FileStore(disk / "runs") if kind == "file" else SQLiteStore(disk / "runs.db")
+
+
+def _save_and_lose_power(store: Store, image: Path, crashes: list[Path]) -> list[str]:
     """Save ten new States (`crashes[0]`: the disk as a power loss then would leave it), then twice more each
-    (`crashes[1]`). Each save is acknowledged: its log is on the disk; the infos are not flushed on their own. The
-    States and their writer locks (open folders on that disk) are gone when this returns."""
-    store = FileStore(root)
+    (`crashes[1]`). Each save is acknowledged: its entries are on the disk (a `FileStore` info is not flushed on its
+    own). The States and their writer locks (open files on that disk) are gone when this returns."""
     states = [State(id=f"s{n}", messages=[Message.user("first")]) for n in range(10)]
     for text, crash in (("first", crashes[0]), ("second", None), ("third", crashes[1])):
         for state in states:
@@ -257,7 +261,10 @@ def _save_and_lose_power(root: Path, image: Path, crashes: list[Path]) -> list[s
     return [state.id for state in states]
 
 
-def test_a_power_loss_right_after_saves_keeps_every_state_loadable_with_what_was_acknowledged(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+def test_a_power_loss_right_after_saves_keeps_every_state_loadable_with_what_was_acknowledged(
+    kind: str, tmp_path: Path
+) -> None:
     if os.geteuid() != 0:
         pytest.skip("mounting a file system of its own needs root")
     image, disk = tmp_path / "disk.img", tmp_path / "disk"
@@ -270,18 +277,26 @@ def test_a_power_loss_right_after_saves_keeps_every_state_loadable_with_what_was
         pytest.skip(f"no journaled ext4 on a loop device here ({error})")
     crashes = [tmp_path / "crash-after-create.img", tmp_path / "crash-later.img"]
     try:
-        ids = _save_and_lose_power(disk / "runs", image, crashes)
+        store = _power_loss_store(kind, disk)
+        ids = _save_and_lose_power(store, image, crashes)
+        if isinstance(store, SQLiteStore):
+            store.close()
+        del store
     finally:
         _unmount(disk)
     for crash, saved in zip(crashes, (["first"], ["first", "second", "third"]), strict=True):
         after = tmp_path / crash.stem
         _mounted(crash, after)  # the journal is replayed, as at boot
         try:
-            survivor = FileStore(after / "runs")
+            survivor = _power_loss_store(kind, after)
             for state_id in ids:
-                info = json.loads((after / "runs" / state_id / "info.json").read_bytes())  # never an empty file
-                assert info["first_message"] == "first"
+                if kind == "file":  # never an empty info.json
+                    assert (
+                        json.loads((after / "runs" / state_id / "info.json").read_bytes())["first_message"] == "first"
+                    )
                 assert [m.text for m in survivor.load(state_id).messages] == saved  # every acknowledged entry
             assert sorted(i.id for i in survivor.list()) == sorted(ids)
+            if isinstance(survivor, SQLiteStore):
+                survivor.close()
         finally:
             _unmount(after)
