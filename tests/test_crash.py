@@ -15,6 +15,7 @@ through a loop device, copied while mounted: every State loads from the copy wit
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -246,24 +247,33 @@ def _power_loss_store(kind: str, disk: Path) -> Store:
     return FileStore(disk / "runs") if kind == "file" else SQLiteStore(disk / "runs.db")
 
 
-def _save_and_lose_power(store: Store, image: Path, crashes: list[Path]) -> list[str]:
+def _save_and_lose_power(store: Store, image: Path, crashes: list[Path], *, at_once: bool) -> list[str]:
     """Save ten new States (`crashes[0]`: the disk as a power loss then would leave it), then twice more each
-    (`crashes[1]`). Each save is acknowledged: its entries are on the disk (a `FileStore` info is not flushed on its
-    own). The States and their writer locks (open files on that disk) are gone when this returns."""
+    (`crashes[1]`), one after another or all at once (`asave`s on one event loop: group commits). Each save is
+    acknowledged: its entries are on the disk (a `FileStore` info is not flushed on its own). The States and their
+    writer locks (open files on that disk) are gone when this returns."""
+
+    async def save_all() -> None:
+        await asyncio.gather(*(store.asave(state) for state in states))
+
     states = [State(id=f"s{n}", messages=[Message.user("first")]) for n in range(10)]
     for text, crash in (("first", crashes[0]), ("second", None), ("third", crashes[1])):
         for state in states:
             if text != "first":
                 state.add_message(Message.user(text))
-            store.save(state)
+            if not at_once:
+                store.save(state)
+        if at_once:
+            asyncio.run(save_all())
         if crash is not None:  # the power goes now: the disk holds what has reached it
             subprocess.run(["cp", "--sparse=always", str(image), str(crash)], check=True, timeout=60)
     return [state.id for state in states]
 
 
+@pytest.mark.parametrize("at_once", [False, True], ids=["one_by_one", "at_once"])
 @pytest.mark.parametrize("kind", ["file", "sqlite"])
 def test_a_power_loss_right_after_saves_keeps_every_state_loadable_with_what_was_acknowledged(
-    kind: str, tmp_path: Path
+    kind: str, at_once: bool, tmp_path: Path
 ) -> None:
     if os.geteuid() != 0:
         pytest.skip("mounting a file system of its own needs root")
@@ -278,7 +288,7 @@ def test_a_power_loss_right_after_saves_keeps_every_state_loadable_with_what_was
     crashes = [tmp_path / "crash-after-create.img", tmp_path / "crash-later.img"]
     try:
         store = _power_loss_store(kind, disk)
-        ids = _save_and_lose_power(store, image, crashes)
+        ids = _save_and_lose_power(store, image, crashes, at_once=at_once)
         if isinstance(store, SQLiteStore):
             store.close()
         del store
