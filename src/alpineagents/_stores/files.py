@@ -149,7 +149,7 @@ def replace_file(folder: str | os.PathLike[str], name: str, data: bytes) -> None
         try:
             old = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:  # no old file yet (a new State's folder)
-            old = -1
+            pass
         os.replace(temp, target)
     except BaseException:
         if old >= 0:
