@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install alpineagents with its test tools in ./.venv, then lint, type-check and run the tests.
-# The run viewer's tests drive Debian's chromium through Playwright, and the group-commit tests count flushes with
-# strace: when either is missing and this script runs as root, it is installed here (as another user, install them
-# first: sudo apt-get install chromium strace; without strace those tests are skipped).
+# The run viewer's tests drive Debian's chromium through Playwright, the group-commit tests count flushes with
+# strace, and the power-loss test makes a small ext4 disk with mkfs.ext4 (it mounts it, so it runs only as root):
+# when one is missing and this script runs as root, it is installed here (as another user, install them first:
+# sudo apt-get install chromium strace; without strace those tests are skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -10,8 +11,9 @@ python3 -m venv .venv
 missing=""
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
 command -v strace >/dev/null || missing="$missing strace"
+if [ "$(id -u)" = 0 ]; then command -v mkfs.ext4 >/dev/null || missing="$missing e2fsprogs"; fi
 if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "== installing$missing (Debian packages) for the viewer's browser tests and the flush-count tests"
+  echo "== installing$missing (Debian packages) for the browser, flush-count and power-loss tests"
   apt-get update -qq >/dev/null
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
