@@ -103,87 +103,117 @@ class Driver:
             assert state.snapshot() is before, f"{op} was refused but changed the State"
 
     def _apply(self, op: str, arg: Any) -> None:
-        state = self.state
-        pending = state.pending_calls
-        if op == "user":
-            state.add_message(Message.user(arg))
-        elif op == "notice":
-            state.add_message(Message.notice(arg))
-        elif op == "think":
-            state._begin_think("fake/fake")
-        elif op == "turn":
-            state._begin_think("fake/fake")
-            if arg:
-                self._apply("reply_calls", arg)
-            else:
-                self._apply("reply_text", "done")
-        elif op == "reply_text":
-            state._record_reply(Reply(Message.assistant(arg), Usage(requests=1, output_tokens=len(arg))))
-        elif op == "reply_calls":
-            calls = tuple(ToolCall("t", {"n": i}, self.call_id()) for i in range(arg))
-            content = (TextBlock("calling"), *calls)
-            reply = Reply(Message("assistant", content), Usage(requests=1, cost=0.01), context_tokens=100)
-            state._record_reply(reply)
-        elif op in ("result", "error_result"):
-            if pending:
-                call = pending[arg % len(pending)]
-                kind = ToolOutcomeKind.DONE if op == "result" else ToolOutcomeKind.ERROR
-                state._tool_result(call, f"out {call.id}", kind)
-                self.closed.append(call)
-            else:
-                state._tool_result(ToolCall("t", {}, "nope"), "x", ToolOutcomeKind.DONE)
-        elif op == "fail":
-            state._record_error(TimeoutError("timed out"))
-        elif op == "tool_error":
-            if pending:
-                state._record_error(RuntimeError("boom"), pending[arg % len(pending)])
-        elif op == "finish":
-            state.finish(arg)
-        elif op == "compact":
-            state.compact(arg)
-        elif op == "clear":
-            state.clear_tool_results(arg)
-        elif op == "edit":
-            key, value, delete = arg
-            with state.edit_extra_data() as data:
-                if delete:
-                    data.pop(key, None)
-                else:
-                    data[key] = value
-        elif op == "snapshot":
-            self.snapshots.append(state.snapshot())
-        elif op == "restore":
-            snap = self.snapshots[arg % len(self.snapshots)]
-            state.restore(snap)
-            check_restored(state, snap)
-        elif op == "run_start":
-            state._end_run()
-            state._start_run(None, AgentInfo(model="m"), parent=("p", "c") if arg else None)
-        elif op == "stop":
-            state._record_stop([None, StoppedByUntil("x"), StoppedByLimit(2)][arg])
-        elif op == "close":
-            self.closed.extend(state._close_pending(KeyboardInterrupt() if arg else TimeoutError()))
-        elif op == "late":
-            if self.closed:
-                state._late_result(self.closed[arg % len(self.closed)], "late out", ToolOutcomeKind.DONE)
-        elif op == "deny":
-            if pending:
-                state._stop_turn(pending[arg % len(pending)], "no", "DenyAll()")
-        elif op == "ask":
-            state._record_ask("q?", arg, Usage(requests=1))
-        elif op == "model_compact":
-            count, summary = arg
-            state._begin_compact()
-            try:
-                for i in range(count):
-                    state.add_message(Message.user(f"during {i}"))
-                state._compact_done(summary, Usage(requests=1, input_tokens=3))
-            finally:
-                state._end_compact()
-        elif op == "event":
-            from alpineagents.types import ModelEvent
+        getattr(self, f"_{op}")(arg)
 
-            state._record_model_event(ModelEvent("retry", "again"))
+    # One method per operation of the strategy above, named after it.
+
+    def _user(self, text: str) -> None:
+        self.state.add_message(Message.user(text))
+
+    def _notice(self, text: str) -> None:
+        self.state.add_message(Message.notice(text))
+
+    def _think(self, _: None) -> None:
+        self.state._begin_think("fake/fake")
+
+    def _turn(self, calls: int) -> None:
+        self.state._begin_think("fake/fake")
+        if calls:
+            self._reply_calls(calls)
+        else:
+            self._reply_text("done")
+
+    def _reply_text(self, text: str) -> None:
+        self.state._record_reply(Reply(Message.assistant(text), Usage(requests=1, output_tokens=len(text))))
+
+    def _reply_calls(self, count: int) -> None:
+        calls = tuple(ToolCall("t", {"n": i}, self.call_id()) for i in range(count))
+        content = (TextBlock("calling"), *calls)
+        reply = Reply(Message("assistant", content), Usage(requests=1, cost=0.01), context_tokens=100)
+        self.state._record_reply(reply)
+
+    def _result(self, index: int, kind: ToolOutcomeKind = ToolOutcomeKind.DONE) -> None:
+        pending = self.state.pending_calls
+        if pending:
+            call = pending[index % len(pending)]
+            self.state._tool_result(call, f"out {call.id}", kind)
+            self.closed.append(call)
+        else:
+            self.state._tool_result(ToolCall("t", {}, "nope"), "x", ToolOutcomeKind.DONE)
+
+    def _error_result(self, index: int) -> None:
+        self._result(index, ToolOutcomeKind.ERROR)
+
+    def _fail(self, _: None) -> None:
+        self.state._record_error(TimeoutError("timed out"))
+
+    def _tool_error(self, index: int) -> None:
+        pending = self.state.pending_calls
+        if pending:
+            self.state._record_error(RuntimeError("boom"), pending[index % len(pending)])
+
+    def _finish(self, answer: Any) -> None:
+        self.state.finish(answer)
+
+    def _compact(self, summary: str) -> None:
+        self.state.compact(summary)
+
+    def _clear(self, keep: int) -> None:
+        self.state.clear_tool_results(keep)
+
+    def _edit(self, arg: tuple[str, Any, bool]) -> None:
+        key, value, delete = arg
+        with self.state.edit_extra_data() as data:
+            if delete:
+                data.pop(key, None)
+            else:
+                data[key] = value
+
+    def _snapshot(self, _: None) -> None:
+        self.snapshots.append(self.state.snapshot())
+
+    def _restore(self, index: int) -> None:
+        snap = self.snapshots[index % len(self.snapshots)]
+        self.state.restore(snap)
+        check_restored(self.state, snap)
+
+    def _run_start(self, with_parent: bool) -> None:
+        self.state._end_run()
+        self.state._start_run(None, AgentInfo(model="m"), parent=("p", "c") if with_parent else None)
+
+    def _stop(self, which: int) -> None:
+        self.state._record_stop([None, StoppedByUntil("x"), StoppedByLimit(2)][which])
+
+    def _close(self, interrupted: bool) -> None:
+        self.closed.extend(self.state._close_pending(KeyboardInterrupt() if interrupted else TimeoutError()))
+
+    def _late(self, index: int) -> None:
+        if self.closed:
+            self.state._late_result(self.closed[index % len(self.closed)], "late out", ToolOutcomeKind.DONE)
+
+    def _deny(self, index: int) -> None:
+        pending = self.state.pending_calls
+        if pending:
+            self.state._stop_turn(pending[index % len(pending)], "no", "DenyAll()")
+
+    def _ask(self, answer: Any) -> None:
+        self.state._record_ask("q?", answer, Usage(requests=1))
+
+    def _model_compact(self, arg: tuple[int, str]) -> None:
+        count, summary = arg
+        state = self.state
+        state._begin_compact()
+        try:
+            for i in range(count):
+                state.add_message(Message.user(f"during {i}"))
+            state._compact_done(summary, Usage(requests=1, input_tokens=3))
+        finally:
+            state._end_compact()
+
+    def _event(self, _: None) -> None:
+        from alpineagents.types import ModelEvent
+
+        self.state._record_model_event(ModelEvent("retry", "again"))
 
 
 def check_restored(state: State, snap: StateSnapshot) -> None:
