@@ -13,8 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anthropic
+import openai
+
 from alpineagents.models import Anthropic, OpenAICompatible, OpenAIResponses
 from alpineagents.models._adapter import Adapter
+from alpineagents.types import Request
 from servers.provider import Action, FnCall, ProviderServer, ToolUse, anthropic_stream, openai_stream
 from servers.responses import FunctionCallOut, Text, responses_stream
 
@@ -32,8 +36,8 @@ class AdapterKind:
     """The adapter's provider id (the test id)."""
     make: Callable[..., Adapter]
     """`make(name, **options)`: the adapter, offline (its settings only)."""
-    at: Callable[[ProviderServer], Adapter]
-    """The adapter pointed at the fake server, with the key `KEY` and no SDK retries."""
+    at: Callable[..., Adapter]
+    """`at(server, **options)`: the adapter pointed at the fake server, with the key `KEY` and no SDK retries."""
     key_variable: str
     """The environment variable the adapter's SDK reads its key from."""
     forget_key: Callable[[Adapter], None]
@@ -45,6 +49,13 @@ class AdapterKind:
     (the stop reason the provider's, or `None` for the usual one)."""
     conversation: Callable[[dict[str, Any]], list[Any]]
     """The conversation items of a request body (the system prompt left out)."""
+    create: Callable[[Adapter, Request, ProviderServer], None]
+    """Send the adapter's request for `request` through the SDK's own typed call (`messages.stream`,
+    `chat.completions.create`, `responses.create`), on a client of its own, and read the stream to its end: what
+    the adapter sends through the SDK's raw path must be the same request."""
+    options: tuple[dict[str, Any], ...]
+    """Settings that change the request (thinking or reasoning, cache, temperature, output limit, ...), one
+    adapter each, for the raw-path test."""
 
 
 def _anthropic_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
@@ -62,6 +73,27 @@ def _responses_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | 
     return responses_stream(call, status="incomplete", reason=stop_reason)
 
 
+def _anthropic_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    assert isinstance(model, Anthropic)
+    client = anthropic.Anthropic(api_key=KEY, base_url=srv.url, max_retries=0)
+    with client.messages.stream(**model._build_request_kwargs(request)) as stream:
+        stream.get_final_message()
+
+
+def _chat_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    assert isinstance(model, OpenAICompatible)
+    client = openai.OpenAI(api_key=KEY, base_url=srv.openai_url, max_retries=0)
+    for _ in client.chat.completions.create(**model._request_kwargs(request)):
+        pass
+
+
+def _responses_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    assert isinstance(model, OpenAIResponses)
+    client = openai.OpenAI(api_key=KEY, base_url=srv.openai_url, max_retries=0)
+    for _ in client.responses.create(**model._request_kwargs(request)):
+        pass
+
+
 def _unset(attribute: str) -> Callable[[Adapter], None]:
     def forget(model: Adapter) -> None:
         setattr(model, attribute, None)
@@ -72,34 +104,46 @@ def _unset(attribute: str) -> Callable[[Adapter], None]:
 ANTHROPIC = AdapterKind(
     name="anthropic",
     make=lambda name, **options: Anthropic(name, **{"max_tokens": 1024, **options}),
-    at=lambda srv: Anthropic("claude-test", base_url=srv.url, api_key=KEY, max_tokens=1024, retries=0),
+    at=lambda srv, **options: Anthropic(
+        "claude-test", **{"base_url": srv.url, "api_key": KEY, "max_tokens": 1024, "retries": 0, **options}
+    ),
     key_variable="ANTHROPIC_API_KEY",
     forget_key=_unset("_api_key"),
     reply=lambda texts: anthropic_stream(list(texts)),
     tool_reply=_anthropic_tool_reply,
     conversation=lambda body: body["messages"],
+    create=_anthropic_create,
+    options=({"thinking": 4096, "max_tokens": 8192}, {"temperature": 0.3, "cache": False}),
 )
 
 OPENAI_COMPATIBLE = AdapterKind(
     name="openai_compatible",
     make=OpenAICompatible,
-    at=lambda srv: OpenAICompatible("gpt-test", base_url=srv.openai_url, api_key=KEY, retries=0),
+    at=lambda srv, **options: OpenAICompatible(
+        "gpt-test", base_url=srv.openai_url, api_key=KEY, **{"retries": 0, **options}
+    ),
     key_variable="OPENAI_API_KEY",
     forget_key=_unset("api_key"),
     reply=lambda texts: openai_stream(list(texts)),
     tool_reply=_chat_tool_reply,
     conversation=lambda body: [m for m in body["messages"] if m["role"] != "system"],
+    create=_chat_create,
+    options=({"max_tokens": 100, "temperature": 0.2}, {"max_tokens": 50}),
 )
 
 OPENAI_RESPONSES = AdapterKind(
     name="openai_responses",
     make=OpenAIResponses,
-    at=lambda srv: OpenAIResponses("gpt-test", base_url=srv.openai_url, api_key=KEY, retries=0),
+    at=lambda srv, **options: OpenAIResponses(
+        "gpt-test", base_url=srv.openai_url, api_key=KEY, **{"retries": 0, **options}
+    ),
     key_variable="OPENAI_API_KEY",
     forget_key=_unset("api_key"),
     reply=lambda texts: responses_stream(Text(tuple(texts))),
     tool_reply=_responses_tool_reply,
     conversation=lambda body: body["input"],
+    create=_responses_create,
+    options=({"reasoning": "low", "max_tokens": 100, "temperature": 0.5}, {"store": True}, {"chain": True}),
 )
 
 KINDS: tuple[AdapterKind, ...] = (ANTHROPIC, OPENAI_COMPATIBLE, OPENAI_RESPONSES)
