@@ -15,8 +15,10 @@ What is traced:
 - the metrics ``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration`` and ``alpineagents.client.cost``
   (when the model has a ``Price``).
 
-Message content (messages, system prompt, tool arguments and results, Human answers) is recorded only with
-``capture_content=True`` or the environment variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+Message content (messages, system prompt, tool arguments and results, Human answers, permission reasons, and the
+texts of errors, which may quote any of these) is recorded only with ``capture_content=True`` or the environment
+variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``; without it a failed span records the error's
+type and a fixed text.
 Credentials are never recorded: nothing here reads a Model's keys.
 
 When tracing is off, a run does no tracing work: the turn machinery only reads one module attribute (when a run

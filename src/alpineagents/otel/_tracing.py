@@ -10,6 +10,10 @@ tree is the same whichever thread or task reports: a model request and a tool ca
 subagent's run is a child of the tool call that started it, and a run with no parent is a child of whatever span
 is current where ``run`` was called.
 
+With content capture off, no span holds content, error texts included: a failed run, request or tool call
+records the error's type (``error.type``) and a status description made of that type and a fixed text; a model
+event keeps its structured data (model names, counts, the error's type) but not its message.
+
 Nothing here reads a Model's credentials: the attributes come from the Model's public settings (name, provider,
 max_tokens, temperature), the Reply, the tool call and, when content capture is on, the messages.
 """
@@ -140,7 +144,16 @@ def _set_error(span: Span, error_type: str, description: str | None) -> None:
     span.set_status(Status(StatusCode.ERROR, description))
 
 
-def _describe(error: BaseException) -> str:
+NOT_CAPTURED = "its text is recorded only with content capture on"
+"""What a span's error status says after the error's type when content capture is off: an error's text may quote
+a tool's arguments or echo a prompt, so it is content."""
+
+
+def _describe(error: BaseException, capture: bool) -> str:
+    """The status description of a span that ended with ``error``: its type and text with content capture on, its
+    type and the fixed ``NOT_CAPTURED`` without."""
+    if not capture:
+        return f"{_error_type(error)}: {NOT_CAPTURED}"
     text = str(error)
     return f"{_error_type(error)}: {text}" if text else _error_type(error)
 
@@ -358,7 +371,7 @@ class Tracing:
             span.set_attribute("alpineagents.run.stop_reason", _STOPS.get(type(stopped), type(stopped).__name__))
         span.set_attribute("alpineagents.run.finished", state.finished)
         if error is not None:
-            _set_error(span, _error_type(error), _describe(error))
+            _set_error(span, _error_type(error), _describe(error, self.capture))
         attributes = dict(track.run_attributes)
         if error is not None:
             attributes["error.type"] = _error_type(error)
@@ -444,7 +457,7 @@ class Tracing:
         if metric is None:
             metric = dict(track.chat_attributes)
         if error is not None:
-            _set_error(span, _error_type(error), _describe(error))
+            _set_error(span, _error_type(error), _describe(error, self.capture))
             metric["error.type"] = _error_type(error)
         self.duration.record((time.monotonic_ns() - track.chat_start) / 1e9, metric)
         span.end()
@@ -456,7 +469,8 @@ class Tracing:
         if span is None:
             return
         attributes = {f"alpineagents.event.{key}": _plain(value) for key, value in event.data.items()}
-        attributes["alpineagents.event.message"] = event.message
+        if self.capture:  # a retry's or fallback's message quotes the error's text
+            attributes["alpineagents.event.message"] = event.message
         span.add_event(f"alpineagents.model.{event.kind}", attributes)
 
     # --- tool calls ---------------------------------------------------------------------------------------------
@@ -528,7 +542,7 @@ class Tracing:
         if error_type is None and error is not None:
             error_type = _error_type(error)
         if error_type is not None:
-            _set_error(span, error_type, _describe(error) if error is not None else outcome)
+            _set_error(span, error_type, _describe(error, self.capture) if error is not None else outcome)
             metric["error.type"] = error_type
         self.duration.record(duration, metric)
         span.end()
