@@ -12,7 +12,7 @@ adapter wraps an SDK failure, `redacted_error` makes sure that no credential it 
   JSON value (`message`, `body`, ...) are redacted, and an HTTP request or response it holds (`request`,
   `response`, the transport's `_request`) is replaced by a copy holding the same method, URL, status, headers and
   body with the credentials taken out; credential-bearing headers (`Authorization`, `Proxy-Authorization`,
-  `x-api-key`, `api-key`) are replaced whole. The copy keeps the status code and the provider's request id (its
+  `x-api-key`, `api-key`, `x-goog-api-key`) are replaced whole. The copy keeps the status code and the provider's request id (its
   response headers); it drops the original's connection state, where the transport keeps the request as sent.
 
 The credentials known are the key the adapter was configured with, the keys of the SDK clients it made or was
@@ -35,7 +35,7 @@ REDACTED = "[REDACTED]"
 MIN_SECRET_LENGTH = 8
 """Shorter values are not treated as secrets (a placeholder key such as "k" would otherwise blank every k)."""
 
-_SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
+_SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key")
 _SCHEMES = ("bearer ", "basic ", "token ")
 
 _E = TypeVar("_E", bound=BaseException)
