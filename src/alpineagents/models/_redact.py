@@ -12,8 +12,9 @@ adapter wraps an SDK failure, `redacted_error` makes sure that no credential it 
   JSON value (`message`, `body`, ...) are redacted, and an HTTP request or response it holds (`request`,
   `response`, the transport's `_request`) is replaced by a copy holding the same method, URL, status, headers and
   body with the credentials taken out; credential-bearing headers (`Authorization`, `Proxy-Authorization`,
-  `x-api-key`, `api-key`, `x-goog-api-key`) are replaced whole. The copy keeps the status code and the provider's request id (its
-  response headers); it drops the original's connection state, where the transport keeps the request as sent.
+  `x-api-key`, `api-key`, `x-goog-api-key`) are replaced whole. The copy keeps the status code and the provider's
+  request id (its response headers); it drops the original's connection state, where the transport keeps the
+  request as sent.
 
 The credentials known are the key the adapter was configured with, the keys of the SDK clients it made or was
 handed, and the values of the credential-bearing headers of the failed request. Not covered: the stack frames of a
