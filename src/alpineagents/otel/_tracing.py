@@ -45,9 +45,11 @@ from alpineagents.types import (
 )
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, SpanContext, TracerProvider
 
+    from alpineagents._observe import ObservedAgent
     from alpineagents.permissions import Decision
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
@@ -82,10 +84,10 @@ class Choices:
 
     def __init__(self) -> None:
         self.all = False
-        self.included: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.excluded: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.included: weakref.WeakSet[ObservedAgent] = weakref.WeakSet()
+        self.excluded: weakref.WeakSet[ObservedAgent] = weakref.WeakSet()
 
-    def traces(self, agent: Any, inside_traced: bool) -> bool:
+    def traces(self, agent: ObservedAgent, inside_traced: bool) -> bool:
         if agent in self.excluded:
             return False
         return self.all or inside_traced or agent in self.included
@@ -112,7 +114,7 @@ class Track:
 
     def __init__(self) -> None:
         self.run: Span | None = None
-        self.run_context: Any = None  # the context with `run` as its span: the parent of the run's spans
+        self.run_context: Context | None = None  # the context with `run` as its span: the parent of the run's spans
         self.run_start = 0
         self.run_attributes: dict[str, Any] = {}
         self.usage = Usage()
@@ -120,7 +122,7 @@ class Track:
         self.chat_start = 0
         self.chat_attributes: dict[str, Any] = {}
         self.response: dict[str, str] = {}
-        self.current: tuple[Any, object] | None = None  # (context made current for the request, its token)
+        self.current: tuple[Context, object] | None = None  # (context made current for the request, its token)
         self.tools: dict[str, tuple[Span, int]] = {}
         self.decisions: dict[str, list[tuple[str, dict[str, Any], int]]] = {}
 
@@ -229,7 +231,7 @@ class Tracing:
 
     # --- the observer seam -------------------------------------------------------------------------------------
 
-    def reporter(self, agent: Any, reporter: Reporter | None, above: Reporter | None) -> Reporter | None:
+    def reporter(self, agent: ObservedAgent, reporter: Reporter | None, above: Reporter | None) -> Reporter | None:
         """The tracing reporter of a run of ``agent`` (passing events on to ``reporter``), or ``reporter`` itself
         when ``agent`` is not traced."""
         if type(reporter) is TracingReporter:
@@ -298,7 +300,7 @@ class Tracing:
         if track.idle() and self.tracks.get(state_id) is track:
             del self.tracks[state_id]
 
-    def _parent(self, state: State) -> Any:
+    def _parent(self, state: State) -> Context | None:
         """The context a new span of ``state`` starts in: its run's span, else (a subagent run) the tool call that
         started it, else the caller's current context."""
         track = self.tracks.get(state.id)
@@ -326,7 +328,7 @@ class Tracing:
             return [Link(invalid, {"gen_ai.conversation.id": state.id, "alpineagents.link": "continues"})]
         return []
 
-    def run_start(self, agent: Any, state: State) -> None:
+    def run_start(self, agent: ObservedAgent, state: State) -> None:
         name = getattr(agent, "name", None)
         model = agent._model
         attributes: dict[str, Any] = {
@@ -386,7 +388,7 @@ class Tracing:
 
     # --- model requests -----------------------------------------------------------------------------------------
 
-    def think_start(self, agent: Any, state: State) -> None:
+    def think_start(self, agent: ObservedAgent, state: State) -> None:
         track = self._track(state.id)
         if track.chat is not None:  # the previous request failed where no one told us (a user's loop caught it)
             self._end_chat(state.id, track, error=RuntimeError("no reply"))
