@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -260,10 +260,11 @@ def has_entry(store: Store, state_id: str, kind: str) -> bool:
 
 
 @contextlib.contextmanager
-def viewer(store: str, cwd: Path, deadline: float = 60) -> Iterator[str]:
-    """Runs `alpineagents view --port 0` on `store` and yields the address it prints (within `deadline` seconds)."""
+def viewer(store: str, cwd: Path, deadline: float = 60, extra: Sequence[str] = ()) -> Iterator[str]:
+    """Runs `alpineagents view --port 0` on `store` (with the `extra` options) and yields the address it prints
+    (within `deadline` seconds)."""
     process = subprocess.Popen(
-        command("view", "--port", "0", "--store", store),
+        command("view", "--port", "0", "--store", store, *extra),
         cwd=cwd,
         env=command_env(),
         stdout=subprocess.PIPE,

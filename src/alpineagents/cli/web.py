@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from pathlib import Path
@@ -58,9 +59,20 @@ def export(state_id: str, output: str | None, store: str | None) -> None:
     type=click.IntRange(0, 65535),
     help="The port (0: any free port).",
 )
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests made to this host name (repeatable); by default only the loopback names and --host.",
+)
 @store_option
-def view(host: str, port: int, store: str | None) -> None:
-    """Start the run viewer and print its address; Ctrl+C stops it."""
+def view(host: str, port: int, allow_hosts: tuple[str, ...], store: str | None) -> None:
+    """Start the run viewer and print its address; Ctrl+C stops it.
+
+    The viewer answers only requests addressed to the loopback names (localhost, 127.0.0.1, ::1), to --host and to
+    each --allow-host, so a web page of another site cannot read the runs by pointing its name at this machine.
+    """
     app = _viewer("app")
     opened = chosen_store(store)
 
@@ -73,6 +85,7 @@ def view(host: str, port: int, store: str | None) -> None:
         sys.stdout.flush()
 
     try:
-        app.serve(opened, host=host, port=port, announce=announce)
+        app.serve(opened, host=host, port=port, announce=announce, allowed_hosts=allow_hosts)
     except OSError as error:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}")
+        hint = ": pick another with --port, or --port 0 for any free port" if error.errno == errno.EADDRINUSE else ""
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}{hint}")
