@@ -453,3 +453,30 @@ def test_view_prints_its_address_on_127_0_0_1_and_serves_the_runs(calc_run: str,
         with urllib.request.urlopen(address, timeout=30) as response:
             assert response.status == 200
             assert "r1" in response.read().decode("utf-8")
+
+
+def test_text_from_a_model_a_tool_or_a_store_never_reaches_the_terminal_as_control_characters(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    prompt = "first \x1b]0;title\x07message\x1b[31m"
+    ran = cli("run", "cli_agents:hostile", prompt, "--id", "h1", "--store", store, cwd=tmp_path)
+    crashed = cli("run", "cli_agents:hostile_crash", prompt, "--id", "h2", "--store", store, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert crashed.returncode == 1 and "RuntimeError: ok\\x1b[2K" in crashed.stderr
+    outputs = [ran, crashed]
+    for args in (["show", "h1"], ["show", "h2"], ["ls"], ["ls", "--json"], ["show", "h1", "--json"]):
+        result = cli(*args, "--store", store, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        outputs.append(result)
+    outputs.append(cli("export", "h1", "-o", "/no/such/dir\x1b[2J/x.html", "--store", store, cwd=tmp_path))
+    for result in outputs:
+        for text in (result.stdout, result.stderr):
+            assert not any(char in text for char in ("\x1b", "\x07", "\r", "\x9b")), (result.args, text)
+    shown = outputs[2].stdout
+    assert "run h1: first \\x1b]0;title\\x07message\\x1b[31m" in shown
+    assert "ok\\x1b[2K\\rforged\\x07 \\x1b]8;;http://evil.example" in shown  # the model's text, shown
+    assert "error shout: ok\\x1b[2K" in shown and "tool no\\x1b[1Asuch()" in shown
+    assert "first \\x1b]0;title\\x07message" in outputs[4].stdout  # ls
+    listed = json.loads(outputs[5].stdout)
+    assert {row["first_message"] for row in listed} == {prompt}  # the same JSON value, only written safely
+    assert "\\u009b31m" in outputs[6].stdout
+    assert "\\x1b[2J" in outputs[7].stderr
