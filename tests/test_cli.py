@@ -363,6 +363,35 @@ def test_export_writes_one_self_contained_html_file(calc_run: str, tmp_path: Pat
     assert to_stdout.stdout == html
 
 
+def test_export_keeps_an_existing_file_unless_forced_and_never_writes_through_a_link(
+    calc_run: str, tmp_path: Path
+) -> None:
+    kept = tmp_path / "notes.html"
+    kept.write_text("my notes", encoding="utf-8")
+    refused = cli("export", "r1", "-o", str(kept), "--store", calc_run, cwd=tmp_path)
+    assert refused.returncode == 1 and "--force" in one_error_line(refused)
+    assert kept.read_text(encoding="utf-8") == "my notes"
+    secret = tmp_path / "elsewhere.txt"
+    secret.write_text("do not touch", encoding="utf-8")
+    link = tmp_path / "link.html"
+    link.symlink_to(secret)
+    dangling = tmp_path / "dangling.html"
+    dangling.symlink_to(tmp_path / "created-through-the-link.html")
+    for target in (link, dangling):
+        result = cli("export", "r1", "-o", str(target), "--store", calc_run, cwd=tmp_path)
+        assert result.returncode == 1 and "symbolic link" in one_error_line(result)
+    assert not (tmp_path / "created-through-the-link.html").exists()
+    default = cli("export", "r1", "--store", calc_run, cwd=tmp_path)
+    assert default.returncode == 0 and (tmp_path / "r1.html").exists()
+    assert cli("export", "r1", "--store", calc_run, cwd=tmp_path).returncode == 1
+    for target in (kept, link):
+        forced = cli("export", "r1", "-o", str(target), "--force", "--store", calc_run, cwd=tmp_path)
+        assert forced.returncode == 0, forced.stderr
+        assert not target.is_symlink() and "The sum is 5." in target.read_text(encoding="utf-8")
+    assert secret.read_text(encoding="utf-8") == "do not touch"
+    assert not [name for name in files_under(tmp_path) if name.endswith(".tmp")]
+
+
 def test_export_escapes_a_script_in_the_content(tmp_path: Path) -> None:
     assert cli("run", "cli_agents:xss", "show it", "--id", "x1", cwd=tmp_path).returncode == 0
     html = cli("export", "x1", "-o", "-", cwd=tmp_path).stdout

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -30,9 +32,13 @@ def _viewer(name: str) -> ModuleType:
 @click.option(
     "-o", "--output", "output", metavar="FILE", help="Where to write the page (default: ID.html; - for stdout)."
 )
+@click.option("--force", is_flag=True, help="Replace FILE if it exists (a symbolic link is replaced, not followed).")
 @store_option
-def export(state_id: str, output: str | None, store: str | None) -> None:
-    """Write the run ID as one self-contained HTML file: the viewer's page, for a browser with no server."""
+def export(state_id: str, output: str | None, force: bool, store: str | None) -> None:
+    """Write the run ID as one self-contained HTML file: the viewer's page, for a browser with no server.
+
+    An existing FILE is kept unless --force is given; a symbolic link is never written through.
+    """
     page = _viewer("page")
     opened = chosen_store(store)
     with store_errors():
@@ -42,10 +48,39 @@ def export(state_id: str, output: str | None, store: str | None) -> None:
         return
     target = Path(output or f"{state_id}.html")
     try:
-        target.write_text(html, encoding="utf-8")
+        (replace_file if force else new_file)(target, html.encode("utf-8"))
+    except FileExistsError:
+        kind = "a symbolic link" if target.is_symlink() else "a file"
+        raise click.ClickException(f"{target} exists ({kind}): pass --force to replace it, or choose another -o FILE")
     except OSError as error:
         raise click.ClickException(f"cannot write {target}: {error.strerror or error}")
     click.echo(f"wrote {target}", file=sys.stderr)
+
+
+def new_file(target: Path, data: bytes) -> None:
+    """Writes `data` to `target`, which must not exist (`FileExistsError`, also for a symbolic link, even one that
+    points nowhere); a write that fails leaves no file behind."""
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data)
+    except OSError:
+        target.unlink(missing_ok=True)
+        raise
+
+
+def replace_file(target: Path, data: bytes) -> None:
+    """Writes `data` to a new file beside `target`, then renames it onto `target`: a file or symbolic link there is
+    replaced (a link is never followed), and a reader sees the old file or the new one, never half of one."""
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 @click.command(short_help="Start the run viewer on 127.0.0.1.")
