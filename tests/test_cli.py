@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -433,9 +434,63 @@ def test_a_damaged_store_is_one_error_line(tmp_path: Path) -> None:
     folder = tmp_path / "runs"
     assert cli("run", "cli_agents:calc", "hi", "--id", "x1", "--store", str(folder), cwd=tmp_path).returncode == 0
     (folder / "x1" / "info.json").write_text("{", encoding="utf-8")
-    for command in (["ls"], ["show", "x1"]):
+    for command in (["show", "x1"], ["export", "x1"], ["fork", "x1"]):
         result = cli(*command, "--store", str(folder), cwd=tmp_path)
         assert result.returncode == 1 and "damaged" in one_error_line(result)
+
+
+def damage_info(url: str, state_id: str) -> None:
+    """Makes the saved info of `state_id` unreadable: not JSON in a FileStore or SQLiteStore, an info without its
+    keys in a PostgresStore."""
+    if url.startswith("postgresql:"):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE alpineagents.states SET info = %s WHERE id = %s", ('{"v": 5}', state_id))
+    elif url.endswith(".db"):
+        with sqlite3.connect(url) as conn:
+            conn.execute("UPDATE alpine_states SET info = '{' WHERE id = ?", (state_id,))
+        conn.close()
+    else:
+        (Path(url) / state_id / "info.json").write_text("{", encoding="utf-8")
+
+
+def check_one_damaged_run_hides_nothing(url: str, tmp_path: Path) -> None:
+    for state_id in ("ok1", "bad1", "ok2"):
+        made = cli("run", "cli_agents:calc", "please add 2 and 3", "--id", state_id, "--store", url, cwd=tmp_path)
+        assert made.returncode == 0, made.stderr
+    damage_info(url, "bad1")
+    listed = cli("ls", "--store", url, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["ok2", "ok1", "bad1"]
+    assert "cannot load: saved State 'bad1' is damaged" in lines[3] and "waiting_for_user" in lines[1]
+    rows = {row["id"]: row for row in json.loads(cli("ls", "--json", "--store", url, cwd=tmp_path).stdout)}
+    assert rows["bad1"]["status"].startswith("cannot load: ") and rows["ok1"]["status"] == "stopped by waiting_for_user"
+    filtered = cli("ls", "--filter", "bad", "--store", url, cwd=tmp_path).stdout.splitlines()
+    assert [line.split()[0] for line in filtered[1:]] == ["bad1"]
+    exported = cli("export", "ok1", "-o", "-", "--store", url, cwd=tmp_path)
+    assert exported.returncode == 0 and "The sum is 5." in exported.stdout
+    assert cli("show", "ok2", "--store", url, cwd=tmp_path).returncode == 0
+    with viewer(url, tmp_path) as address:
+        with urllib.request.urlopen(address, timeout=30) as response:
+            page = response.read().decode("utf-8")
+        assert 'data-id="ok1"' in page and 'data-id="ok2"' in page and 'data-id="bad1"' in page
+        assert "cannot load: saved State &#39;bad1&#39; is damaged" in page
+        with urllib.request.urlopen(address + "api/runs", timeout=30) as response:
+            assert {row["id"] for row in json.loads(response.read())} == {"ok1", "ok2", "bad1"}
+        with urllib.request.urlopen(address + "runs/ok1", timeout=30) as response:
+            assert response.status == 200 and "The sum is 5." in response.read().decode("utf-8")
+
+
+def test_one_damaged_info_does_not_hide_the_healthy_runs(store_url: str, tmp_path: Path) -> None:
+    check_one_damaged_run_hides_nothing(store_url, tmp_path)
+
+
+def test_one_damaged_info_does_not_hide_the_healthy_runs_of_a_postgres_store(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    check_one_damaged_run_hides_nothing(postgres_database, tmp_path)
 
 
 def test_a_postgresql_url_is_a_postgres_store(tmp_path: Path, postgres_database: str) -> None:

@@ -24,7 +24,7 @@ from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import Terminal
 from alpineagents.types import Message, RunStartEntry
-from alpineagents.viewer.runs import UNFINISHED, first_line, matches, open_run, summarize
+from alpineagents.viewer.runs import UNFINISHED, first_line, matches, open_run, stored_runs, summarize, unlisted_summary
 
 
 class Commands(click.Group):
@@ -135,10 +135,13 @@ def list_runs(limit: int | None, text: str | None, top: bool, as_json: bool, sto
     """List the stored runs, newest first: id, first message, turns, updated, status and cost."""
     opened = chosen_store(store)
     with store_errors():
-        infos = [info for info in opened.list() if (not top or info.parent_id is None)]
+        runs = stored_runs(opened)
+        infos = [info for info in runs.infos if (not top or info.parent_id is None)]
         if text:
             infos = [info for info in infos if matches(info, text)]
-        rows = [summarize(opened, info) for info in infos[:limit]]
+        rows = [summarize(opened, info) for info in infos]
+        rows += [unlisted_summary(gone) for gone in runs.unlisted if (text or "").casefold() in gone.id.casefold()]
+        rows = rows[:limit]
     if as_json:
         print_json([row.to_json() for row in rows])
     elif rows:

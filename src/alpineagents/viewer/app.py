@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from alpineagents.state import check_id
 from alpineagents.store import Store
 from alpineagents.viewer import page
-from alpineagents.viewer.runs import first_line, matches, summarize
+from alpineagents.viewer.runs import first_line, matches, stored_runs, summarize, unlisted_summary
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 """The names and addresses of this machine every viewer answers to."""
@@ -91,13 +91,14 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
     def runs_list(request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
         newest_first = request.query_params.get("sort", "updated") != "updated_asc"
-        infos = store.list()
-        chosen = [info for info in infos if not query or matches(info, query)]
+        runs = stored_runs(store)
+        chosen = [info for info in runs.infos if not query or matches(info, query)]
         chosen.sort(key=lambda info: info.updated_at is None)  # runs never saved with history go last
         if not newest_first:
             chosen.reverse()
         rows = [summarize(store, info) for info in chosen]
-        return HTMLResponse(page.list_html(rows, query, newest_first, len(infos)), headers=_headers())
+        rows += [unlisted_summary(gone) for gone in runs.unlisted if query.casefold() in gone.id.casefold()]
+        return HTMLResponse(page.list_html(rows, query, newest_first, len(runs)), headers=_headers())
 
     def run_view(request: Request) -> Response:
         state_id = request.path_params["state_id"]
@@ -124,7 +125,9 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
         return JSONResponse(page.fragments(data, int(given)), headers=_headers())
 
     def runs_json(request: Request) -> Response:
-        return JSONResponse([summarize(store, info).to_json() for info in store.list()])
+        runs = stored_runs(store)
+        rows = [summarize(store, info) for info in runs.infos] + [unlisted_summary(gone) for gone in runs.unlisted]
+        return JSONResponse([row.to_json() for row in rows])
 
     async def unreadable(request: Request, error: Exception) -> Response:
         """A store or run that cannot be read (damaged, or its disk gone): the reason on a page, status 500."""
