@@ -35,6 +35,7 @@ from alpineagents._history.decode import entries_from_dicts
 from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
 from alpineagents._stores import files
 from alpineagents._stores.batch import Lines, check_write, entries_to_add
+from alpineagents._stores.damage import damaged_error
 from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, log_bytes, log_text
 from alpineagents._stores.locks import SAVING, at_fork_in_child, drop_lock, hold_lock, settle_lock
@@ -362,7 +363,13 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
             return None
 
         with _collector_paused():
-            entries = entries_from_dicts(record.entries, bad_seq, consume=fresh)  # seqs are checked first
+            try:
+                entries = entries_from_dicts(record.entries, bad_seq, consume=fresh)  # seqs are checked first
+            except ValueError as error:
+                if str(error).startswith(f"saved State {state_id!r} "):
+                    raise
+                # An entry the decoder cannot read (an unknown kind, a missing key): the saved State is damaged.
+                raise damaged_error(state_id, str(error)) from error
             return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
 
 
@@ -620,6 +627,9 @@ class FileStore(Store):
         folder = self._root / state_id
         with self._lock(state_id):
             if not folder.is_dir():
+                if os.path.lexists(folder):
+                    raise files.a_file(state_id, folder)
+                self._check_root()
                 return None
             entries, info = files.read_folder(folder, state_id)
         return Record(entries, info)
@@ -635,16 +645,33 @@ class FileStore(Store):
         """
         try:
             items = builtins.list(os.scandir(self._root))
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:
             return []
+        except NotADirectoryError:
+            raise self._not_a_store() from None
         infos: builtins.list[StateInfo] = []
         for item in items:
-            if item.name.startswith(".") or not item.is_dir():
-                continue
+            if not (item.is_dir() or files.is_state_name(item.name)) or item.name.startswith("."):
+                continue  # another program's file, or the store's own (a name starting with "."): not a State
             info = files.read_info(item.name, Path(item.path), old=False)
             if info is not None:
                 infos.append(StateInfo.from_info(item.name, info))
         return files.newest_first(infos)
+
+    def _check_root(self) -> None:
+        """Raises:
+        ValueError: The root is a file, so this is not a store."""
+        if os.path.lexists(self._root) and not os.path.isdir(self._root):
+            raise self._not_a_store()
+
+    def _not_a_store(self) -> ValueError:
+        return ValueError(
+            fix_message(
+                f"{self._given} is not a store of alpineagents: it is a file, and a FileStore is a folder",
+                "point the store at the folder that holds the saved States, or at a new folder for a new store",
+                'store = FileStore(".agent-runs")',
+            )
+        )
 
     def delete(self, state_id: str) -> None:
         """Remove the State's folder (renamed aside first, so a half-deleted State is never visible). Nothing
