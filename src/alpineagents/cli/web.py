@@ -12,6 +12,7 @@ from types import ModuleType
 
 import click
 
+from alpineagents.cli.ids import state_id
 from alpineagents.cli.stores import chosen_store, store_errors, store_option
 
 EXTRA = "the viewer needs its extra: pip install 'alpineagents[viewer]'"
@@ -28,7 +29,7 @@ def _viewer(name: str) -> ModuleType:
 
 
 @click.command(short_help="Write a run as one offline HTML file.")
-@click.argument("state_id", metavar="ID")
+@click.argument("state_id", metavar="ID", callback=state_id)
 @click.option(
     "-o", "--output", "output", metavar="FILE", help="Where to write the page (default: ID.html; - for stdout)."
 )
