@@ -35,6 +35,7 @@ from alpineagents._history.decode import entries_from_dicts
 from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
 from alpineagents._stores import files
 from alpineagents._stores.batch import Lines, check_write, entries_to_add
+from alpineagents._stores.damage import damaged_error
 from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, log_bytes, log_text
 from alpineagents._stores.listing import Unlisted, listing, raise_damage
@@ -363,7 +364,13 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
             return None
 
         with _collector_paused():
-            entries = entries_from_dicts(record.entries, bad_seq, consume=fresh)  # seqs are checked first
+            try:
+                entries = entries_from_dicts(record.entries, bad_seq, consume=fresh)  # seqs are checked first
+            except ValueError as error:
+                if str(error).startswith(f"saved State {state_id!r} "):
+                    raise
+                # An entry the decoder cannot read (an unknown kind, a missing key): the saved State is damaged.
+                raise damaged_error(state_id, str(error)) from error
             return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
 
 
@@ -621,6 +628,9 @@ class FileStore(Store):
         folder = self._root / state_id
         with self._lock(state_id):
             if not folder.is_dir():
+                if os.path.lexists(folder):
+                    raise files.a_file(state_id, folder)
+                self._check_root()
                 return None
             entries, info = files.read_folder(folder, state_id)
         return Record(entries, info)
@@ -641,9 +651,17 @@ class FileStore(Store):
         instead of raising, so one damaged State does not hide the rest."""
         try:
             items = builtins.list(os.scandir(self._root))
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:
             return []
-        names = [(item.name, None) for item in items if not item.name.startswith(".") and item.is_dir()]
+        except NotADirectoryError:
+            raise self._not_a_store() from None
+        # another program's file, or the store's own (a name starting with "."), is not a State; a State's folder
+        # replaced by a file is listed, as damaged
+        names = [
+            (item.name, None)
+            for item in items
+            if not item.name.startswith(".") and (item.is_dir() or files.is_state_name(item.name))
+        ]
         found = listing(names, lambda state_id, _: self._listed_info(state_id))
         infos = [item for item in found if isinstance(item, StateInfo)]
         return [*files.newest_first(infos), *(item for item in found if isinstance(item, Unlisted))]
@@ -652,6 +670,21 @@ class FileStore(Store):
         """The `StateInfo` of a State folder from its `info.json` (`None` without one)."""
         info = files.read_info(state_id, self._root / state_id, old=False)
         return None if info is None else StateInfo.from_info(state_id, info)
+
+    def _check_root(self) -> None:
+        """Raises:
+        ValueError: The root is a file, so this is not a store."""
+        if os.path.lexists(self._root) and not os.path.isdir(self._root):
+            raise self._not_a_store()
+
+    def _not_a_store(self) -> ValueError:
+        return ValueError(
+            fix_message(
+                f"{self._given} is not a store of alpineagents: it is a file, and a FileStore is a folder",
+                "point the store at the folder that holds the saved States, or at a new folder for a new store",
+                'store = FileStore(".agent-runs")',
+            )
+        )
 
     def delete(self, state_id: str) -> None:
         """Remove the State's folder (renamed aside first, so a half-deleted State is never visible). Nothing
