@@ -12,10 +12,11 @@ from types import ModuleType
 
 import click
 
+from alpineagents._install import install_hint
 from alpineagents.cli.ids import state_id
 from alpineagents.cli.stores import chosen_store, store_errors, store_option
 
-EXTRA = "the viewer needs its extra: pip install 'alpineagents[viewer]'"
+EXTRA = "the viewer needs its extra: " + install_hint("viewer")
 DEFAULT_PORT = 8321
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
