@@ -1,6 +1,6 @@
 """`PostgresStore`: States kept in PostgreSQL, for many processes on many machines.
 
-Install the extra: `pip install 'alpineagents[postgres]'` (psycopg 3 and psycopg-pool).
+Install the extra (psycopg 3 and psycopg-pool): `pip install -e '.[postgres]'` in the library's clone.
 
 ```python
 from alpineagents import Agent, PostgresStore
@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
 
+from alpineagents._install import install_hint
 from alpineagents._serial import time_from_str
 from alpineagents._stores import batch, damage, lines, locks
 from alpineagents._stores.listing import Unlisted, listing
@@ -96,7 +97,7 @@ def _psycopg() -> Any:
         raise ImportError(
             fix_message(
                 "PostgresStore needs psycopg 3, which is not installed",
-                "install the extra: pip install 'alpineagents[postgres]'",
+                "install the extra: " + install_hint("postgres"),
                 'store = PostgresStore("postgresql://app@localhost/agents")',
             )
         ) from None
@@ -485,8 +486,8 @@ class PostgresStore(Store):
                     fix_message(
                         f"the schema {schema!r} of {self!r} is at version {have}, newer than this alpineagents "
                         f"knows (version {SCHEMA_VERSION})",
-                        "upgrade alpineagents in this process (pip install -U 'alpineagents[postgres]')",
-                        "pip install -U 'alpineagents[postgres]'",
+                        "upgrade alpineagents in this process",
+                        install_hint("postgres"),
                     )
                 )
             if have < SCHEMA_VERSION and not self._create:

@@ -1,6 +1,6 @@
 """Runs spread over worker processes and machines, on DBOS: queued, taken over after a crash, never run twice.
 
-Install the extra: `pip install 'alpineagents[dbos]'`.
+Install the extra: `pip install -e '.[dbos]'` in the library's clone.
 
 ```python
 # app.py, imported by every process
@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._install import install_hint
 from alpineagents._stores.locks import let_go_of
 from alpineagents.errors import AlpineAgentsError, fix_message
 from alpineagents.state import State
@@ -102,8 +103,8 @@ def _dbos() -> Any:
         raise ImportError(
             fix_message(
                 "alpineagents.workers needs DBOS, which is not installed",
-                "install the extra: pip install 'alpineagents[dbos]'",
-                "pip install 'alpineagents[dbos]'",
+                "install the extra",
+                install_hint("dbos"),
             )
         ) from None
     return dbos

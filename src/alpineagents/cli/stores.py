@@ -8,6 +8,7 @@ to exist already, so that a typo in the path gives an error instead of a new, em
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from alpineagents.store import FileStore, SQLiteStore, Store
+from alpineagents.store import FileStore, SQLiteStore, StateLockedError, Store
 from alpineagents.viewer.runs import first_line
 
 DEFAULT_STORE = "runs.db"
@@ -92,11 +93,17 @@ def open_store(given: str | None, *, create: bool = False) -> Store:
 def _postgres(url: str, create: bool) -> Store:
     """A PostgresStore on `url` (its schema created only by a command that may create the store)."""
     try:
-        from alpineagents.postgres import PostgresStore
+        from psycopg import conninfo
 
-        return PostgresStore(url, create=create)
+        from alpineagents.postgres import PostgresStore
     except ImportError as error:
         raise click.ClickException(first_line(error))
+    try:
+        conninfo.conninfo_to_dict(url)
+    except Exception as error:  # psycopg's parser: the reason, without the URL (it may hold a password)
+        reason = first_line(error).split(" in URI:")[0]
+        raise Misuse(f"--store is not a PostgreSQL URL psycopg can read ({reason}): postgresql://user@host/dbname")
+    return PostgresStore(url, create=create)
 
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -116,7 +123,7 @@ def store_errors() -> Iterator[None]:
         yield
     except click.ClickException:
         raise
-    except (LookupError, ValueError, TypeError, OSError) as error:
+    except (LookupError, ValueError, TypeError, OSError, StateLockedError) as error:
         raise click.ClickException(first_line(error))
 
 
@@ -128,4 +135,10 @@ def store_option(command: Command) -> Command:
 def chosen_store(given: str | None, *, create: bool = False) -> Store:
     """The store named on the command, else before it, else by the environment, else ./runs.db."""
     outer = click.get_current_context().find_root().params.get("store")
-    return open_store(given or outer, create=create)
+    try:
+        return open_store(given or outer, create=create)
+    except OSError as error:  # a path the file system refuses (too long, not allowed)
+        text = store_text(given or outer)
+        shown = text if len(text) <= 80 else f"{text[:60]}… ({len(text)} characters)"
+        failure = Misuse if error.errno == errno.ENAMETOOLONG else click.ClickException
+        raise failure(f"--store {shown}: {error.strerror or first_line(error)}")
