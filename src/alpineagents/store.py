@@ -36,6 +36,7 @@ from alpineagents._serial import check_version, entry_to_dict, info_from_dict, i
 from alpineagents._stores import files
 from alpineagents._stores.batch import Lines, check_write, entries_to_add
 from alpineagents._stores.damage import damaged_error
+from alpineagents._stores.disk import disk_full_error, is_disk_full
 from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, log_bytes, log_text
 from alpineagents._stores.locks import SAVING, at_fork_in_child, drop_lock, hold_lock, settle_lock
@@ -380,7 +381,7 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
 class _FileWrite(Job):
     """One `FileStore.write` waiting for its group commit, and what its flush has done so far."""
 
-    __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "known", "new")
+    __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "undo", "known", "new")
 
     def __init__(self, state_id: str, entries: Lines, info_bytes: bytes, create: bool) -> None:
         super().__init__()
@@ -391,6 +392,7 @@ class _FileWrite(Job):
         self.lock: threading.RLock | None = None
         self.key: str | None = None
         self.fd: int | None = None
+        self.undo = -1  # the log's size before this job appended to it (-1: nothing appended)
         self.known: tuple[int, int] = (0, 0)
         self.new: files.NewFolder | None = None  # a new State's folder, until it is renamed into place
 
@@ -471,7 +473,8 @@ class FileStore(Store):
                 log is damaged.
             LookupError: `create=False` and the State's folder does not exist.
             StateLockedError: Another process is writing this State.
-            OSError: The disk refused (e.g. full, not writable); what was saved before stays intact.
+            OSError: The disk refused (e.g. full, not writable): the lines this write appended are cut off again,
+                so the next load finds the State as the last successful write left it.
         """
         self._group.commit(self._job(state_id, entries, info, create))
 
@@ -587,7 +590,8 @@ class FileStore(Store):
         data = log_text(new)
         if data:
             self._known.pop(state_id, None)
-            job.fd = files.append_unflushed(log, data)
+            job.fd = files.append_unflushed(log, data, size)
+            job.undo = size
             have, size = have + len(new), size + len(data)
         job.known = (have, size)
 
@@ -605,8 +609,15 @@ class FileStore(Store):
 
     def _release(self, job: _FileWrite) -> None:
         if job.fd is not None:
+            if job.error is not None and job.undo >= 0:  # all or nothing: the next load does not find its lines
+                files.take_back(job.fd, job.undo)
             os.close(job.fd)
             job.fd = None
+        if job.error is not None and is_disk_full(job.error):
+            folder = os.path.join(self._root, job.state_id)
+            full = disk_full_error(self, folder, job.state_id, job.error.errno)  # pyright: ignore[reportAttributeAccessIssue]
+            full.__cause__ = job.error
+            job.error = full
         if job.new is not None:  # built, never placed (its flush failed)
             files.abandon_folder(job.new)
             job.new = None
