@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
 
 from alpineagents._serial import time_from_str
 from alpineagents._stores import batch, damage, lines, locks
+from alpineagents._stores.listing import Unlisted, listing
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Record, StateInfo, Store
@@ -705,6 +706,12 @@ class PostgresStore(Store):
         if infos is None:  # an info that is not a JSON object: read them one by one to name it
             infos = [self._info(state_id, text) for state_id, text in rows]
         return [StateInfo.from_info(state_id, info) for (state_id, _), info in zip(rows, infos, strict=True)]
+
+    def survey(self) -> builtins.list[StateInfo | Unlisted]:
+        """`list()`, with each State whose info cannot be read reported as an `Unlisted` (after the others, by id)
+        instead of raising, so one damaged State does not hide the rest."""
+        rows = self._again_if_lost(lambda again: self._list_rows())
+        return listing(rows, lambda state_id, text: StateInfo.from_info(state_id, self._info(state_id, text)))
 
     def _delete(self, state_id: str) -> None:
         with self._connection() as conn, conn.transaction():

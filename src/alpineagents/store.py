@@ -39,6 +39,7 @@ from alpineagents._stores.damage import damaged_error
 from alpineagents._stores.disk import disk_full_error, is_disk_full
 from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, log_bytes, log_text
+from alpineagents._stores.listing import Unlisted, listing, raise_damage
 from alpineagents._stores.locks import SAVING, at_fork_in_child, drop_lock, hold_lock, settle_lock
 from alpineagents._stores.locks import StateLockedError as StateLockedError  # alpineagents.store.StateLockedError
 from alpineagents._stores.paths import check_path
@@ -654,20 +655,32 @@ class FileStore(Store):
         Raises:
             ValueError: An info file is not valid JSON, or is from another format version, or misses a key.
         """
+        return raise_damage(self.survey())
+
+    def survey(self) -> builtins.list[StateInfo | Unlisted]:
+        """`list()`, with each State whose info cannot be read reported as an `Unlisted` (after the others, by id)
+        instead of raising, so one damaged State does not hide the rest."""
         try:
             items = builtins.list(os.scandir(self._root))
         except FileNotFoundError:
             return []
         except NotADirectoryError:
             raise self._not_a_store() from None
-        infos: builtins.list[StateInfo] = []
-        for item in items:
-            if not (item.is_dir() or files.is_state_name(item.name)) or item.name.startswith("."):
-                continue  # another program's file, or the store's own (a name starting with "."): not a State
-            info = files.read_info(item.name, Path(item.path), old=False)
-            if info is not None:
-                infos.append(StateInfo.from_info(item.name, info))
-        return files.newest_first(infos)
+        # another program's file, or the store's own (a name starting with "."), is not a State; a State's folder
+        # replaced by a file is listed, as damaged
+        names = [
+            (item.name, None)
+            for item in items
+            if not item.name.startswith(".") and (item.is_dir() or files.is_state_name(item.name))
+        ]
+        found = listing(names, lambda state_id, _: self._listed_info(state_id))
+        infos = [item for item in found if isinstance(item, StateInfo)]
+        return [*files.newest_first(infos), *(item for item in found if isinstance(item, Unlisted))]
+
+    def _listed_info(self, state_id: str) -> StateInfo | None:
+        """The `StateInfo` of a State folder from its `info.json` (`None` without one)."""
+        info = files.read_info(state_id, self._root / state_id, old=False)
+        return None if info is None else StateInfo.from_info(state_id, info)
 
     def _check_root(self) -> None:
         """Raises:

@@ -36,6 +36,7 @@ from alpineagents._stores.damage import check_count
 from alpineagents._stores.disk import disk_full_error
 from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, parse_all, parse_each
+from alpineagents._stores.listing import Unlisted, listing, raise_damage
 from alpineagents._stores.locks import Release, at_fork_in_child, drop_lock, hold_lock, locked_error, settle_lock
 from alpineagents._stores.paths import check_path
 from alpineagents.errors import fix_message
@@ -541,6 +542,11 @@ class SQLiteStore(Store):
         Raises:
             ValueError: An info is not valid JSON, is from another format version, or misses a key.
         """
+        return raise_damage(self.survey())
+
+    def survey(self) -> builtins.list[StateInfo | Unlisted]:
+        """`list()`, with each State whose info cannot be read reported as an `Unlisted` (after the others, by id)
+        instead of raising, so one damaged State does not hide the rest."""
         with self._mutex, self._errors():
             conn = self._connect(create=False)
             if conn is None:
@@ -548,7 +554,7 @@ class SQLiteStore(Store):
             rows = _texts(
                 conn, "SELECT id, {} FROM alpine_states ORDER BY updated IS NULL, updated DESC, id", "info", ()
             )
-        return [StateInfo.from_info(state_id, self._parse_info(state_id, text)) for state_id, text in rows]
+        return listing(rows, lambda state_id, text: StateInfo.from_info(state_id, self._parse_info(state_id, text)))
 
     def delete(self, state_id: str) -> None:
         """Remove the State's rows in one transaction; nothing happens when it does not exist.
