@@ -1,6 +1,6 @@
 """Crash safety of the stores: a real agent run is killed with SIGKILL at many points, then resumed elsewhere.
 
-The child program is tests/crash_child.py (a zygote that forks one fresh child per job). For each store and each
+The child program is tests/helpers/crash_child.py (a zygote that forks one fresh child per job). For each store and each
 kill point: the run dies by SIGKILL exactly at that point; a fresh process loads the State and resumes it. Every
 time: no acknowledged entry is lost, the loaded history is a prefix of what the child had recorded, a torn last
 record is ignored and repaired, a tool call whose result was saved never runs again (the journal of side effects
@@ -34,7 +34,7 @@ from alpineagents.state import STOPPED_WAITING, UNSAVED_RESULT, State
 from alpineagents.store import FileStore, Store
 from alpineagents.types import Message
 
-CHILD = Path(__file__).with_name("crash_child.py")
+CHILD = Path(__file__).parent / "helpers" / "crash_child.py"
 SQLiteStore = store_module.SQLiteStore
 
 COMMON = [

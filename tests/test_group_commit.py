@@ -32,7 +32,7 @@ from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message
 
-CHILD = Path(__file__).with_name("group_child.py")
+CHILD = Path(__file__).parent / "helpers" / "group_child.py"
 KINDS = ["sqlite", "file"]
 
 

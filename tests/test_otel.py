@@ -857,7 +857,7 @@ def test_a_run_resumed_in_another_process_links_by_the_state_id(telemetry: Telem
     state_id = telemetry.named("invoke_agent")[0].attributes["gen_ai.conversation.id"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "otel_child.py"), str(tmp_path), state_id],
+        [sys.executable, str(ROOT / "tests" / "helpers" / "otel_child.py"), str(tmp_path), state_id],
         env=env,
         capture_output=True,
         text=True,

@@ -1,13 +1,14 @@
 """Runs spread over worker processes on real DBOS: all finish, each exactly once, taken over after a kill -9,
 handed back on SIGTERM; on one machine (SQLite for DBOS and the store) and on PostgreSQL (for both).
 
-The workers are real processes started here with the `alpineagents worker` command, running `tests/worker_app.py`:
+The workers are real processes started here with the `alpineagents worker` command, running `tests/helpers/worker_app.py`:
 a scripted model that asks for one `note` call per run, whose side effect is a line in a journal file, so a call
 that ran twice would show there.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
@@ -37,17 +38,15 @@ class Setup:
 
     def workers_module(self):  # noqa: ANN201 - the test application, imported in this process with this setup
         os.environ.update(self.env)
-        sys.modules.pop("worker_app", None)
-        import worker_app
-
-        return worker_app
+        sys.modules.pop("helpers.worker_app", None)
+        return importlib.import_module("helpers.worker_app")
 
     def start_worker(self, **extra: str) -> subprocess.Popen[bytes]:
         name = f"worker-{len(list(self.logs.iterdir()))}"
         log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - the child's
         return subprocess.Popen(
             [sys.executable, "-m", "alpineagents", "worker", "worker_app:workers", "--id", name],
-            env={**os.environ, **self.env, **extra, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT / 'src'}"},
+            env={**os.environ, **self.env, **extra, "PYTHONPATH": f"{TESTS / 'helpers'}{os.pathsep}{ROOT / 'src'}"},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -316,7 +315,7 @@ def test_submits_of_one_state_from_several_processes_at_once_queue_one_run(setup
     app.workers.store.save(State(id="made", messages=[Message.user("the store exists")]))  # and the store's
     states = 5
     start = time.time() + 3  # every submitter imported and ready by then
-    env = {**os.environ, **setup.env, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT / 'src'}"}
+    env = {**os.environ, **setup.env, "PYTHONPATH": f"{TESTS / 'helpers'}{os.pathsep}{ROOT / 'src'}"}
     submitters = [
         subprocess.Popen(
             [sys.executable, "-c", _SUBMITTER, str(start), str(states)],

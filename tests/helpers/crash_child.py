@@ -1,6 +1,6 @@
 """The child program of tests/test_crash.py: a real agent run that kills itself (SIGKILL) at a named point.
 
-`python tests/crash_child.py serve` starts a zygote: it imports the library once, then reads one JSON job per line
+`python tests/helpers/crash_child.py serve` starts a zygote: it imports the library once, then reads one JSON job per line
 on stdin, forks a fresh child for it, waits, and answers one JSON line (`{"signal": n}` or `{"exit": n}`). The
 zygote never touches a State, so every child starts without any State in memory.
 
