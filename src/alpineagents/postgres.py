@@ -1,6 +1,6 @@
 """`PostgresStore`: States kept in PostgreSQL, for many processes on many machines.
 
-Install the extra: `pip install 'alpineagents[postgres]'` (psycopg 3 and psycopg-pool).
+Install the extra (psycopg 3 and psycopg-pool): `pip install -e '.[postgres]'` in the library's clone.
 
 ```python
 from alpineagents import Agent, PostgresStore

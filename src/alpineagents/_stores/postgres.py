@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
 
+from alpineagents._install import install_hint
 from alpineagents._stores import batch, damage, lines, locks
 from alpineagents._stores.listing import Unlisted, listing, updated_key
 from alpineagents.errors import fix_message
@@ -59,7 +60,7 @@ def _psycopg() -> Any:
         raise ImportError(
             fix_message(
                 "PostgresStore needs psycopg 3, which is not installed",
-                "install the extra: pip install 'alpineagents[postgres]'",
+                "install the extra: " + install_hint("postgres"),
                 'store = PostgresStore("postgresql://app@localhost/agents")',
             )
         ) from None
@@ -447,8 +448,8 @@ class PostgresStore(Store):
                     fix_message(
                         f"the schema {schema!r} of {self!r} is at version {have}, newer than this alpineagents "
                         f"knows (version {SCHEMA_VERSION})",
-                        "upgrade alpineagents in this process (pip install -U 'alpineagents[postgres]')",
-                        "pip install -U 'alpineagents[postgres]'",
+                        "upgrade alpineagents in this process",
+                        install_hint("postgres"),
                     )
                 )
             if have < SCHEMA_VERSION and not self._create:

@@ -8,6 +8,7 @@ to exist already, so that a typo in the path gives an error instead of a new, em
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from alpineagents._stores.registry import store_of_kind
-from alpineagents.store import Store
+from alpineagents.store import StateLockedError, Store
 from alpineagents.viewer.runs import first_line
 
 DEFAULT_STORE = "runs.db"
@@ -76,13 +77,28 @@ def open_store(given: str | None, *, create: bool = False) -> Store:
     """
     text = store_text(given)
     kind, path = _kind_and_path(text)
-    if kind != "postgres":
+    if kind == "postgres":
+        _check_postgres_url(path)
+    else:
         _check_place(text, kind, path, create)
     try:
         store_class = store_of_kind(kind).load()
         return store_class(path, create=create) if kind == "postgres" else store_class(path)
     except ImportError as error:  # the store's extra is not installed
         raise click.ClickException(first_line(error))
+
+
+def _check_postgres_url(url: str) -> None:
+    """A URL psycopg can read, else a usage error that gives the reason without the URL (it may hold a password)."""
+    try:
+        from psycopg import conninfo
+    except ImportError:  # the extra is not installed: the store itself says how to install it
+        return
+    try:
+        conninfo.conninfo_to_dict(url)
+    except Exception as error:  # psycopg's parser
+        reason = first_line(error).split(" in URI:")[0]
+        raise Misuse(f"--store is not a PostgreSQL URL psycopg can read ({reason}): postgresql://user@host/dbname")
 
 
 def _check_place(text: str, kind: str, path: str, create: bool) -> None:
@@ -114,7 +130,7 @@ def store_errors() -> Iterator[None]:
         yield
     except click.ClickException:
         raise
-    except (LookupError, ValueError, TypeError, OSError) as error:
+    except (LookupError, ValueError, TypeError, OSError, StateLockedError) as error:
         raise click.ClickException(first_line(error))
 
 
@@ -126,4 +142,10 @@ def store_option(command: Command) -> Command:
 def chosen_store(given: str | None, *, create: bool = False) -> Store:
     """The store named on the command, else before it, else by the environment, else ./runs.db."""
     outer = click.get_current_context().find_root().params.get("store")
-    return open_store(given or outer, create=create)
+    try:
+        return open_store(given or outer, create=create)
+    except OSError as error:  # a path the file system refuses (too long, not allowed)
+        text = store_text(given or outer)
+        shown = text if len(text) <= 80 else f"{text[:60]}… ({len(text)} characters)"
+        failure = Misuse if error.errno == errno.ENAMETOOLONG else click.ClickException
+        raise failure(f"--store {shown}: {error.strerror or first_line(error)}")
