@@ -29,10 +29,10 @@ import pytest
 
 import alpineagents.store as store_module
 from alpineagents import _serial
-from alpineagents.postgres import PostgresStore
 from alpineagents.state import STOPPED_WAITING, UNSAVED_RESULT, State
 from alpineagents.store import FileStore, Store
 from alpineagents.types import Message
+from store_kinds import kind_named
 
 CHILD = Path(__file__).parent / "helpers" / "crash_child.py"
 SQLiteStore = store_module.SQLiteStore
@@ -118,19 +118,12 @@ def zygote() -> Iterator[Zygote]:
 
 
 def open_store(job: dict[str, str]) -> Store:
-    folder = Path(job["dir"])
-    if job["kind"] == "postgres":
-        return PostgresStore(job["dsn"], schema=job["schema"])
-    return FileStore(folder / "runs") if job["kind"] == "file" else SQLiteStore(folder / "runs.db")
+    return kind_named(job["kind"]).open(job)
 
 
 def place(request: pytest.FixtureRequest, kind: str, folder: Path) -> dict[str, str]:
     """Where the job's store keeps the State: the folder, and for Postgres a fresh schema on the test server."""
-    job = {"kind": kind, "dir": str(folder)}
-    if kind == "postgres":
-        job["dsn"] = request.getfixturevalue("postgres").dsn
-        job["schema"] = request.getfixturevalue("postgres_schema")
-    return job
+    return kind_named(kind).place(request, folder)
 
 
 def read_json(path: Path) -> Any:
@@ -244,7 +237,7 @@ def _unmount(where: Path) -> None:
 
 
 def _power_loss_store(kind: str, disk: Path) -> Store:
-    return FileStore(disk / "runs") if kind == "file" else SQLiteStore(disk / "runs.db")
+    return kind_named(kind).open({"kind": kind, "dir": str(disk)})
 
 
 def _save_and_lose_power(store: Store, image: Path, crashes: list[Path], *, at_once: bool) -> list[str]:
