@@ -45,6 +45,7 @@ State again with the person's message to continue it: `workers.submit("support",
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -263,7 +264,10 @@ class Workers:
         try:
             self.store.save(state)
         except BaseException as error:
-            self._client().cancel_workflow(run_id)  # its worker waits for the save; it ends without running
+            # Its worker waits for the save: cancelled, it ends without running (and if the cancel fails too, the
+            # worker gives up waiting and ends the run in error, which frees the State for the next submit).
+            with contextlib.suppress(Exception):
+                self._client().cancel_workflow(run_id)
             if isinstance(error, (StateLockedError, ValueError)) and not isinstance(prompt, State):
                 if self._changed(state_id, length - 1):
                     raise _Conflict(None) from None
