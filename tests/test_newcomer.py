@@ -4,7 +4,11 @@ model reads nothing about, a missing API key, a FakeModel out of replies."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +17,8 @@ from alpineagents import Agent, Message, Request, State, tool
 from alpineagents.errors import AuthError
 from alpineagents.models import Anthropic, OpenAICompatible
 from alpineagents.testing import FakeModel, tool_call
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def made_warnings(make: Any) -> list[warnings.WarningMessage]:
@@ -116,3 +122,25 @@ def test_a_fake_model_out_of_replies_shows_the_last_thing_the_person_said() -> N
     assert "then a call of add, the results of add" in text and "add a reply" in text
     with pytest.raises(RuntimeError, match=r"ran out of prepared replies \(all 0 used\). Last message: 'hi' from"):
         FakeModel([]).respond(request())
+
+
+def test_the_demo_explains_its_last_lines_and_how_to_see_the_run_again(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEMO_MODEL")}
+    db = tmp_path / "runs.db"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo.py"), "--db", str(db)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.index("done: stopped by waiting_for_user (2 turns)") < out.index("What the lines above mean")
+    assert "done 3B                  the call ended well" in out
+    assert "it is the person's turn" in out
+    assert "Usage(" not in out and "2 model requests" in out
+    show = next(line for line in out.splitlines() if line.startswith("see it again: "))
+    state_id = show.split()[5]
+    shown = subprocess.run(
+        [sys.executable, "-m", "alpineagents", "show", state_id, "--store", str(db)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert shown.returncode == 0 and "How many lines does README.md have" in shown.stdout
