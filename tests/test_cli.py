@@ -640,3 +640,27 @@ def test_an_id_that_cannot_be_one_is_misuse_with_exit_code_2_for_every_command(c
         assert result.returncode == 2, (command, result.stderr)
         assert "may only have letters, digits, _ and -" in one_error_line(result)
     assert files_under(tmp_path) == before
+
+
+def test_resume_without_a_message_of_a_run_waiting_for_the_user_says_a_message_is_needed(
+    calc_run: str, tmp_path: Path
+) -> None:
+    store = open_store(calc_run)
+    before = store.load("r1").history
+    result = cli("resume", "r1", "cli_agents:calc", "--store", calc_run, cwd=tmp_path)
+    assert result.returncode == 2
+    line = one_error_line(result)
+    assert "run r1 is waiting for the user: give the message to send" in line
+    assert 'alpineagents resume r1 cli_agents:calc "your reply"' in line
+    assert store.load("r1").history == before
+
+
+def test_run_refuses_a_store_in_a_folder_that_does_not_exist(tmp_path: Path) -> None:
+    for name in ("no/such/dir/runs.db", "no/such/dir/runs"):
+        result = cli("run", "cli_agents:calc", "hi", "--store", str(tmp_path / name), cwd=tmp_path)
+        assert result.returncode == 1
+        line = one_error_line(result)
+        assert f"no folder {tmp_path / 'no' / 'such' / 'dir'}" in line and "mkdir -p" in line, line
+    assert files_under(tmp_path) == []
+    made = cli("run", "cli_agents:calc", "hi", "--store", str(tmp_path / "new.db"), cwd=tmp_path)
+    assert made.returncode == 0 and (tmp_path / "new.db").exists()
