@@ -552,6 +552,14 @@ class ProviderServer:
                 return self._script.popleft()
         if request.path.endswith("/chat/completions"):
             return openai_stream()
+        if ":streamGenerateContent" in request.path or ":generateContent" in request.path:
+            from servers.gemini import gemini_default
+
+            return gemini_default(request)
+        if request.path.endswith("/converse-stream"):
+            from servers.bedrock import bedrock_default
+
+            return bedrock_default(request)
         if request.path.endswith("/responses"):
             from servers.responses import responses_default  # the Responses API module builds on this one
 

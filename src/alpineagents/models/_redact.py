@@ -4,7 +4,7 @@ A provider or a proxy may echo the API key in an error body (`Incorrect API key 
 an adapter's error goes into the State's `error` entry and so into a store, a log or a page, where a key must
 never be written. Every secret the adapter knows of is replaced by `REDACTED` in the error it raises and in the
 SDK error kept as its `__cause__`: the key it was configured with, the keys of the SDK clients it made, and every
-credential-bearing header (`Authorization`, `x-api-key`, `api-key`, proxy authorization) of the HTTP request that
+credential-bearing header (`Authorization`, `x-api-key`, `api-key`, `x-goog-api-key`, proxy authorization) of the HTTP request that
 failed.
 """
 
@@ -21,7 +21,7 @@ REDACTED = "[REDACTED]"
 MIN_SECRET_LENGTH = 8
 """Shorter values are not treated as secrets (a placeholder key such as "k" would otherwise blank every k)."""
 
-_SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
+_SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key")
 _SCHEMES = ("bearer ", "basic ", "token ")
 
 _E = TypeVar("_E", bound=BaseException)
