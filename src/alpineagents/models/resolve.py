@@ -8,6 +8,8 @@ from typing import Any
 from alpineagents.errors import fix_message
 from alpineagents.models.anthropic import Anthropic
 from alpineagents.models.base import Model
+from alpineagents.models.bedrock import Bedrock
+from alpineagents.models.gemini import Gemini
 from alpineagents.models.openai_compatible import OpenAICompatible
 from alpineagents.models.openai_responses import OpenAIResponses
 
@@ -17,7 +19,7 @@ OLLAMA_BASE_URL = "http://localhost:11434/v1"
 """Where `"ollama/..."` model strings point by default."""
 
 
-_Adapter = type[Anthropic] | type[OpenAICompatible] | type[OpenAIResponses]
+_Adapter = type[Anthropic] | type[OpenAICompatible] | type[OpenAIResponses] | type[Gemini] | type[Bedrock]
 
 
 def _accepted(adapter: _Adapter) -> list[str]:
@@ -45,7 +47,8 @@ def resolve_model(model: Any, **options: Any) -> Model:
 
     `"anthropic/NAME"` and `"claude-..."` give `Anthropic`; `"openai/NAME"` and `"gpt-..."` give
     `OpenAICompatible` (Chat Completions); `"openai-responses/NAME"` gives `OpenAIResponses` (the Responses API,
-    at `base_url=` when given); `"ollama/NAME"` gives `OpenAICompatible` at `OLLAMA_BASE_URL`; any string with a
+    at `base_url=` when given); `"google/NAME"` and `"gemini-..."` give `Gemini`; `"bedrock/MODEL-ID"` gives
+    `Bedrock`; `"ollama/NAME"` gives `OpenAICompatible` at `OLLAMA_BASE_URL`; any string with a
     `base_url=` option gives `OpenAICompatible` with the whole string as the name. Keyword `options` go to the
     adapter. Needs no network and no credentials.
     """
@@ -95,6 +98,10 @@ def resolve_model(model: Any, **options: Any) -> Model:
             return _build(OpenAIResponses, model, rest, options)
         if has_url:
             return _build(OpenAICompatible, model, model, options)
+        if provider == "google":
+            return _build(Gemini, model, rest, options)
+        if provider == "bedrock":
+            return _build(Bedrock, model, rest, options)
         if provider == "anthropic":
             return _build(Anthropic, model, rest, options)
         if provider == "openai":
@@ -102,7 +109,7 @@ def resolve_model(model: Any, **options: Any) -> Model:
         raise ValueError(
             fix_message(
                 f"Unknown provider {provider!r}",
-                "Use one of the known providers anthropic, openai, ollama, or for another server speaking the "
+                "Use one of the known providers anthropic, openai, openai-responses, google, bedrock, ollama, or for another server speaking the "
                 "OpenAI API use OpenAICompatible(model, base_url='...')",
                 f"OpenAICompatible({rest!r}, base_url='https://my-server/v1')",
             )
@@ -111,6 +118,8 @@ def resolve_model(model: Any, **options: Any) -> Model:
         return _build(OpenAICompatible, model, model, options)
     if model.startswith("claude-"):
         return _build(Anthropic, model, model, options)
+    if model.startswith("gemini-"):
+        return _build(Gemini, model, model, options)
     raise ValueError(
         fix_message(
             f"The provider is ambiguous from the model name {model!r} alone",
