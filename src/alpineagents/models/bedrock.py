@@ -145,7 +145,7 @@ class Bedrock(Model):
                     from botocore.config import Config
 
                     config = Config(
-                        retries={"max_attempts": self.retries + 1, "mode": "standard"},
+                        retries={"total_max_attempts": self.retries + 1, "mode": "standard"},
                         read_timeout=self.timeout if self.timeout is not None else 60,
                         connect_timeout=self.timeout if self.timeout is not None else 60,
                     )
