@@ -89,7 +89,7 @@ def model(srv: ProviderServer, name: str = "anthropic.claude-test-v1:0", **kwarg
 
 
 def messages_of(m: Bedrock, *messages: Message) -> list[dict[str, Any]]:
-    return m._request_kwargs(req(*messages))["messages"]
+    return m._request_body(req(*messages))["messages"]
 
 
 # -- the framing ----------------------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def test_thinking_and_cache_are_checked() -> None:
         Bedrock("m", supports=[], thinking=4096)
     with pytest.raises(ValueError, match="does not support cache=True"):
         Bedrock("m", supports=["vision"], cache=True)
-    fields = Bedrock("m", thinking=4096, additional_fields={"top_k": 5})._request_kwargs(req())
+    fields = Bedrock("m", thinking=4096, additional_fields={"top_k": 5})._request_body(req())
     assert fields["additionalModelRequestFields"] == {
         "thinking": {"type": "enabled", "budget_tokens": 4096},
         "top_k": 5,
@@ -142,7 +142,7 @@ def test_thinking_and_cache_are_checked() -> None:
 
 
 def test_system_tools_inference_and_cache_points() -> None:
-    kwargs = Bedrock("m", max_tokens=500, temperature=0.3, cache=True)._request_kwargs(
+    kwargs = Bedrock("m", max_tokens=500, temperature=0.3, cache=True)._request_body(
         req(Message.user("a"), Message.assistant("b"), Message.user("c"), system="sys", tools=(SPEC,))
     )
     assert kwargs["modelId"] == "m"
@@ -162,15 +162,15 @@ def test_system_tools_inference_and_cache_points() -> None:
     assert kwargs["inferenceConfig"] == {"maxTokens": 500, "temperature": 0.3}
     assert kwargs["messages"][-1] == {"role": "user", "content": [{"text": "c"}, {"cachePoint": {"type": "default"}}]}
     assert kwargs["messages"][0] == {"role": "user", "content": [{"text": "a"}]}
-    plain = Bedrock("m")._request_kwargs(req())
+    plain = Bedrock("m")._request_body(req())
     assert set(plain) == {"modelId", "messages"}
 
 
 def test_a_cache_point_never_changes_the_kept_wire_form() -> None:
     m = Bedrock("m", cache=True)
     first = Message.user("a")
-    m._request_kwargs(req(first))
-    again = m._request_kwargs(req(first, Message.assistant("b"), Message.user("c")))["messages"]
+    m._request_body(req(first))
+    again = m._request_body(req(first, Message.assistant("b"), Message.user("c")))["messages"]
     assert again[0] == {"role": "user", "content": [{"text": "a"}]}
 
 
@@ -180,7 +180,7 @@ def test_tool_blocks_without_tools_get_placeholder_specs() -> None:
         Message("assistant", (ToolCall("search", {"q": "x"}, "t1"),)),
         Message("user", (ToolResultBlock("t1", "done", "search"),)),
     )
-    assert Bedrock("m")._request_kwargs(req(*messages))["toolConfig"] == {
+    assert Bedrock("m")._request_body(req(*messages))["toolConfig"] == {
         "tools": [
             {"toolSpec": {"name": "search", "description": "search", "inputSchema": {"json": {"type": "object"}}}}
         ]

@@ -76,7 +76,7 @@ def model(srv: ProviderServer, name: str = "gemini-test", **kwargs: Any) -> Gemi
 
 
 def contents(m: Gemini, *messages: Message) -> list[dict[str, Any]]:
-    return m._request_kwargs(req(*messages))["contents"]
+    return m._request_body(req(*messages))["contents"]
 
 
 # -- construction -----------------------------------------------------------------------------------------------
@@ -101,11 +101,11 @@ def test_defaults_strip_the_prefix_declare_thinking_and_vision_and_make_no_clien
     ],
 )
 def test_thinking_settings_map_to_the_thinking_config(thinking: Any, config: dict[str, Any]) -> None:
-    assert Gemini("g", thinking=thinking)._request_kwargs(req())["config"]["thinking_config"] == config
+    assert Gemini("g", thinking=thinking)._request_body(req())["config"]["thinking_config"] == config
 
 
 def test_no_thinking_setting_leaves_the_model_default_and_bad_ones_are_refused() -> None:
-    assert "thinking_config" not in Gemini("g")._request_kwargs(req())["config"]
+    assert "thinking_config" not in Gemini("g")._request_body(req())["config"]
     with pytest.raises(ValueError, match="not a thinking setting"):
         Gemini("g", thinking=-5)
     with pytest.raises(ValueError, match="does not support thinking=True"):
@@ -129,7 +129,7 @@ def test_client_settings_carry_retries_timeout_url_key_and_vertex() -> None:
 
 def test_config_carries_system_tools_choice_limits_and_turns_automatic_calling_off() -> None:
     m = Gemini("g", max_tokens=300, temperature=0.2)
-    config = m._request_kwargs(req(system="be terse", tools=(SPEC,), choice="none"))["config"]
+    config = m._request_body(req(system="be terse", tools=(SPEC,), choice="none"))["config"]
     assert config == {
         "automatic_function_calling": {"disable": True},
         "system_instruction": "be terse",
@@ -148,7 +148,7 @@ def test_config_carries_system_tools_choice_limits_and_turns_automatic_calling_o
         "max_output_tokens": 300,
         "temperature": 0.2,
     }
-    assert set(Gemini("g")._request_kwargs(req())["config"]) == {"automatic_function_calling"}
+    assert set(Gemini("g")._request_body(req())["config"]) == {"automatic_function_calling"}
 
 
 def test_tool_blocks_without_tools_get_placeholder_declarations_and_calling_off() -> None:
@@ -157,7 +157,7 @@ def test_tool_blocks_without_tools_get_placeholder_declarations_and_calling_off(
         Message("assistant", (ToolCall("search", {"q": "x"}, "c1"),)),
         Message("user", (ToolResultBlock("c1", "done", "search"),)),
     )
-    config = Gemini("g")._request_kwargs(req(*messages))["config"]
+    config = Gemini("g")._request_body(req(*messages))["config"]
     assert config["tools"] == [
         {"function_declarations": [{"name": "search", "description": "", "parameters_json_schema": {"type": "object"}}]}
     ]
@@ -179,8 +179,11 @@ def test_user_turns_put_function_responses_first_with_their_images_and_merge_sam
         }
     }
     assert parts[1] == {"function_response": {"id": "c2", "name": "run", "response": {"error": "boom"}}}
-    assert parts[2] == {"inline_data": {"mime_type": "image/gif", "data": GIF}}
-    assert parts[3:] == [{"text": "see"}, {"inline_data": {"mime_type": "image/png", "data": PNG}}]
+    assert parts[2] == {"inline_data": {"mime_type": "image/gif", "data": base64.b64encode(GIF).decode()}}
+    assert parts[3:] == [
+        {"text": "see"},
+        {"inline_data": {"mime_type": "image/png", "data": base64.b64encode(PNG).decode()}},
+    ]
 
 
 def test_model_turns_keep_order_and_signatures_drop_other_providers_and_get_placeholders() -> None:
@@ -199,14 +202,15 @@ def test_model_turns_keep_order_and_signatures_drop_other_providers_and_get_plac
     )
     parts = contents(m, Message.user("go"), recorded)[1]["parts"]
     assert parts == [
-        {"thought": True, "text": "plan", "thought_signature": b"s1"},
+        {"thought": True, "text": "plan", "thought_signature": sig},
         {"text": "Looking."},
-        {"function_call": {"id": "fc_1", "name": "search", "args": {"q": "x"}}, "thought_signature": b"s1"},
+        {"function_call": {"id": "fc_1", "name": "search", "args": {"q": "x"}}, "thought_signature": sig},
         {"function_call": {"id": "fc_2", "name": "search", "args": {"q": "y"}}},
     ]
     foreign = Message("assistant", (ToolCall("search", {"q": "x"}, "toolu_1"),))
     first = contents(m, Message.user("go"), foreign)[1]["parts"][0]
-    assert first["thought_signature"] == SKIP_SIGNATURE  # another model's call: Google's documented placeholder
+    assert base64.b64decode(first["thought_signature"]) == b"skip_thought_signature_validator"  # Google's placeholder
+    assert first["thought_signature"] == SKIP_SIGNATURE
     empty = contents(m, Message.user("go"), Message("assistant", ()), Message.user("more"))
     assert empty[1] == {"role": "model", "parts": [{"text": "(empty reply)"}]}
     only_foreign = contents(m, Message.user("go"), Message("assistant", (RawBlock("openai_responses", {}),)))

@@ -74,10 +74,7 @@ class Scripted(Model):
 
 
 def provider_error(status: int | None = None) -> ProviderError:
-    error = ProviderError("failed")
-    if status is not None:
-        error.__cause__ = type("StatusError", (Exception,), {"status_code": status})()
-    return error
+    return ProviderError("failed", status_code=status)
 
 
 # -- Retry against the fake server --------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ class StreamReader(Protocol):
 _R = TypeVar("_R", bound=StreamReader)
 
 
-class OpenAIStreaming(SDKClients, Model, Generic[_R]):
+class OpenAIStreaming(SDKClients, Generic[_R]):
     """A streamed request through the `openai` SDK, sync and async, with the errors mapped and no credential in
     their texts. Subclasses set `_SERVICE` (named in the "no credentials" error) and implement the hooks below."""
 
@@ -116,6 +116,10 @@ class OpenAIStreaming(SDKClients, Model, Generic[_R]):
     @abstractmethod
     def _request_kwargs(self, request: Request) -> dict[str, Any]:
         """The keyword arguments of the SDK call for `request`."""
+
+    def _request_body(self, request: Request) -> dict[str, Any]:
+        """The JSON body of the request (the SDK call's keyword arguments are the body's fields)."""
+        return self._request_kwargs(request)
 
     @abstractmethod
     def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
@@ -152,11 +156,11 @@ class OpenAIStreaming(SDKClients, Model, Generic[_R]):
 
     def _wrap(self, error: BaseException) -> ProviderError:
         """The library error for an SDK failure, with no credential in its text."""
-        return self._redacted(map_error(error), error)
+        return self._provider_error(map_error(error), error)
 
     def _no_credentials(self, error: BaseException) -> AuthError:
         message = f"{self._SERVICE} authentication failed (no credentials): {error}"
-        return self._redacted(AuthError(message), error)
+        return self._provider_error(AuthError(message), error)
 
     def _stream_failed(self, error: BaseException, reader: _R) -> NoReturn:
         """Raise what a failure while reading the stream becomes: `on_text`'s own exception as is, an SDK failure

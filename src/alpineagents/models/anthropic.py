@@ -13,8 +13,8 @@ from alpineagents import _observe as observe
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._clients import SDKClients
-from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage, truncate_last_call
-from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage
+from alpineagents.models.base import OnEvent, OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
 __all__ = ["Anthropic", "DEFAULT_MAX_TOKENS"]
@@ -104,13 +104,14 @@ async def _final_message_async(stream: Any) -> tuple[Any, bool]:
     return _check_complete(stream, final)
 
 
-class Anthropic(SDKClients, Model):
+class Anthropic(SDKClients):
     """Adapter for the Anthropic Messages API (streamed), built on the official `anthropic` SDK.
 
     Construction does no I/O and needs no credentials; the SDK client is created on the first request.
     """
 
     provider = "anthropic"
+    cut_off_stop_reasons = frozenset({"max_tokens", "model_context_window_exceeded"})
 
     _SDK = "anthropic"
     _SYNC_CLIENT = "Anthropic"
@@ -321,6 +322,11 @@ class Anthropic(SDKClients, Model):
             kwargs["cache_control"] = {"type": "ephemeral"}
         return kwargs
 
+    def _request_body(self, request: Request, max_tokens: int | None = None) -> dict[str, Any]:
+        """The JSON body of the streamed Messages request for `request`: the keyword arguments of
+        `_build_request_kwargs` with `extra_body` merged in, and `stream`."""
+        return _body_of(self._build_request_kwargs(request, max_tokens))
+
     def _tool_defs_and_choice(self, request: Request) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """The tool definitions to send (placeholders when the context uses tools but none are given) and the
         `tool_choice` (`{"type": "none"}` or `None` for the default)."""
@@ -346,14 +352,12 @@ class Anthropic(SDKClients, Model):
         return [], (none if request.tool_choice == "none" else None)
 
     def _to_anthropic_messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
-        """The request messages in the API's shape: same-role runs merged, blocks converted (`_to_anthropic_message`
-        of each merged message, in order); the unchanged start of a conversation is reused from the previous request
+        """The request messages in the API's shape: same-role runs merged, blocks converted (`_wire_message` of
+        each merged message, in order); the unchanged start of a conversation is reused from the previous request
         (see `_request_cache`)."""
-        return self._mapped.wire_items(
-            tuple(messages), self.provider, self._to_anthropic_message, self._merge_same_role
-        )
+        return self._conversation(messages)
 
-    def _to_anthropic_message(self, message: Message) -> list[dict[str, Any]]:
+    def _wire_message(self, message: Message) -> list[dict[str, Any]]:
         """One message (a merged run of same-role messages) in the API's shape."""
         return [{"role": message.role, "content": self._to_anthropic_content(message)}]
 
@@ -408,7 +412,7 @@ class Anthropic(SDKClients, Model):
             else:
                 blocks.append(RawBlock(self.provider, block.model_dump(mode="json", exclude_none=True)))
         stop_reason = getattr(final_message, "stop_reason", None)
-        truncate_last_call(blocks, stop_reason)
+        self._truncate_if_cut_off(blocks, stop_reason)
         raw_usage = getattr(final_message, "usage", None)
         total: int | None = None
         counts = (0, 0, 0, 0)
@@ -521,7 +525,7 @@ class Anthropic(SDKClients, Model):
 
     def _wrap(self, error: BaseException) -> ProviderError:
         """The library error for an SDK, request-building or transport failure, with no credential in its text."""
-        return self._redacted(self._map_error(error), error)
+        return self._provider_error(self._map_error(error), error)
 
     def _map_error(self, error: BaseException) -> ProviderError:
         """The library error for an SDK, request-building or transport failure."""
@@ -544,6 +548,14 @@ class Anthropic(SDKClients, Model):
         if isinstance(error, sdk.AnthropicError):
             return ProviderError(f"Anthropic API error: {error}")
         return ProviderError(f"Anthropic stream failed mid-reply ({type(error).__name__}): {error}")
+
+
+def _body_of(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body the SDK sends for the keyword arguments `kwargs` of a streamed request."""
+    body = {key: value for key, value in kwargs.items() if key != "extra_body"}
+    body.update(kwargs.get("extra_body") or {})
+    body["stream"] = True
+    return body
 
 
 def _image(image: Image) -> dict[str, Any]:

@@ -31,17 +31,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
+from alpineagents.models._adapter import Adapter
 from alpineagents.models._arguments import parse_arguments
-from alpineagents.models._redact import redacted_error
-from alpineagents.models._request_cache import MappedMessages
-from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage, truncate_last_call
-from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage
+from alpineagents.models.base import OnEvent, OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
-__all__ = ["Bedrock", "CUT_OFF"]
-
-CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})
-"""The stop reasons that mean an output limit stopped the model."""
+__all__ = ["Bedrock"]
 
 _CACHE_POINT = {"cachePoint": {"type": "default"}}
 _THROTTLED = frozenset({"throttlingexception", "servicequotaexceededexception", "toomanyrequestsexception"})
@@ -56,18 +52,27 @@ _DENIED = frozenset(
     }
 )
 _OVERFLOW_HINTS = ("too long", "too many tokens", "context window", "context length", "maximum context")
+_STREAM_STATUS = {
+    "validationexception": 400,
+    "throttlingexception": 429,
+    "modelstreamerrorexception": 424,
+    "internalserverexception": 500,
+    "serviceunavailableexception": 503,
+}
+"""The HTTP status the API gives each error it can also send inside a stream (where the HTTP status was 200)."""
 _FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
 
 _OPEN_STREAMS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("bedrock_open_streams", default=None)
 """Set by `arespond` for its worker thread: the streams it opens, so that a cancel can close them."""
 
 
-class Bedrock(Model):
+class Bedrock(Adapter):
     """Adapter for Amazon Bedrock's Converse API (streamed), built on boto3's `bedrock-runtime` client.
 
     `name` is the model id or inference profile (`"anthropic.claude-sonnet-4-5-v1:0"`,
-    `"us.amazon.nova-pro-v1:0"`, an ARN). `region`: the AWS region (else boto3's configuration). `client`: a
-    boto3 `bedrock-runtime` client to use instead of making one. `endpoint_url`: another endpoint (a VPC endpoint,
+    `"us.amazon.nova-pro-v1:0"`, an ARN). `region`: the AWS region (else boto3's configuration). `profile`: a
+    profile of the AWS configuration files (else boto3's chain: environment, `AWS_PROFILE`, SSO, instance role).
+    `client`: a boto3 `bedrock-runtime` client to use instead of making one. `endpoint_url`: another endpoint (a VPC endpoint,
     a local server). `thinking`: a reasoning budget in tokens for Claude models. `additional_fields`: the model's
     own request fields (`additionalModelRequestFields`), merged over the thinking field. `cache`: place cache
     points (models with prompt caching). `retries`: boto3's retries (its standard mode). Construction does no I/O
@@ -75,12 +80,14 @@ class Bedrock(Model):
     """
 
     provider = "bedrock"
+    cut_off_stop_reasons = frozenset({"max_tokens", "model_context_window_exceeded"})
 
     def __init__(
         self,
         name: str,
         *,
         region: str | None = None,
+        profile: str | None = None,
         client: Any = None,
         endpoint_url: str | None = None,
         thinking: int | None = None,
@@ -96,15 +103,10 @@ class Bedrock(Model):
     ) -> None:
         if name.startswith("bedrock/"):
             name = name[len("bedrock/") :]
-        self.name = name
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
         self.region = region
+        self.profile = profile
         self.endpoint_url = endpoint_url
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.timeout = timeout
-        self.retries = retries
-        self.price = price
-        self._context_window = context_window
         self.supports = frozenset({"thinking", "cache", "vision"}) if supports is None else frozenset(supports)
         self._fields: dict[str, Any] = {}
         if thinking is not None:
@@ -126,22 +128,17 @@ class Bedrock(Model):
         self._given_client = client
         self._sdk_client: Any = client
         self._client_lock = threading.Lock()
-        self._mapped = MappedMessages()
-
-    @property
-    def context_window(self) -> int:
-        """The model's context window in tokens (the `context_window=` given)."""
-        return self._context_window
 
     # -- client --------------------------------------------------------------------------------------------------
 
     def _client(self) -> Any:
-        """The boto3 `bedrock-runtime` client, made on first use (thread-safe) and reused."""
+        """The boto3 `bedrock-runtime` client, made on first use (thread-safe) and reused. It belongs to a session
+        of its own, which reads the credential chain when the client is made."""
         client = self._sdk_client
         if client is None:
             with self._client_lock:
                 if self._sdk_client is None:
-                    import boto3
+                    import boto3.session
                     from botocore.config import Config
 
                     config = Config(
@@ -154,11 +151,12 @@ class Bedrock(Model):
                         kwargs["region_name"] = self.region
                     if self.endpoint_url is not None:
                         kwargs["endpoint_url"] = self.endpoint_url
-                    self._sdk_client = boto3.client("bedrock-runtime", **kwargs)
+                    session = boto3.session.Session(profile_name=self.profile)
+                    self._sdk_client = session.client("bedrock-runtime", **kwargs)
                 client = self._sdk_client
         return client
 
-    def _secrets(self) -> list[str | None]:
+    def _known_secrets(self) -> list[str | None]:
         """The credentials of the client (access key, secret key, session token), to keep out of error texts."""
         signer = getattr(self._sdk_client, "_request_signer", None)
         credentials = getattr(signer, "_credentials", None)
@@ -172,9 +170,10 @@ class Bedrock(Model):
 
     # -- request mapping -----------------------------------------------------------------------------------------
 
-    def _request_kwargs(self, request: Request) -> dict[str, Any]:
-        """The keyword arguments of `client.converse_stream(...)` for `request`."""
-        messages = self._messages(request.messages)
+    def _request_body(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of `client.converse_stream(...)` for `request` (boto3 sends them as JSON, bytes
+        in base64, the model id in the path)."""
+        messages = self._conversation(request.messages)
         kwargs: dict[str, Any] = {"modelId": self.name, "messages": messages}
         if request.system is not None:
             kwargs["system"] = [{"text": request.system}, *([_CACHE_POINT] if self.cache else [])]
@@ -219,12 +218,7 @@ class Bedrock(Model):
         )
         return [{"toolSpec": {"name": n, "description": n, "inputSchema": {"json": {"type": "object"}}}} for n in names]
 
-    def _messages(self, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-        """The conversation as Converse messages: `_message` of each run of same-role messages, in order, the
-        unchanged start of a conversation reused from the previous request (see `_request_cache`)."""
-        return self._mapped.wire_items(messages, self.provider, self._message, self._merge_same_role)
-
-    def _message(self, message: Message) -> list[dict[str, Any]]:
+    def _wire_message(self, message: Message) -> list[dict[str, Any]]:
         """One message (a merged run of same-role messages) as one Converse message."""
         if message.role == "assistant":
             content = self._assistant_content(message)
@@ -257,7 +251,7 @@ class Bedrock(Model):
         reader = _Reader(self, sink)
         try:
             client = self._client()
-            kwargs = self._request_kwargs(request)
+            kwargs = self._request_body(request)
             stream = client.converse_stream(**kwargs)["stream"]
             opened = _OPEN_STREAMS.get()
             if opened is not None:
@@ -297,7 +291,7 @@ class Bedrock(Model):
 
     def _wrap(self, error: BaseException) -> ProviderError:
         """The library error for a boto3 failure, with no credential in its text."""
-        return redacted_error(self._map_error(error), error, self._secrets())
+        return self._provider_error(self._map_error(error), error)
 
     def _map_error(self, error: BaseException) -> ProviderError:
         from botocore.exceptions import (
@@ -325,15 +319,17 @@ class Bedrock(Model):
         code = str(info.get("Code", ""))
         message = str(info.get("Message", "")) or str(error)
         kind = code.lower()
+        status = _status(error, kind)
         if kind in _THROTTLED:
-            return RateLimitError(f"Bedrock throttled the request ({code}): {message}")
+            return RateLimitError(f"Bedrock throttled the request ({code}): {message}", status_code=status)
         if kind in _DENIED:
-            return AuthError(f"Bedrock authentication failed ({code}): {message}")
+            return AuthError(f"Bedrock authentication failed ({code}): {message}", status_code=status)
         if kind == "validationexception":
             if any(hint in message.lower() for hint in _OVERFLOW_HINTS):
-                return ContextTooLongError(f"The context exceeds the model's context window: {message}")
-            return ProviderError(f"Bedrock rejected the request ({code}): {message}")
-        return ProviderError(f"Bedrock API error ({code}): {message}")
+                text = f"The context exceeds the model's context window: {message}"
+                return ContextTooLongError(text, status_code=status)
+            return ProviderError(f"Bedrock rejected the request ({code}): {message}", status_code=status)
+        return ProviderError(f"Bedrock API error ({code}): {message}", status_code=status)
 
 
 class _Reader:
@@ -401,7 +397,7 @@ class _Reader:
                 blocks.append(ToolCall(block.get("name", ""), args, block.get("id", "")))
             else:
                 blocks.append(RawBlock(model.provider, _reasoning(block)))
-        truncate_last_call(blocks, self.stop, CUT_OFF)
+        model._truncate_if_cut_off(blocks, self.stop)
         counts = (0, 0, 0, 0)
         total: int | None = None
         if self.usage is not None:
@@ -420,6 +416,15 @@ class _Reader:
             stop_reason=self.stop,
             model=model.name,
         )
+
+
+def _status(error: Any, kind: str) -> int | None:
+    """The HTTP status of a boto3 error: the response's, or for an error sent inside the stream (after a 200) the
+    one the API gives that error."""
+    status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if isinstance(status, int) and status != 200:
+        return status
+    return _STREAM_STATUS.get(kind)
 
 
 def _reasoning(block: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ What it sends (`client.models.generate_content_stream(model=..., contents=..., c
   responses first (`{"output": text}`, or `{"error": text}` for an error result; the images of a result follow as
   inline data parts, announced in its text), then its text and images. A model turn holds its parts in the order
   the model produced them: thought parts, text, function calls (with their ids), each with the thought signature
-  it came with, so multi-turn tool use with thinking works.
+  it came with, so multi-turn tool use with thinking works. Bytes (images, signatures) are kept in base64, which the
+  SDK reads, so the kept wire form is plain JSON.
 - `config`: `system_instruction`, the function declarations (`parameters_json_schema`), `tool_config` mode `NONE`
   for `tool_choice="none"`, `max_output_tokens`, `temperature`, `thinking_config`, and automatic function calling
   off (the agent loop runs the tools).
@@ -33,14 +34,11 @@ from alpineagents._async import run_in_thread
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._clients import SDKClients
-from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage, truncate_last_call
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
-__all__ = ["Gemini", "CUT_OFF", "KEY_VARIABLES"]
-
-CUT_OFF = frozenset({"MAX_TOKENS"})
-"""The finish reasons that mean an output limit stopped the model."""
+__all__ = ["Gemini", "KEY_VARIABLES"]
 
 KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 """The environment variables the SDK reads the API key from (the first one wins when both are set)."""
@@ -48,13 +46,13 @@ KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 SIGNATURE = "thought_signature"
 """The key of a part's thought signature (base64 in a RawBlock, bytes for the SDK)."""
 
-SKIP_SIGNATURE = b"skip_thought_signature_validator"
+SKIP_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode()
 """What Google documents to send for a function call that has no signature (one made by another model or by the
 program), so that a model that requires signatures accepts the history."""
 
 _OVERFLOW_HINTS = ("input token count", "exceeds the maximum number of tokens", "context window", "too many tokens")
 _AUTH_STATUS = frozenset({"UNAUTHENTICATED", "PERMISSION_DENIED"})
-_AUTH_HINTS = ("api key not valid", "api_key_invalid", "api key expired", "incorrect api key")
+_AUTH_HINTS = ("api key not valid", "api_key_invalid", "api key expired")
 _DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 
@@ -68,7 +66,7 @@ def _caught() -> tuple[type[BaseException], ...]:
     return (errors.APIError, errors.UnknownApiResponseError, httpx2.HTTPError, ssl.SSLError, anyio.EndOfStream)
 
 
-class Gemini(SDKClients, Model):
+class Gemini(SDKClients):
     """Adapter for the Gemini API (streamed), built on the official `google-genai` SDK.
 
     `api_key`: the Gemini API key; without it the SDK reads `GOOGLE_API_KEY` or `GEMINI_API_KEY`. Vertex AI:
@@ -81,6 +79,7 @@ class Gemini(SDKClients, Model):
     """
 
     provider = "google"
+    cut_off_stop_reasons = frozenset({"MAX_TOKENS"})
 
     _SDK = "google.genai"
     _SYNC_CLIENT = "Client"
@@ -148,7 +147,7 @@ class Gemini(SDKClients, Model):
             raise self._no_credentials(error) from error
 
     def _no_credentials(self, error: BaseException) -> ProviderError:
-        return self._redacted(
+        return self._provider_error(
             AuthError(
                 fix_message(
                     f"Gemini authentication failed (no credentials): {error}",
@@ -161,15 +160,20 @@ class Gemini(SDKClients, Model):
         )
 
     def _configured_secrets(self) -> tuple[str | None, ...]:
-        keys: list[str | None] = [self._api_key]
+        return (self._api_key,)
+
+    def _known_secrets(self) -> list[str | None]:
+        """The configured key and that of the SDK client (read from the environment, or handed in)."""
+        keys = super()._known_secrets()
         for client in (self._sdk_client, self._given_client):
             keys.append(getattr(getattr(client, "_api_client", None), "api_key", None))
-        return tuple(keys)
+        return keys
 
     # -- request mapping ---------------------------------------------------------------------------------------
 
-    def _request_kwargs(self, request: Request) -> dict[str, Any]:
-        """The keyword arguments of `client.models.generate_content_stream(...)` for `request`."""
+    def _request_body(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of `client.models.generate_content_stream(...)` for `request`: plain JSON, which
+        the SDK sends with its keys in camelCase."""
         config: dict[str, Any] = {"automatic_function_calling": {"disable": True}}
         if request.system is not None:
             config["system_instruction"] = request.system
@@ -184,7 +188,7 @@ class Gemini(SDKClients, Model):
             config["temperature"] = self.temperature
         if self._thinking is not None:
             config["thinking_config"] = dict(self._thinking)
-        return {"model": self.name, "contents": self._contents(request.messages), "config": config}
+        return {"model": self.name, "contents": self._conversation(request.messages), "config": config}
 
     def _declarations(self, request: Request) -> tuple[list[dict[str, Any]], bool]:
         """The function declarations to send (placeholders for the tools the context uses when none are given)
@@ -206,12 +210,7 @@ class Gemini(SDKClients, Model):
         placeholders = [{"name": n, "description": "", "parameters_json_schema": {"type": "object"}} for n in names]
         return placeholders, bool(placeholders) or request.tool_choice == "none"
 
-    def _contents(self, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-        """The conversation as `Content`s: `_content` of each run of same-role messages, in order, the unchanged
-        start of a conversation reused from the previous request (see `_request_cache`)."""
-        return self._mapped.wire_items(messages, self.provider, self._content, self._merge_same_role)
-
-    def _content(self, message: Message) -> list[dict[str, Any]]:
+    def _wire_message(self, message: Message) -> list[dict[str, Any]]:
         """One message (a merged run of same-role messages) as one `Content`."""
         if message.role == "assistant":
             parts = self._model_parts(message)
@@ -236,7 +235,7 @@ class Gemini(SDKClients, Model):
                 if set(block.data) == {SIGNATURE}:
                     pending = block.data[SIGNATURE]
                     continue
-                parts.append(_sdk_part(plain(block.data)))
+                parts.append(plain(block.data))
                 continue
             if isinstance(block, TextBlock):
                 if not block.text and pending is None:
@@ -250,11 +249,11 @@ class Gemini(SDKClients, Model):
             else:
                 continue  # an image in an assistant message is not sent
             if pending is not None:
-                part[SIGNATURE] = base64.b64decode(pending)
+                part[SIGNATURE] = pending
                 pending = None
             parts.append(part)
         if pending is not None:  # a signature whose part was empty: it still goes back
-            parts.append({"text": "", SIGNATURE: base64.b64decode(pending)})
+            parts.append({"text": "", SIGNATURE: pending})
         return parts
 
     # -- respond -------------------------------------------------------------------------------------------------
@@ -262,7 +261,7 @@ class Gemini(SDKClients, Model):
     def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Stream one reply from the Gemini API; a failure of the SDK is raised as the library's error."""
         client = self._open()
-        kwargs = self._request_kwargs(request)
+        kwargs = self._request_body(request)
         reader = _Reader(self, TextSink(on_text))
         try:
             stream = client.models.generate_content_stream(**kwargs)
@@ -282,7 +281,7 @@ class Gemini(SDKClients, Model):
             except ProviderError as error:
                 raise error from error.__cause__
         client = self._async_client()
-        kwargs = self._request_kwargs(request)
+        kwargs = self._request_body(request)
         reader = _Reader(self, TextSink(on_text))
         try:
             stream = await client.models.generate_content_stream(**kwargs)
@@ -302,7 +301,7 @@ class Gemini(SDKClients, Model):
         """Raise what a failed attempt becomes: `on_text`'s own exception as is, the rest as the library's error."""
         if error is sink.error:
             raise error
-        raise self._redacted(self._map_error(error), error) from error
+        raise self._provider_error(self._map_error(error), error) from error
 
     # -- errors -------------------------------------------------------------------------------------------------
 
@@ -314,23 +313,22 @@ class Gemini(SDKClients, Model):
             if isinstance(error, errors.UnknownApiResponseError):
                 return ProviderError(f"Gemini API sent a response that could not be read: {error}")
             return ProviderError(f"Gemini stream failed mid-reply ({type(error).__name__}): {error}")
-        code = error.code
+        code = error.code  # also that of an error sent inside a stream whose HTTP status was 200
         state = error.status or ""
         text = f"{error.message or error}"
         lowered = text.lower()
         if code == 429 or state == "RESOURCE_EXHAUSTED":
             delay = _retry_delay(error)
             after = f", retry after {delay:g}s" if delay is not None else ""
-            return RateLimitError(f"Gemini API rate limit ({code} {state}{after}): {text}")
-        if code in (401, 403) or state in _AUTH_STATUS or _reason(error) == "API_KEY_INVALID":
-            return AuthError(f"Gemini authentication failed ({code} {state}): {text}")
-        if any(hint in lowered for hint in _AUTH_HINTS):
-            return AuthError(f"Gemini authentication failed ({code} {state}): {text}")
+            return RateLimitError(f"Gemini API rate limit ({code} {state}{after}): {text}", status_code=code)
+        auth = code in (401, 403) or state in _AUTH_STATUS or _reason(error) == "API_KEY_INVALID"
+        if auth or any(hint in lowered for hint in _AUTH_HINTS):
+            return AuthError(f"Gemini authentication failed ({code} {state}): {text}", status_code=code)
         if code == 400 and any(hint in lowered for hint in _OVERFLOW_HINTS):
-            return ContextTooLongError(f"The context exceeds the model's context window: {text}")
+            return ContextTooLongError(f"The context exceeds the model's context window: {text}", status_code=code)
         if isinstance(error, errors.ClientError):
-            return ProviderError(f"Gemini bad request ({code} {state}): {text}")
-        return ProviderError(f"Gemini API error ({code} {state}): {text}")
+            return ProviderError(f"Gemini bad request ({code} {state}): {text}", status_code=code)
+        return ProviderError(f"Gemini API error ({code} {state}): {text}", status_code=code)
 
 
 class _Reader:
@@ -429,7 +427,7 @@ class _Reader:
         if self.finish is None:
             raise ProviderError("Gemini stream ended before its final chunk (the reply has no finish reason)")
         blocks = self.blocks
-        truncate_last_call(blocks, self.finish, CUT_OFF)
+        model._truncate_if_cut_off(blocks, self.finish)
         usage, total = _usage(model, self.usage)
         observe.response_id(self.response)
         return Reply(
@@ -490,15 +488,7 @@ def _result_text(block: ToolResultBlock) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _image(image: Image) -> dict[str, Any]:
-    return {"inline_data": {"mime_type": image.media_type, "data": image.data}}
-
-
-def _sdk_part(data: dict[str, Any]) -> dict[str, Any]:
-    """A recorded part as the SDK takes it: its signature back to bytes."""
-    signature = data.get(SIGNATURE)
-    if isinstance(signature, str):
-        data[SIGNATURE] = base64.b64decode(signature)
-    return data
+    return {"inline_data": {"mime_type": image.media_type, "data": image.base64}}
 
 
 def _b64(signature: Any) -> str:
