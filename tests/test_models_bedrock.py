@@ -22,7 +22,7 @@ from botocore.exceptions import ClientError, EventStreamError
 
 from alpineagents import Agent, SQLiteStore
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
-from alpineagents.models import Bedrock, Retry, resolve_model
+from alpineagents.models import Anthropic, Bedrock, Retry, resolve_model
 from alpineagents.tool import tool
 from alpineagents.types import (
     INVALID_ARGS_KEY,
@@ -45,11 +45,12 @@ from servers.bedrock import (
     bedrock_error,
     bedrock_events,
     bedrock_stream,
+    claude_stream,
     event,
     exception,
 )
 from servers.fixtures import server  # noqa: F401 - pytest fixture
-from servers.provider import ProviderServer
+from servers.provider import ProviderServer, ToolUse, echo_key
 
 ACCESS = "AKIAZQ8C1XVB0MT4YH7N"
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
@@ -540,3 +541,48 @@ def test_resolve_model_picks_bedrock() -> None:
     assert isinstance(m, Bedrock) and (m.name, m.region) == ("us.amazon.nova-pro-v1:0", "us-west-2")
     with pytest.raises(TypeError, match="does not accept api_key="):
         resolve_model("bedrock/x", api_key="k")
+
+
+# -- Claude on Bedrock through the Anthropic adapter ----------------------------------------------------------------
+
+
+def claude_on_bedrock(srv: ProviderServer, **kwargs: Any) -> Anthropic:
+    from anthropic import AnthropicBedrock
+
+    client = AnthropicBedrock(
+        aws_region="us-east-1", aws_access_key=ACCESS, aws_secret_key=SECRET, base_url=srv.url, max_retries=0
+    )
+    return Anthropic("anthropic.claude-test-v1:0", client=client, max_tokens=1024, **kwargs)
+
+
+def test_claude_on_bedrock_through_the_anthropic_adapter(server: ProviderServer) -> None:  # noqa: F811
+    server.script(claude_stream(["Hel", "lo"], thinking="plan", tools=[ToolUse("search", ['{"q": "x"}'])]))
+    got: list[str] = []
+    reply = claude_on_bedrock(server).respond(req(system="sys", tools=(SPEC,)), got.append)
+    assert got == ["Hel", "lo"]
+    assert reply.message.content[0] == RawBlock(
+        "anthropic", {"type": "thinking", "thinking": "plan", "signature": "sig=="}
+    )
+    assert reply.tool_calls == (ToolCall("search", {"q": "x"}, "toolu_1"),)
+    sent = server.posts[-1]
+    assert sent.path == "/model/anthropic.claude-test-v1:0/invoke-with-response-stream"
+    assert sent.headers["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={ACCESS}/")
+    assert sent.body["system"] == "sys" and "model" not in sent.body
+    assert "anthropic_version" in sent.body  # Bedrock takes the API version in the body
+
+
+def test_claude_on_bedrock_async_and_errors_keep_the_credentials_out(server: ProviderServer) -> None:  # noqa: F811
+    from anthropic import AsyncAnthropicBedrock
+
+    client = AsyncAnthropicBedrock(
+        aws_region="us-east-1", aws_access_key=ACCESS, aws_secret_key=SECRET, base_url=server.url, max_retries=0
+    )
+    model_ = Anthropic("anthropic.claude-test-v1:0", client=client, max_tokens=1024)
+    assert asyncio.run(model_.arespond(req())).text == "Hello"
+    server.script(echo_key(403))
+    with pytest.raises(AuthError) as info:
+        claude_on_bedrock(server).respond(req())
+    text = str(info.value) + str(info.value.__cause__)
+    assert "Incorrect API key provided" in text
+    for secret in (ACCESS, SECRET):
+        assert secret not in text

@@ -18,7 +18,7 @@ from google.genai import errors as genai_errors
 
 from alpineagents import Agent, FileStore
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
-from alpineagents.models import Gemini, Retry, resolve_model
+from alpineagents.models import Anthropic, Gemini, Retry, resolve_model
 from alpineagents.models.gemini import SKIP_SIGNATURE
 from alpineagents.tool import tool
 from alpineagents.types import (
@@ -48,7 +48,7 @@ from servers.gemini import (
     gemini_stream,
     signature_of,
 )
-from servers.provider import ProviderServer, sse
+from servers.provider import ProviderServer, echo_key, sse
 
 KEY = "AIzaSyTest-Zq8c1XvB0mT4yH7nL2pR9sK6wE3u"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(40)
@@ -547,3 +547,32 @@ def test_resolve_model_picks_gemini() -> None:
     assert isinstance(resolve_model("gemini-2.5-flash"), Gemini)
     with pytest.raises(TypeError, match="does not accept region="):
         resolve_model("google/gemini-3-pro", region="us-east-1")
+
+
+# -- Claude on Vertex AI through the Anthropic adapter --------------------------------------------------------------
+
+TOKEN = "ya29.a0AfH6SMBx-test-access-token-0123456789"
+
+
+def test_claude_on_vertex_through_the_anthropic_adapter(server: ProviderServer) -> None:  # noqa: F811
+    from anthropic import AnthropicVertex, AsyncAnthropicVertex
+
+    settings = {"region": "us-east5", "project_id": "my-project", "access_token": TOKEN, "base_url": server.url}
+    m = Anthropic("claude-test@20260101", client=AnthropicVertex(**settings, max_retries=0), max_tokens=1024)
+    got: list[str] = []
+    reply = m.respond(req(system="sys"), got.append)
+    assert reply.text == "Hello" and got == ["Hello"]
+    sent = server.posts[-1]
+    assert (
+        sent.path
+        == "/projects/my-project/locations/us-east5/publishers/anthropic/models/claude-test@20260101:streamRawPredict"
+    )
+    assert sent.headers["authorization"] == f"Bearer {TOKEN}"
+    assert sent.body["system"] == "sys" and "anthropic_version" in sent.body
+    async_model = Anthropic("claude-test@20260101", client=AsyncAnthropicVertex(**settings, max_retries=0))
+    assert asyncio.run(async_model.arespond(req())).text == "Hello"
+    server.script(echo_key(401))
+    with pytest.raises(AuthError) as info:
+        m.respond(req())
+    assert "Incorrect API key provided" in str(info.value) and TOKEN not in str(info.value)
+    assert TOKEN not in str(info.value.__cause__)

@@ -53,7 +53,7 @@ def test_an_api_key_echoed_in_an_error_body_is_kept_out_of_the_error_and_the_sto
     assert (type(info.value) is AuthError) == (code == 401)
     assert server.posts, "the request reached the server"
     sent = server.posts[-1].headers
-    assert KEY in (sent.get("authorization", "") + sent.get("x-api-key", ""))
+    assert KEY in (sent.get("authorization", "") + sent.get("x-api-key", "") + sent.get("x-goog-api-key", ""))
     text = str(info.value)
     assert "Incorrect API key provided" in text and "[REDACTED]" in text
     assert KEY not in text
@@ -112,6 +112,8 @@ def test_a_key_read_from_the_environment_is_kept_out_of_the_error_too(
     kind: AdapterKind,
 ) -> None:
     monkeypatch.setenv(kind.key_variable, KEY)
+    for name, value in kind.environment.items():
+        monkeypatch.setenv(name, value)
     model = kind.at(server)
     kind.forget_key(model)
     server.script(echo_key(401))

@@ -12,6 +12,9 @@ event's JSON. An error inside the stream is a message with `:message-type=except
 checks both CRCs, so a frame written wrong fails the client, and the tests read every frame through its decoder.
 
     server.script(bedrock_stream(["Hel", "lo"], tools=[ToolUseOut("search", ['{"q":', '"x"}'])]))
+
+Claude's own Messages stream over Bedrock (`/model/{id}/invoke-with-response-stream`, used by
+`anthropic.AnthropicBedrock`) is served too, in the same framing (`claude_stream`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
     "bedrock_error",
     "bedrock_default",
     "bedrock_echo_credentials",
+    "claude_stream",
 ]
 
 
@@ -215,18 +219,43 @@ def bedrock_error(code: int, kind: str, message: str) -> Action:
     return act
 
 
+_EXCEPTIONS = {
+    400: "ValidationException",
+    401: "UnrecognizedClientException",
+    403: "AccessDeniedException",
+    404: "ResourceNotFoundException",
+    409: "ConflictException",
+    429: "ThrottlingException",
+}
+
+
 def bedrock_echo_credentials(code: int = 403) -> Action:
-    """An error echoing the signature header the request carried (access key id included), as a proxy might."""
+    """An error echoing the signature header the request carried (access key id included) and its session token,
+    as a proxy might."""
 
     def act(handler: Any, request: Recorded) -> None:
         header = request.headers.get("authorization", "")
         token = request.headers.get("x-amz-security-token", "")
-        kind = "AccessDeniedException" if code == 403 else "ValidationException"
+        kind = _EXCEPTIONS.get(code, "InternalServerException")
         bedrock_error(code, kind, f"Incorrect API key provided: {header} {token}")(handler, request)
 
     return act
 
 
+def claude_stream(text: Iterable[str] = ("Hello",), *, drop_after: int | None = None, **kwargs: Any) -> Action:
+    """Claude's Messages stream as Bedrock's InvokeModelWithResponseStream sends it (what `anthropic.AnthropicBedrock`
+    reads): each event of `anthropic_events` in a `chunk` frame whose `bytes` is the event's JSON in base64."""
+    from servers.provider import anthropic_events
+
+    frames = [
+        event("chunk", {"bytes": base64.b64encode(json.dumps(data).encode()).decode()})
+        for _, data in anthropic_events(text, **kwargs)
+    ]
+    return _send_frames(frames, drop_after=drop_after)
+
+
 def bedrock_default(request: Recorded) -> Action:
-    """The default success of a Bedrock request: a streamed `Hello`."""
+    """The default success of a Bedrock request: a streamed `Hello` (Converse, or Claude's own stream)."""
+    if request.path.endswith("/invoke-with-response-stream"):
+        return claude_stream()
     return _send_frames(bedrock_events())

@@ -174,14 +174,22 @@ def gemini_error(
     return status(code, {"error": error}, headers=headers)
 
 
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+}
+
+
 def gemini_echo_key(code: int = 400) -> Action:
     """An error echoing the API key the request carried (`x-goog-api-key`)."""
 
     def act(handler: Any, request: Recorded) -> None:
         key = request.headers.get("x-goog-api-key", "")
         message = f"Incorrect API key provided: {key}. You can find your API key at https://example.test/keys."
-        name = "UNAUTHENTICATED" if code == 401 else ("INVALID_ARGUMENT" if code == 400 else "INTERNAL")
-        gemini_error(code, name, message)(handler, request)
+        gemini_error(code, _STATUS_NAMES.get(code, "INTERNAL"), message)(handler, request)
 
     return act
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 import ssl
 import threading
@@ -108,6 +109,9 @@ class Anthropic(SDKClients):
     """Adapter for the Anthropic Messages API (streamed), built on the official `anthropic` SDK.
 
     Construction does no I/O and needs no credentials; the SDK client is created on the first request.
+    `client`: an SDK client to use instead of making one, for Claude on Amazon Bedrock or Google Vertex AI
+    (`anthropic.AnthropicBedrock(...)`, `anthropic.AnthropicVertex(...)`, or any `anthropic.Anthropic`); an async one
+    (`AsyncAnthropicBedrock`, ...) serves `arespond`, a sync one `respond`.
     """
 
     provider = "anthropic"
@@ -133,6 +137,7 @@ class Anthropic(SDKClients):
         api_key: str | None = None,
         base_url: str | None = None,
         supports: Iterable[str] | None = None,
+        client: Any = None,
     ) -> None:
         if name.startswith("anthropic/"):
             name = name[len("anthropic/") :]
@@ -182,6 +187,17 @@ class Anthropic(SDKClients):
         if cache is True:
             self._check_supported("cache", "cache=True")
         self.cache: bool = ("cache" in self.supports) if cache is None else bool(cache)
+        if client is not None:
+            self._adopt(client)
+
+    def _adopt(self, client: Any) -> None:
+        """Use the caller's SDK client: an async one (its `close` is a coroutine function) for `arespond`,
+        otherwise for `respond`."""
+        self._given_client = client
+        if inspect.iscoroutinefunction(getattr(client, "close", None)):
+            self._async_client = lambda: client  # the fixed seam, replaced on the instance
+        else:
+            self._sdk_client = client
 
     # -- clients -------------------------------------------------------------------------------------------------
 
