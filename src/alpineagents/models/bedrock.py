@@ -247,8 +247,8 @@ class Bedrock(Adapter):
         from botocore.exceptions import BotoCoreError, ClientError
         from urllib3.exceptions import HTTPError
 
-        sink = TextSink(on_text)
-        reader = _Reader(self, sink)
+        reader = self._reader(on_text)
+        sink = reader.sink
         try:
             client = self._client()
             kwargs = self._request_body(request)
@@ -269,6 +269,10 @@ class Bedrock(Adapter):
                 raise
             raise self._wrap(error) from error
         return reader.reply()
+
+    def _reader(self, on_text: OnText | None) -> _Reader:
+        """What gathers one streamed reply (`add(event)` per event, then `reply()`)."""
+        return _Reader(self, TextSink(on_text))
 
     async def arespond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Async twin of `respond`: the stream is read on a worker thread (boto3 has no async client), each text

@@ -262,7 +262,7 @@ class Gemini(SDKClients):
         """Stream one reply from the Gemini API; a failure of the SDK is raised as the library's error."""
         client = self._open()
         kwargs = self._request_body(request)
-        reader = _Reader(self, TextSink(on_text))
+        reader = self._reader(on_text)
         try:
             stream = client.models.generate_content_stream(**kwargs)
             reader.sink.opened = True
@@ -282,7 +282,7 @@ class Gemini(SDKClients):
                 raise error from error.__cause__
         client = self._async_client()
         kwargs = self._request_body(request)
-        reader = _Reader(self, TextSink(on_text))
+        reader = self._reader(on_text)
         try:
             stream = await client.models.generate_content_stream(**kwargs)
             reader.sink.opened = True
@@ -296,6 +296,10 @@ class Gemini(SDKClients):
         except _caught() as error:
             self._failed(error, reader.sink)
         return reader.reply()
+
+    def _reader(self, on_text: OnText | None) -> _Reader:
+        """What gathers one streamed reply (`add(chunk)` per chunk, then `reply()`)."""
+        return _Reader(self, TextSink(on_text))
 
     def _failed(self, error: BaseException, sink: TextSink) -> Any:
         """Raise what a failed attempt becomes: `on_text`'s own exception as is, the rest as the library's error."""
