@@ -61,10 +61,13 @@ SPEC = ToolSpec("search", "Search the web", {"type": "object", "properties": {"q
 
 
 @pytest.fixture(autouse=True)
-def _aws_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+def _aws_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[None]:
     """Test credentials in the environment (boto3's chain reads them); no profile or config file of the machine;
     a fresh default session (it keeps the credentials it found)."""
     import boto3
+
+    if "server" in request.fixturenames:
+        request.getfixturevalue("server")  # it empties the environment first
 
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"):
