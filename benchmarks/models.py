@@ -235,7 +235,7 @@ def bench_bedrock(url: str, request: Request, count: int, rounds: int) -> dict[s
     )
     client = session.client("bedrock-runtime", endpoint_url=url, config=Config(retries={"total_max_attempts": 1}))
     model = Bedrock("anthropic.claude-bench-v1:0", client=client, retries=0)
-    kwargs = model._request_body(request)
+    kwargs = model._converse_kwargs(request)
 
     def bare() -> None:
         for _ in client.converse_stream(**kwargs)["stream"]:
@@ -248,7 +248,7 @@ def bench_bedrock(url: str, request: Request, count: int, rounds: int) -> dict[s
 
     def own() -> None:
         model._mapped.clear()
-        model._request_body(request)
+        model._converse_kwargs(request)
         reader = model._reader(lambda _t: None)
         for event in events:
             reader.add(event)
@@ -316,7 +316,7 @@ def main() -> int:
             ("OpenAICompatible", scaling(lambda r: lambda: fresh(openai_model)._request_kwargs(r), sizes)),
             ("OpenAIResponses", scaling(lambda r: lambda: fresh(responses_model)._request_kwargs(r), sizes)),
             ("Gemini", scaling(lambda r: lambda: fresh(gemini_model)._request_body(r), sizes)),
-            ("Bedrock", scaling(lambda r: lambda: fresh(bedrock_model)._request_body(r), sizes)),
+            ("Bedrock", scaling(lambda r: lambda: fresh(bedrock_model)._converse_kwargs(r), sizes)),
         ):
             per = [us / size for size, us in rows]
             cells = "  ".join(

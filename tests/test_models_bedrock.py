@@ -81,6 +81,10 @@ def _aws_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: p
     yield
 
 
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
 def req(
     *messages: Message, system: str | None = None, tools: tuple[ToolSpec, ...] = (), choice: str = "auto"
 ) -> Request:
@@ -200,13 +204,13 @@ def test_user_content_tool_results_first_images_and_errors() -> None:
         {
             "toolResult": {
                 "toolUseId": "t1",
-                "content": [{"text": "Loaded"}, {"image": {"format": "jpeg", "source": {"bytes": JPEG}}}],
+                "content": [{"text": "Loaded"}, {"image": {"format": "jpeg", "source": {"bytes": b64(JPEG)}}}],
                 "status": "success",
             }
         },
         {"toolResult": {"toolUseId": "t2", "content": [{"text": "boom"}], "status": "error"}},
         {"text": "see"},
-        {"image": {"format": "png", "source": {"bytes": PNG}}},
+        {"image": {"format": "png", "source": {"bytes": b64(PNG)}}},
     ]
 
 
@@ -226,7 +230,7 @@ def test_assistant_content_keeps_reasoning_and_order_and_drops_other_providers()
         "role": "assistant",
         "content": [
             {"reasoningContent": {"reasoningText": {"text": "plan", "signature": "sig"}}},
-            {"reasoningContent": {"redactedContent": b"\x00red"}},
+            {"reasoningContent": {"redactedContent": b64(b"\x00red")}},
             {"text": "Looking."},
             {"toolUse": {"toolUseId": "t1", "name": "search", "input": {"q": "x"}}},
         ],

@@ -15,16 +15,20 @@ import pytest
 
 import alpineagents.models as models
 from alpineagents.errors import ProviderError
-from alpineagents.models import Retry, resolve_model
+from alpineagents.models import OpenAIResponses, Retry, resolve_model
 from alpineagents.models._adapter import Adapter
 from alpineagents.models.resolve import PROVIDERS, Provider
 from alpineagents.types import (
     INVALID_ARGS_KEY,
     TRUNCATED_ARGS_MESSAGE,
+    Image,
     Message,
+    RawBlock,
     Reply,
     Request,
+    TextBlock,
     ToolCall,
+    ToolResultBlock,
     ToolSpec,
     Usage,
 )
@@ -175,3 +179,76 @@ def test_resolve_model_reads_the_table_and_its_docstring_and_errors_name_every_p
     with pytest.raises(ValueError) as info:
         resolve_model("mystery-model")
     assert re.findall(r"^ *(\S+)/mystery-model$", str(info.value), re.M) == [row.prefix for row in PROVIDERS]
+
+
+# -- the raw request path -----------------------------------------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(40)
+GIF = b"GIF89a" + bytes(40)
+
+
+def rich_request() -> Request:
+    """Text, tools, images (in a message and in a tool result), every adapter's thinking or reasoning items, a
+    tool call and its result, an error result, non-ASCII text and an empty assistant message."""
+    call = ToolCall("add", {"a": 1, "b": [2.5, None], "note": "é ✓"}, "call_1")
+    assistant = Message(
+        "assistant",
+        (
+            RawBlock("anthropic", {"type": "thinking", "thinking": "hmm", "signature": "sig"}),
+            RawBlock("openai_compatible", {"reasoning_content": "hmm"}),
+            RawBlock("openai_responses", {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}),
+            TextBlock("Let me add — “quoted”."),
+            call,
+        ),
+    )
+    result = ToolResultBlock(call.id, (TextBlock("3.5"), Image(GIF)), "add")
+    return Request(
+        "Be brief. Ünïcode.",
+        (
+            Message.user("look at this", Image(PNG)),
+            assistant,
+            Message("user", (result, TextBlock("and this?"))),
+            Message("assistant", ()),
+            Message("user", (ToolResultBlock("call_2", "boom", "add", is_error=True),)),
+            Message.user("go on"),
+        ),
+        (SPEC, ToolSpec("search", "Search the web", {"type": "object", "properties": {"q": {"type": "string"}}})),
+    )
+
+
+def unsigned(header: str | None) -> str | None:
+    """A header without an AWS request signature (it covers the time of the request, to the second)."""
+    return re.sub(r"Signature=[0-9a-f]+", "Signature=...", header) if header else header
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_the_raw_path_sends_what_the_sdks_create_would_send(
+    server: ProviderServer,  # noqa: F811
+    kind: AdapterKind,
+) -> None:
+    """The adapters send the body they built as bytes through `client.post`; the SDK's typed call with the same
+    arguments sends the same JSON value, with the same credentials and content type."""
+    for options in ({}, *kind.options):
+        model = kind.at(server, **options)
+        for request in (rich_request(), Request(None, (Message.user("hi"),), (SPEC,), "none")):
+            model.respond(request)
+            raw = server.posts[-1]
+            kind.create(model, request, server)
+            typed = server.posts[-1]
+            assert raw.body == typed.body, (kind.name, options)
+            for header in ("authorization", "x-api-key", "x-goog-api-key", "content-type", "anthropic-version"):
+                assert unsigned(raw.headers.get(header)) == unsigned(typed.headers.get(header)), header
+            assert raw.path == typed.path
+
+
+def test_headers_and_options_of_a_client_the_user_hands_in_reach_the_server(server: ProviderServer) -> None:  # noqa: F811
+    import openai
+
+    client = openai.OpenAI(
+        api_key="sk-user-client", base_url=server.openai_url, max_retries=0, default_headers={"x-team": "search"}
+    )
+    model = OpenAIResponses("gpt-test", client=client)
+    assert model.respond(Request(None, (Message.user("hi"),))).text == "Hello"
+    sent = server.posts[-1]
+    assert sent.headers["x-team"] == "search" and sent.headers["authorization"] == "Bearer sk-user-client"
+    assert sent.path == "/v1/responses" and sent.headers["content-type"] == "application/json"

@@ -87,13 +87,15 @@ class FakeStream:
 
 
 class FakeClient:
+    """Stands in for the SDK client behind `_client()`: `post` records the JSON body it was given."""
+
     def __init__(self, stream: Any) -> None:
         self.stream = stream
         self.kwargs: list[dict[str, Any]] = []
-        self.chat = ns(completions=ns(create=self._create))
 
-    def _create(self, **kwargs: Any) -> Any:
-        self.kwargs.append(kwargs)
+    def post(self, path: str, *, content: bytes, **options: Any) -> Any:
+        assert path == "/chat/completions" and options["stream"] is True
+        self.kwargs.append(json.loads(content))
         if isinstance(self.stream, BaseException):
             raise self.stream
         return self.stream
@@ -714,10 +716,10 @@ def test_arespond_through_the_async_client_seam() -> None:
     m = OpenAICompatible("x")
     stream = FakeAsyncStream([chunk("Hel"), chunk("lo", finish="stop")])
 
-    async def create(**kwargs: Any) -> Any:
+    async def post(path: str, **options: Any) -> Any:
         return stream
 
-    m._async_client = lambda: ns(chat=ns(completions=ns(create=create)))  # type: ignore[method-assign]
+    m._async_client = lambda: ns(post=post)  # type: ignore[method-assign]
     got: list[str] = []
     reply = asyncio.run(m.arespond(req(), got.append))
     assert reply.text == "Hello" and got == ["Hel", "lo"] and stream.closed

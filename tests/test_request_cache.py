@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from alpineagents.models import Model, OpenAIResponses
 from alpineagents.models._adapter import Adapter
+from alpineagents.models._json import encode
 from alpineagents.models._request_cache import ENTRIES
 from alpineagents.state import State
 from alpineagents.store import FileStore
@@ -95,6 +96,7 @@ class Adapters:
                 built = body(model, request)
                 assert built == body(fresh(kind, model), request), kind.name
                 assert kind.conversation(built) == plain_messages(fresh(kind, model), messages), kind.name
+                assert json.loads(encode(built)) == json.loads(json.dumps(built)), "the kept bytes are the items"
 
 
 # -- random conversations -----------------------------------------------------------------------------------------

@@ -15,8 +15,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import anthropic
+import openai
+
 from alpineagents.models import Anthropic, Bedrock, Gemini, OpenAICompatible, OpenAIResponses
 from alpineagents.models._adapter import Adapter
+from alpineagents.types import Request
 from servers.bedrock import ToolUseOut, bedrock_stream
 from servers.gemini import Call, gemini_stream
 from servers.provider import Action, FnCall, ProviderServer, ToolUse, anthropic_stream, openai_stream
@@ -36,8 +40,8 @@ class AdapterKind:
     """The adapter's provider id (the test id)."""
     make: Callable[..., Adapter]
     """`make(name, **options)`: the adapter, offline (its settings only)."""
-    at: Callable[[ProviderServer], Adapter]
-    """The adapter pointed at the fake server, with the key `KEY` and no SDK retries."""
+    at: Callable[..., Adapter]
+    """`at(server, **options)`: the adapter pointed at the fake server, with the key `KEY` and no SDK retries."""
     key_variable: str
     """The environment variable the adapter's SDK reads its key from."""
     forget_key: Callable[[Adapter], None]
@@ -49,6 +53,13 @@ class AdapterKind:
     (the stop reason the provider's, or `None` for the usual one)."""
     conversation: Callable[[dict[str, Any]], list[Any]]
     """The conversation items of a request body (the system prompt left out)."""
+    create: Callable[[Adapter, Request, ProviderServer], None]
+    """Send the adapter's request for `request` through the SDK's own typed call (`messages.stream`,
+    `chat.completions.create`, `responses.create`), on a client of its own, and read the stream to its end: what
+    the adapter sends through the SDK's raw path must be the same request."""
+    options: tuple[dict[str, Any], ...]
+    """Settings that change the request (thinking or reasoning, cache, temperature, output limit, ...), one
+    adapter each, for the raw-path test."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """Other environment variables the SDK needs beside `key_variable` to read its credentials from there."""
 
@@ -68,6 +79,27 @@ def _responses_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | 
     return responses_stream(call, status="incomplete", reason=stop_reason)
 
 
+def _anthropic_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    assert isinstance(model, Anthropic)
+    client = anthropic.Anthropic(api_key=KEY, base_url=srv.url, max_retries=0)
+    with client.messages.stream(**model._build_request_kwargs(request)) as stream:
+        stream.get_final_message()
+
+
+def _chat_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    assert isinstance(model, OpenAICompatible)
+    client = openai.OpenAI(api_key=KEY, base_url=srv.openai_url, max_retries=0)
+    for _ in client.chat.completions.create(**model._request_kwargs(request)):
+        pass
+
+
+def _responses_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    assert isinstance(model, OpenAIResponses)
+    client = openai.OpenAI(api_key=KEY, base_url=srv.openai_url, max_retries=0)
+    for _ in client.responses.create(**model._request_kwargs(request)):
+        pass
+
+
 def _unset(attribute: str) -> Callable[[Adapter], None]:
     def forget(model: Adapter) -> None:
         setattr(model, attribute, None)
@@ -78,34 +110,46 @@ def _unset(attribute: str) -> Callable[[Adapter], None]:
 ANTHROPIC = AdapterKind(
     name="anthropic",
     make=lambda name, **options: Anthropic(name, **{"max_tokens": 1024, **options}),
-    at=lambda srv: Anthropic("claude-test", base_url=srv.url, api_key=KEY, max_tokens=1024, retries=0),
+    at=lambda srv, **options: Anthropic(
+        "claude-test", **{"base_url": srv.url, "api_key": KEY, "max_tokens": 1024, "retries": 0, **options}
+    ),
     key_variable="ANTHROPIC_API_KEY",
     forget_key=_unset("_api_key"),
     reply=lambda texts: anthropic_stream(list(texts)),
     tool_reply=_anthropic_tool_reply,
     conversation=lambda body: body["messages"],
+    create=_anthropic_create,
+    options=({"thinking": 4096, "max_tokens": 8192}, {"temperature": 0.3, "cache": False}),
 )
 
 OPENAI_COMPATIBLE = AdapterKind(
     name="openai_compatible",
     make=OpenAICompatible,
-    at=lambda srv: OpenAICompatible("gpt-test", base_url=srv.openai_url, api_key=KEY, retries=0),
+    at=lambda srv, **options: OpenAICompatible(
+        "gpt-test", base_url=srv.openai_url, api_key=KEY, **{"retries": 0, **options}
+    ),
     key_variable="OPENAI_API_KEY",
     forget_key=_unset("api_key"),
     reply=lambda texts: openai_stream(list(texts)),
     tool_reply=_chat_tool_reply,
     conversation=lambda body: [m for m in body["messages"] if m["role"] != "system"],
+    create=_chat_create,
+    options=({"max_tokens": 100, "temperature": 0.2}, {"max_tokens": 50}),
 )
 
 OPENAI_RESPONSES = AdapterKind(
     name="openai_responses",
     make=OpenAIResponses,
-    at=lambda srv: OpenAIResponses("gpt-test", base_url=srv.openai_url, api_key=KEY, retries=0),
+    at=lambda srv, **options: OpenAIResponses(
+        "gpt-test", base_url=srv.openai_url, api_key=KEY, **{"retries": 0, **options}
+    ),
     key_variable="OPENAI_API_KEY",
     forget_key=_unset("api_key"),
     reply=lambda texts: responses_stream(Text(tuple(texts))),
     tool_reply=_responses_tool_reply,
     conversation=lambda body: body["input"],
+    create=_responses_create,
+    options=({"reasoning": "low", "max_tokens": 100, "temperature": 0.5}, {"store": True}, {"chain": True}),
 )
 
 
@@ -113,15 +157,26 @@ def _gemini_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | Non
     return gemini_stream([], calls=[Call(tool, json.loads(raw), id=call_id)], finish_reason=stop_reason or "STOP")
 
 
+def _gemini_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    from google import genai
+
+    assert isinstance(model, Gemini)
+    client = genai.Client(api_key=KEY, http_options={"base_url": srv.url})
+    for _ in client.models.generate_content_stream(**model._request_body(request)):
+        pass
+
+
 GEMINI = AdapterKind(
     name="google",
     make=Gemini,
-    at=lambda srv: Gemini("gemini-test", base_url=srv.url, api_key=KEY, retries=0),
+    at=lambda srv, **options: Gemini("gemini-test", base_url=srv.url, api_key=KEY, **{"retries": 0, **options}),
     key_variable="GEMINI_API_KEY",
     forget_key=_unset("_api_key"),
     reply=lambda texts: gemini_stream(list(texts)),
     tool_reply=_gemini_tool_reply,
     conversation=lambda body: body["contents"],
+    create=_gemini_create,
+    options=({"thinking": True, "max_tokens": 500}, {"thinking": "low", "temperature": 0.2}),
 )
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
@@ -136,12 +191,23 @@ def _aws_session() -> Any:
     return boto3.session.Session(aws_access_key_id=KEY, aws_secret_access_key=SECRET, region_name="us-east-1")
 
 
-def _bedrock_at(srv: ProviderServer) -> Bedrock:
+def _bedrock_client(srv: ProviderServer) -> Any:
     from botocore.config import Config
 
     config = Config(retries={"total_max_attempts": 1})
-    client = _aws_session().client("bedrock-runtime", endpoint_url=srv.url, config=config)
-    return Bedrock("anthropic.claude-test-v1:0", client=client, region="us-east-1", endpoint_url=srv.url, retries=0)
+    return _aws_session().client("bedrock-runtime", endpoint_url=srv.url, config=config)
+
+
+def _bedrock_at(srv: ProviderServer, **options: Any) -> Bedrock:
+    client = _bedrock_client(srv)
+    settings = {"client": client, "region": "us-east-1", "endpoint_url": srv.url, "retries": 0, **options}
+    return Bedrock("anthropic.claude-test-v1:0", **settings)
+
+
+def _bedrock_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    assert isinstance(model, Bedrock)
+    for _ in _bedrock_client(srv).converse_stream(**model._converse_kwargs(request))["stream"]:
+        pass
 
 
 def _bedrock_forget_key(model: Adapter) -> None:
@@ -163,6 +229,8 @@ BEDROCK = AdapterKind(
     reply=lambda texts: bedrock_stream(list(texts)),
     tool_reply=_bedrock_tool_reply,
     conversation=lambda body: body["messages"],
+    create=_bedrock_create,
+    options=({"thinking": 4096, "max_tokens": 8192}, {"cache": True, "temperature": 0.3}),
     environment={"AWS_SECRET_ACCESS_KEY": SECRET},
 )
 

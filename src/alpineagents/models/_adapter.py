@@ -24,6 +24,7 @@ from typing import Any, ClassVar, TypeVar
 
 from alpineagents._values.cut_off import declare_cut_off
 from alpineagents.errors import ProviderError
+from alpineagents.models._json import WireList
 from alpineagents.models._redact import redacted_error
 from alpineagents.models._request_cache import MappedMessages
 from alpineagents.models._wire import truncate_last_call
@@ -100,9 +101,10 @@ class Adapter(Model):
         wire form is forgotten when it changes."""
         return self.provider
 
-    def _conversation(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
+    def _conversation(self, messages: Iterable[Message]) -> WireList:
         """The wire items of `messages`: same-role runs merged, each run mapped by `_wire_message`, in order; the
-        unchanged start of a conversation is reused from an earlier request (see `_request_cache`)."""
+        unchanged start of a conversation is reused from an earlier request (see `_request_cache`), and so is each
+        item's JSON bytes (see `_json`)."""
         return self._mapped.wire_items(
             tuple(messages), self._wire_settings(), self._wire_message, self._merge_same_role
         )

@@ -15,6 +15,7 @@ from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
 from alpineagents.models._clients import SDKClients
+from alpineagents.models._json import encode
 from alpineagents.models._wire import TextSink, priced_usage
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import Image, Reply, Request, Usage
@@ -33,6 +34,8 @@ PLACEHOLDER_KEY = "not-needed"
 """The key sent to a server given by `base_url` when no key is configured anywhere (what local servers expect)."""
 
 _OVERFLOW_HINTS = ("context length", "maximum context", "context_length_exceeded")
+_OPTIONS: dict[str, Any] = {"security": {"bearer_auth": True}}
+"""The per-request options `create` passes too: the API key as a bearer token."""
 
 
 def openai_sdk() -> Any:
@@ -121,9 +124,26 @@ class OpenAIStreaming(SDKClients, Generic[_R]):
         """The JSON body of the request (the SDK call's keyword arguments are the body's fields)."""
         return self._request_kwargs(request)
 
+    _PATH: str
+    """The API's path under the client's base URL (`"/chat/completions"`)."""
+
     @abstractmethod
-    def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
-        """Start the streamed call on `client` (sync: the stream; async: an awaitable of it)."""
+    def _stream_types(self) -> tuple[type, type]:
+        """The SDK's response type and the type of its stream events (`ChatCompletion`, `ChatCompletionChunk`)."""
+
+    def _open(self, client: Any, body: dict[str, Any], stream_cls: Any) -> Any:
+        """Send `body` (encoded once) through the SDK's raw path and return the SDK's stream of typed events (sync:
+        the stream; async: an awaitable of it; `stream_cls`: the SDK's `Stream` or `AsyncStream`): the same request as the SDK's `create(stream=True, ...)`, with its
+        auth, retries, timeouts and errors, but without its walk over every message against its type hints."""
+        response, event = self._stream_types()
+        return client.post(
+            self._PATH,
+            cast_to=response,
+            content=encode(body),
+            stream=True,
+            stream_cls=stream_cls[event],
+            options=_OPTIONS,
+        )
 
     @abstractmethod
     def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], _R]:
@@ -178,10 +198,10 @@ class OpenAIStreaming(SDKClients, Generic[_R]):
             client = self._client()
         except sdk.OpenAIError as error:
             raise self._no_credentials(error) from error
-        kwargs, reader = self._prepared(request, on_text)
+        body, reader = self._prepared(request, on_text)
         stream = None
         try:
-            stream = self._open(client, kwargs)
+            stream = self._open(client, body, sdk.Stream)
             for event in stream:
                 reader.add(event)
         except sdk.OpenAIError as error:
@@ -201,10 +221,10 @@ class OpenAIStreaming(SDKClients, Generic[_R]):
             client = self._async_client()
         except sdk.OpenAIError as error:
             raise self._no_credentials(error) from error
-        kwargs, reader = self._prepared(request, on_text)
+        body, reader = self._prepared(request, on_text)
         stream = None
         try:
-            stream = await self._open(client, kwargs)
+            stream = await self._open(client, body, sdk.AsyncStream)
             async for event in stream:
                 reader.add(event)
         except sdk.OpenAIError as error:

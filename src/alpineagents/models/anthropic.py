@@ -14,6 +14,7 @@ from alpineagents import _observe as observe
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._clients import SDKClients
+from alpineagents.models._json import encode
 from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage
 from alpineagents.models.base import OnEvent, OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
@@ -63,6 +64,28 @@ def _caught() -> tuple[type[BaseException], ...]:
     import httpx2
 
     return (_sdk().AnthropicError, TypeError, ValueError, httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
+
+
+_CLOUD_CLIENTS = (
+    "AnthropicBedrock",
+    "AsyncAnthropicBedrock",
+    "AnthropicBedrockMantle",
+    "AsyncAnthropicBedrockMantle",
+    "AnthropicVertex",
+    "AsyncAnthropicVertex",
+)
+
+
+def _cloud_clients() -> tuple[type, ...]:
+    """The SDK's clients for Claude on Bedrock and Vertex AI: they move the model into the URL when they prepare a
+    request, from the body as a dict, so they get the typed call (`messages.stream`) rather than prebuilt bytes."""
+    sdk = _sdk()
+    return tuple(cls for name in _CLOUD_CLIENTS if isinstance(cls := getattr(sdk, name, None), type))
+
+
+def _stream_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of `client.messages.stream(...)` that send `body`."""
+    return {key: value for key, value in body.items() if key != "stream"}
 
 
 class _Rejected(Exception):
@@ -459,18 +482,52 @@ class Anthropic(SDKClients):
         except (_sdk().AnthropicError, TypeError) as error:
             raise self._wrap(error) from error
         max_tokens = self._resolve_max_tokens(client)
-        kwargs = self._build_request_kwargs(request, max_tokens)
+        body = self._request_body(request, max_tokens)
         while True:
             try:
-                return self._stream(client, kwargs, on_text)
+                return self._stream(client, body, on_text)
             except _Rejected as rejected:
-                self._lower_or_raise(rejected, kwargs)
+                self._lower_or_raise(rejected, body)
 
-    def _stream(self, client: Any, kwargs: dict[str, Any], on_text: OnText | None) -> Reply:
+    @staticmethod
+    def _open(client: Any, body: dict[str, Any]) -> Any:
+        """Send `body` (encoded once) through the SDK's raw path and return the SDK's message stream on its typed
+        events: the same request as `client.messages.stream(...)`, without the SDK's copy of the body."""
+        sdk = _sdk()
+        from anthropic.lib.streaming import MessageStream
+
+        if isinstance(client, _cloud_clients()):
+            return client.messages.stream(**_stream_kwargs(body))
+        raw = client.post(
+            "/v1/messages",
+            cast_to=sdk.types.Message,
+            content=encode(body),
+            stream=True,
+            stream_cls=sdk.Stream[sdk.types.RawMessageStreamEvent],
+        )
+        return MessageStream(raw, output_format=sdk.NOT_GIVEN)
+
+    @staticmethod
+    async def _aopen(client: Any, body: dict[str, Any]) -> Any:
+        sdk = _sdk()
+        from anthropic.lib.streaming import AsyncMessageStream
+
+        if isinstance(client, _cloud_clients()):
+            return client.messages.stream(**_stream_kwargs(body))
+        raw = await client.post(
+            "/v1/messages",
+            cast_to=sdk.types.Message,
+            content=encode(body),
+            stream=True,
+            stream_cls=sdk.AsyncStream[sdk.types.RawMessageStreamEvent],
+        )
+        return AsyncMessageStream(raw, output_format=sdk.NOT_GIVEN)
+
+    def _stream(self, client: Any, body: dict[str, Any], on_text: OnText | None) -> Reply:
         """One streamed attempt; a bad request of the API comes up as `_Rejected` (for the too-high retry)."""
         sink = TextSink(on_text)
         try:
-            with client.messages.stream(**kwargs) as stream:
+            with self._open(client, body) as stream:
                 sink.opened = True
                 for chunk in stream.text_stream:
                     sink(chunk)
@@ -488,17 +545,17 @@ class Anthropic(SDKClients):
         except (_sdk().AnthropicError, TypeError) as error:
             raise self._wrap(error) from error
         max_tokens = await self._aresolve_max_tokens(client)
-        kwargs = self._build_request_kwargs(request, max_tokens)
+        body = self._request_body(request, max_tokens)
         while True:
             try:
-                return await self._astream(client, kwargs, on_text)
+                return await self._astream(client, body, on_text)
             except _Rejected as rejected:
-                self._lower_or_raise(rejected, kwargs)
+                self._lower_or_raise(rejected, body)
 
-    async def _astream(self, client: Any, kwargs: dict[str, Any], on_text: OnText | None) -> Reply:
+    async def _astream(self, client: Any, body: dict[str, Any], on_text: OnText | None) -> Reply:
         sink = TextSink(on_text)
         try:
-            async with client.messages.stream(**kwargs) as stream:
+            async with await self._aopen(client, body) as stream:
                 sink.opened = True
                 async for chunk in stream.text_stream:
                     sink(chunk)
@@ -507,14 +564,14 @@ class Anthropic(SDKClients):
             self._attempt_failed(error, sink)
         return self._finished(final, complete)
 
-    def _lower_or_raise(self, rejected: _Rejected, kwargs: dict[str, Any]) -> None:
-        """After a rejected attempt: lower `kwargs["max_tokens"]` to the limit the rejection names (the too-high
+    def _lower_or_raise(self, rejected: _Rejected, body: dict[str, Any]) -> None:
+        """After a rejected attempt: lower `body["max_tokens"]` to the limit the rejection names (the too-high
         retry), or raise the rejection as the library's error."""
         error = rejected.error
-        lower = self._lower_limit(error, kwargs["max_tokens"])
+        lower = self._lower_limit(error, body["max_tokens"])
         if lower is None:
             raise self._wrap(error) from error
-        kwargs["max_tokens"] = lower
+        body["max_tokens"] = lower
 
     def _attempt_failed(self, error: BaseException, sink: TextSink) -> NoReturn:
         """Raise what a failure of a streamed attempt becomes: `on_text`'s own exception and a `ValueError` that is

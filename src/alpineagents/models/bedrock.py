@@ -171,8 +171,8 @@ class Bedrock(Adapter):
     # -- request mapping -----------------------------------------------------------------------------------------
 
     def _request_body(self, request: Request) -> dict[str, Any]:
-        """The keyword arguments of `client.converse_stream(...)` for `request` (boto3 sends them as JSON, bytes
-        in base64, the model id in the path)."""
+        """The request as the JSON body of Converse, with the model id (boto3 puts it in the path): bytes in
+        base64, as boto3 sends them (`_converse_kwargs` gives what boto3 takes)."""
         messages = self._conversation(request.messages)
         kwargs: dict[str, Any] = {"modelId": self.name, "messages": messages}
         if request.system is not None:
@@ -193,6 +193,10 @@ class Bedrock(Adapter):
         if self._fields:
             kwargs["additionalModelRequestFields"] = plain(self._fields)
         return kwargs
+
+    def _converse_kwargs(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of `client.converse_stream(...)` for `request`: the body with its bytes decoded."""
+        return _with_bytes(self._request_body(request))
 
     def _tool_specs(self, request: Request) -> list[dict[str, Any]]:
         """The tool specs (with no tools, placeholders for the tools the conversation used: the API refuses tool
@@ -237,7 +241,7 @@ class Bedrock(Adapter):
             elif isinstance(block, ToolCall):
                 content.append({"toolUse": {"toolUseId": block.id, "name": block.name, "input": plain(block.args)}})
             elif isinstance(block, RawBlock) and block.provider == self.provider:
-                content.append(_sendable(plain(block.data)))
+                content.append(plain(block.data))
         return content
 
     # -- respond -------------------------------------------------------------------------------------------------
@@ -251,7 +255,7 @@ class Bedrock(Adapter):
         sink = reader.sink
         try:
             client = self._client()
-            kwargs = self._request_body(request)
+            kwargs = self._converse_kwargs(request)
             stream = client.converse_stream(**kwargs)["stream"]
             opened = _OPEN_STREAMS.get()
             if opened is not None:
@@ -441,12 +445,40 @@ def _reasoning(block: dict[str, Any]) -> dict[str, Any]:
     return {"reasoningContent": {"reasoningText": text}}
 
 
-def _sendable(data: dict[str, Any]) -> dict[str, Any]:
-    """A recorded block as boto3 takes it: redacted reasoning back to bytes."""
-    reasoning = data.get("reasoningContent")
-    if isinstance(reasoning, dict) and isinstance(reasoning.get("redactedContent"), str):
-        reasoning["redactedContent"] = base64.b64decode(reasoning["redactedContent"])
-    return data
+def _with_bytes(body: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of `client.converse_stream` for a request body: boto3 takes bytes where the JSON holds
+    base64 (images, redacted reasoning), so the blocks holding them are copied with their bytes decoded (the kept
+    wire form is left as it is)."""
+    messages = []
+    for message in body["messages"]:
+        content = message["content"]
+        if any(_has_bytes(block) for block in content):
+            message = {**message, "content": [_decoded(block) for block in content]}
+        messages.append(message)
+    return {**body, "messages": messages}
+
+
+def _has_bytes(block: dict[str, Any]) -> bool:
+    if "image" in block:
+        return True
+    if "toolResult" in block:
+        return any("image" in part for part in block["toolResult"]["content"])
+    reasoning = block.get("reasoningContent")
+    return isinstance(reasoning, dict) and "redactedContent" in reasoning
+
+
+def _decoded(block: dict[str, Any]) -> dict[str, Any]:
+    """A block with the base64 text of its image or redacted reasoning decoded to bytes (a copy)."""
+    if "image" in block:
+        image = block["image"]
+        return {"image": {**image, "source": {"bytes": base64.b64decode(image["source"]["bytes"])}}}
+    if "toolResult" in block:
+        result = block["toolResult"]
+        return {"toolResult": {**result, "content": [_decoded(part) for part in result["content"]]}}
+    reasoning = block.get("reasoningContent")
+    if isinstance(reasoning, dict) and "redactedContent" in reasoning:
+        return {"reasoningContent": {"redactedContent": base64.b64decode(reasoning["redactedContent"])}}
+    return block
 
 
 def _user_content(message: Message) -> list[dict[str, Any]]:
@@ -485,4 +517,4 @@ def _result_content(content: Any) -> list[dict[str, Any]]:
 
 
 def _image(image: Image) -> dict[str, Any]:
-    return {"image": {"format": _FORMATS.get(image.media_type or "", "png"), "source": {"bytes": image.data}}}
+    return {"image": {"format": _FORMATS.get(image.media_type or "", "png"), "source": {"bytes": image.base64}}}

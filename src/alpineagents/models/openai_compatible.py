@@ -59,7 +59,7 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
         """The keyword arguments of `client.chat.completions.create(...)` for `request`."""
         messages = self._conversation(request.messages)
         if request.system is not None:
-            messages.insert(0, {"role": "system", "content": request.system})
+            messages = messages.prefixed({"role": "system", "content": request.system})
         kwargs: dict[str, Any] = {
             "model": self.name,
             "messages": messages,
@@ -119,8 +119,12 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
 
     # -- streaming ----------------------------------------------------------------------------------------------
 
-    def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
-        return client.chat.completions.create(**kwargs)
+    _PATH = "/chat/completions"
+
+    def _stream_types(self) -> tuple[type, type]:
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+        return ChatCompletion, ChatCompletionChunk
 
     def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], _StreamReader]:
         return self._request_kwargs(request), _StreamReader(on_text)

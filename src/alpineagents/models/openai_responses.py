@@ -258,8 +258,12 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
 
     # -- streaming -----------------------------------------------------------------------------------------------
 
-    def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
-        return client.responses.create(**kwargs)
+    _PATH = "/responses"
+
+    def _stream_types(self) -> tuple[type, type]:
+        from openai.types.responses import Response, ResponseStreamEvent
+
+        return Response, ResponseStreamEvent  # pyright: ignore[reportReturnType] - a union of event types
 
     def _finish(self, reader: _ResponseReader, real_stream: bool) -> Reply:
         final = reader.final
