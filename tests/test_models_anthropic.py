@@ -649,7 +649,7 @@ def test_arespond_against_server(server: ProviderServer) -> None:  # noqa: F811
 
 
 def test_arespond_cancel_closes_stream(server: ProviderServer) -> None:  # noqa: F811
-    server.script(sse(anthropic_events([f"c{i}" for i in range(50)]), pause=0.1))
+    server.script(sse(anthropic_events([f"c{i}" for i in range(50)]), pause=1.0))
     m = model(server, max_tokens=100)
     got: list[str] = []
 
@@ -666,7 +666,7 @@ def test_arespond_cancel_closes_stream(server: ProviderServer) -> None:  # noqa:
         return time.monotonic() - start
 
     elapsed = asyncio.run(main())
-    assert elapsed < 2.0
+    assert elapsed < 20  # the stream's 50 events take 50 s: cancelling did not wait for them
     assert 0 < len(got) < 50
 
 
@@ -805,19 +805,19 @@ def test_other_bad_request(server: ProviderServer) -> None:  # noqa: F811
 
 
 def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: F811
-    server.script(slow(3.0, anthropic_stream(["late"])))
+    server.script(slow(60.0, anthropic_stream(["late"])))
     start = time.monotonic()
     with pytest.raises(ProviderError) as info:
-        model(server, max_tokens=100, timeout=0.2, retries=0).respond(req())
-    assert time.monotonic() - start < 2.5
+        model(server, max_tokens=100, timeout=1.0, retries=0).respond(req())
+    assert time.monotonic() - start < 30  # given up at the timeout, long before the answer
     assert type(info.value) is ProviderError
     assert isinstance(info.value.__cause__, sdk.APITimeoutError)
 
 
 def test_stream_stalling_past_timeout(server: ProviderServer) -> None:  # noqa: F811
-    server.script(sse(anthropic_events(["never"]), pause=1.5))
+    server.script(sse(anthropic_events(["never"]), pause=60))
     with pytest.raises(ProviderError, match="stream failed mid-reply") as info:
-        model(server, max_tokens=100, timeout=0.3).respond(req())
+        model(server, max_tokens=100, timeout=2.0).respond(req())
     assert type(info.value) is ProviderError
     assert isinstance(info.value.__cause__, httpx2.ReadTimeout)
 

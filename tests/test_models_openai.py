@@ -668,19 +668,19 @@ def test_auth_and_context_errors(server: ProviderServer) -> None:  # noqa: F811
 
 
 def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: F811
-    server.script(slow(3.0, openai_stream(["late"])))
+    server.script(slow(60.0, openai_stream(["late"])))
     start = time.monotonic()
     with pytest.raises(ProviderError) as info:
-        model(server, timeout=0.2).respond(req())
-    assert time.monotonic() - start < 2.5
+        model(server, timeout=1.0).respond(req())
+    assert time.monotonic() - start < 30  # given up at the timeout, long before the answer
     assert type(info.value) is ProviderError
     assert isinstance(info.value.__cause__, sdk.APITimeoutError)
 
 
 def test_stream_stalling_past_timeout(server: ProviderServer) -> None:  # noqa: F811
-    server.script(sse(openai_chunks(["never"]), pause=1.5))
+    server.script(sse(openai_chunks(["never"]), pause=60))
     with pytest.raises(ProviderError) as info:
-        model(server, timeout=0.3).respond(req())
+        model(server, timeout=2.0).respond(req())
     assert type(info.value) is ProviderError
     assert isinstance(info.value.__cause__, sdk.APITimeoutError)
 
