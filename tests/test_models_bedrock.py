@@ -593,3 +593,14 @@ def test_claude_on_bedrock_async_and_errors_keep_the_credentials_out(server: Pro
     assert "Incorrect API key provided" in text
     for secret in (ACCESS, SECRET):
         assert secret not in text
+
+
+def test_an_unknown_profile_is_an_auth_error_and_a_refused_connection_names_the_request(
+    server: ProviderServer,  # noqa: F811
+) -> None:
+    with pytest.raises(AuthError, match="could not be found") as info:
+        model(server, profile="no-such-profile").respond(req())
+    assert "Fix:" in str(info.value) and not server.posts
+    with pytest.raises(ProviderError, match="Bedrock request failed \\(EndpointConnectionError\\)") as refused:
+        Bedrock("m", region="us-east-1", endpoint_url="http://127.0.0.1:9", retries=0).respond(req())
+    assert refused.value.status_code is None

@@ -267,11 +267,11 @@ class Bedrock(Adapter):
             finally:
                 stream.close()
         except (ClientError, BotoCoreError, HTTPError) as error:  # HTTPError: the body broke off mid-stream
-            raise self._wrap(error) from error
+            raise self._wrap(error, sink.opened) from error
         except (ValueError, TypeError) as error:  # an unreadable stream or body
             if error is sink.error:
                 raise
-            raise self._wrap(error) from error
+            raise self._wrap(error, sink.opened) from error
         return reader.reply()
 
     def _reader(self, on_text: OnText | None) -> _Reader:
@@ -297,19 +297,21 @@ class Bedrock(Adapter):
 
     # -- errors -------------------------------------------------------------------------------------------------
 
-    def _wrap(self, error: BaseException) -> ProviderError:
-        """The library error for a boto3 failure, with no credential in its text."""
-        return self._provider_error(self._map_error(error), error)
+    def _wrap(self, error: BaseException, opened: bool) -> ProviderError:
+        """The library error for a boto3 failure (`opened`: the stream had begun), with no credential in its
+        text."""
+        return self._provider_error(self._map_error(error, opened), error)
 
-    def _map_error(self, error: BaseException) -> ProviderError:
+    def _map_error(self, error: BaseException, opened: bool) -> ProviderError:
         from botocore.exceptions import (
             ClientError,
             NoCredentialsError,
             ParamValidationError,
             PartialCredentialsError,
+            ProfileNotFound,
         )
 
-        if isinstance(error, NoCredentialsError | PartialCredentialsError):
+        if isinstance(error, NoCredentialsError | PartialCredentialsError | ProfileNotFound):
             return AuthError(
                 fix_message(
                     f"Bedrock authentication failed (no credentials): {error}",
@@ -322,7 +324,9 @@ class Bedrock(Adapter):
         if not isinstance(error, ClientError):
             if isinstance(error, ValueError):
                 return ProviderError(f"Bedrock sent a stream that could not be read: {error}")
-            return ProviderError(f"Bedrock stream failed mid-reply ({type(error).__name__}): {error}")
+            if opened:
+                return ProviderError(f"Bedrock stream failed mid-reply ({type(error).__name__}): {error}")
+            return ProviderError(f"Bedrock request failed ({type(error).__name__}): {error}")
         info = error.response.get("Error", {})
         code = str(info.get("Code", ""))
         message = str(info.get("Message", "")) or str(error)
