@@ -95,6 +95,7 @@ def test_defaults_strip_the_prefix_declare_thinking_and_vision_and_make_no_clien
     [
         (True, {"include_thoughts": True}),
         (False, {"thinking_budget": 0}),
+        (0, {"thinking_budget": 0}),
         (4096, {"thinking_budget": 4096, "include_thoughts": True}),
         (-1, {"thinking_budget": -1, "include_thoughts": True}),
         ("low", {"thinking_level": "low", "include_thoughts": True}),
@@ -111,6 +112,7 @@ def test_no_thinking_setting_leaves_the_model_default_and_bad_ones_are_refused()
     with pytest.raises(ValueError, match="does not support thinking=True"):
         Gemini("g", supports=[], thinking=True)
     assert Gemini("g", supports=[], thinking=False)._thinking == {"thinking_budget": 0}
+    assert Gemini("g", supports=[], thinking=0)._thinking == {"thinking_budget": 0}
 
 
 def test_client_settings_carry_retries_timeout_url_key_and_vertex() -> None:

@@ -115,9 +115,9 @@ class Gemini(SDKClients):
         self._base_url = base_url
         self._thinking: dict[str, Any] | None = None
         if thinking is not None:
-            if thinking is not False:
-                self._check_supported("thinking", f"thinking={thinking!r}")
             self._thinking = _thinking_config(name, thinking)
+            if self._thinking != _OFF:
+                self._check_supported("thinking", f"thinking={thinking!r}")
         if client is not None:
             self._given_client = client
             self._sdk_client = client
@@ -504,9 +504,13 @@ def _name(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
+_OFF = {"thinking_budget": 0}
+"""The thinking config that turns thinking off."""
+
+
 def _thinking_config(name: str, thinking: bool | int | str) -> dict[str, Any]:
-    if thinking is False:
-        return {"thinking_budget": 0}
+    if thinking is False or (type(thinking) is int and thinking == 0):  # a budget of 0 turns thinking off too
+        return dict(_OFF)
     if thinking is True:
         return {"include_thoughts": True}
     if isinstance(thinking, str):
