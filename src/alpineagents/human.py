@@ -238,6 +238,14 @@ def _plain(human: object, answer: Any) -> Any:
     return answer
 
 
+def _recorded(state: State, prompt: str, answer: Any) -> Any:
+    """Record the exchange in ``state``, tell the tracer (when tracing is on) and give the answer back."""
+    state._record_human(prompt, answer)
+    if (observer := observe.OBSERVER) is not None:
+        observer.answered(state, prompt, answer)
+    return answer
+
+
 def ask_human_with(
     state: State,
     human: HumanLike | None,
@@ -268,10 +276,7 @@ def ask_human_with(
             )
         )
     answer = _plain(human, human.ask(state, prompt, returns))
-    state._record_human(prompt, answer)
-    if (observer := observe.OBSERVER) is not None:
-        observer.answered(state, prompt, answer)
-    return answer
+    return _recorded(state, prompt, answer)
 
 
 async def aask_human_with(
@@ -292,7 +297,4 @@ async def aask_human_with(
         answer = _plain(human, await run_in_thread(human.ask, state, prompt, returns, name="alpineagents-human"))
     else:  # unreachable: a Human, or an object with ask or aask, was checked when it was given
         raise TypeError(f"human={human!r} has neither an ask nor an aask method")
-    state._record_human(prompt, answer)
-    if (observer := observe.OBSERVER) is not None:
-        observer.answered(state, prompt, answer)
-    return answer
+    return _recorded(state, prompt, answer)

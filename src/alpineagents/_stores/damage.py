@@ -3,7 +3,9 @@
 Every store reports damaged data (a line that is not JSON, entries lost, a file where a folder should be, a table of
 another program) as `ValueError` starting `saved State {id!r} is damaged: ...` (`damaged_error`), or, for damage of
 the whole database, `the database of {store!r} is damaged: ...` (`damaged_store_error`), never as an `OSError`,
-which would mean a failure to reach the storage that a retry might cure. Each text has its `Fix:` line, and every
+which would mean a failure to reach the storage that a retry might cure. A place that holds something other than a
+store (a file where a folder should be, a database of another program) is `not a store of alpineagents: ...`
+(`not_a_store_error`). Each text has its `Fix:` line, and every
 one is made here.
 """
 
@@ -15,7 +17,14 @@ from typing import Any
 from alpineagents._serial import MIN_VERSION, VERSION
 from alpineagents.errors import fix_message
 
-__all__ = ["damaged_error", "damaged_store_error", "not_json_error", "check_count", "check_reaches_info"]
+__all__ = [
+    "damaged_error",
+    "damaged_store_error",
+    "not_a_store_error",
+    "not_json_error",
+    "check_count",
+    "check_reaches_info",
+]
 
 _RESTORE = "restore the store's data from a backup, or start a new State"
 
@@ -31,6 +40,11 @@ def damaged_error(state_id: str, what: str, *, fix: bool = True) -> ValueError:
 def damaged_store_error(store: object, what: str, fix: str, example: str) -> ValueError:
     """`the database of {store!r} is damaged: {what}`: damage of a whole store, not of one State."""
     return ValueError(fix_message(f"the database of {store!r} is damaged: {what}", fix, example))
+
+
+def not_a_store_error(given: str, why: str, fix: str, example: str) -> ValueError:
+    """`{given} is not a store of alpineagents: {why}`: the place a store was pointed at holds something else."""
+    return ValueError(fix_message(f"{given} is not a store of alpineagents: {why}", fix, example))
 
 
 def not_json_error(state_id: str, what: object, error: ValueError) -> ValueError:

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from alpineagents._stores import files
 from alpineagents._stores.batch import Lines, check_write, entries_to_add
+from alpineagents._stores.damage import not_a_store_error
 from alpineagents._stores.disk import disk_full_error, is_disk_full
 from alpineagents._stores.group import GroupCommit, GroupCommitting, Job
 from alpineagents._stores.lines import json_line, log_text
 from alpineagents._stores.listing import Unlisted, listing, newest_first, raise_damage
 from alpineagents._stores.locks import at_fork_in_child, drop_lock, hold_lock, settle_lock
 from alpineagents._stores.paths import check_path
-from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Entries, Info, Record, StateInfo, Store
 
@@ -315,12 +315,11 @@ class FileStore(GroupCommitting, Store):
             raise self._not_a_store()
 
     def _not_a_store(self) -> ValueError:
-        return ValueError(
-            fix_message(
-                f"{self._given} is not a store of alpineagents: it is a file, and a FileStore is a folder",
-                "point the store at the folder that holds the saved States, or at a new folder for a new store",
-                'store = FileStore(".agent-runs")',
-            )
+        return not_a_store_error(
+            self._given,
+            "it is a file, and a FileStore is a folder",
+            "point the store at the folder that holds the saved States, or at a new folder for a new store",
+            'store = FileStore(".agent-runs")',
         )
 
     def delete(self, state_id: str) -> None:

@@ -31,14 +31,13 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._stores.batch import Lines, already_saved_error, check_write, entries_to_add, not_saved_error
-from alpineagents._stores.damage import check_count, damaged_store_error, not_json_error
+from alpineagents._stores.damage import check_count, damaged_store_error, not_a_store_error, not_json_error
 from alpineagents._stores.disk import disk_full_error
 from alpineagents._stores.group import GroupCommit, GroupCommitting, Job
 from alpineagents._stores.lines import json_line, parse_all, parse_each
 from alpineagents._stores.listing import Unlisted, listing, raise_damage, updated_key
 from alpineagents._stores.locks import Release, at_fork_in_child, drop_lock, hold_lock, locked_error, settle_lock
 from alpineagents._stores.paths import check_path
-from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Entries, Info, Record, StateInfo, Store
 
@@ -284,12 +283,11 @@ class SQLiteStore(GroupCommitting, Store):
         return bool(found_tables)
 
     def _not_a_store(self, why: str) -> ValueError:
-        return ValueError(
-            fix_message(
-                f"{self._given} is not a store of alpineagents: {why}",
-                "point the store at the database file a SQLiteStore wrote, or at a new file for a new store",
-                'store = SQLiteStore("runs.db")',
-            )
+        return not_a_store_error(
+            self._given,
+            why,
+            "point the store at the database file a SQLiteStore wrote, or at a new file for a new store",
+            'store = SQLiteStore("runs.db")',
         )
 
     def _damaged(self, what: str) -> ValueError:

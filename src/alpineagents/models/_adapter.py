@@ -84,6 +84,11 @@ class Adapter(Model):
         self._context_window = context_window
         self._mapped = MappedMessages()
         """The wire form of the messages of recent requests, reused for the unchanged start of the next one."""
+        self._prepare_transport()
+
+    def _prepare_transport(self) -> None:
+        """Prepare what requests go through, at the end of `_set_up_model`: an adapter over an SDK sets up its
+        clients here (made later, on first use). Nothing by default."""
 
     @property
     def context_window(self) -> int:

@@ -15,7 +15,6 @@ from typing import Any
 
 from alpineagents._async import run_in_thread
 from alpineagents.models._adapter import Adapter
-from alpineagents.types import Price
 
 __all__ = ["close_with_loop", "SDKClients"]
 
@@ -57,7 +56,7 @@ class SDKClients(Adapter):
 
     An adapter sets `_SDK` (the SDK's module name), `_SYNC_CLIENT`/`_ASYNC_CLIENT` (the client class names, looked
     up on the module each time a client is made, so tests can replace them), `_WARM_ATTRIBUTES` (client attributes
-    whose first use imports slowly) and implements `_client_kwargs()`; `_set_up_model` prepares the clients.
+    whose first use imports slowly) and implements `_client_kwargs()`; `_set_up_model` prepares the clients (`_prepare_transport`).
     `_client()`/`_async_client()` are fixed seams: tests replace them on the instance to stand in for the SDK.
     """
 
@@ -66,21 +65,8 @@ class SDKClients(Adapter):
     _ASYNC_CLIENT: str
     _WARM_ATTRIBUTES: tuple[str, ...] = ()
 
-    def _set_up_model(
-        self,
-        name: str,
-        context_window: int,
-        max_tokens: int | None,
-        temperature: float | None,
-        timeout: float | None,
-        retries: int,
-        price: Price | None,
-    ) -> None:
-        """Store the settings every adapter takes and prepare the SDK clients (made later, on first use)."""
-        super()._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
-        self._init_clients()
-
-    def _init_clients(self) -> None:
+    def _prepare_transport(self) -> None:
+        """The SDK clients: none yet (each is made on first use), and the lock that makes them."""
         self._sdk_client: Any = None
         self._given_client: Any = None
         """A client the caller handed in (its key is redacted from errors like those of the clients made here)."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from itertools import compress, count
 from operator import is_, is_not
 from typing import Any
@@ -52,27 +53,17 @@ Merge = Callable[[Sequence[Message]], list[Message]]
 """Merges runs of same-role messages into one message each (`Model._merge_same_role`)."""
 
 
+@dataclass(slots=True, eq=False)
 class _Entry:
     """One conversation as last sent: its messages, their wire items and each item's JSON bytes, and the runs of
     same-role messages (the index just past each run in `messages`, and just past its items in `items`)."""
 
-    __slots__ = ("settings", "messages", "items", "encoded", "run_ends", "item_ends")
-
-    def __init__(
-        self,
-        settings: Hashable,
-        messages: tuple[Message, ...],
-        items: tuple[dict[str, Any], ...],
-        encoded: tuple[bytes, ...] | None,
-        run_ends: tuple[int, ...],
-        item_ends: tuple[int, ...],
-    ) -> None:
-        self.settings = settings
-        self.messages = messages
-        self.items = items
-        self.encoded = encoded
-        self.run_ends = run_ends
-        self.item_ends = item_ends
+    settings: Hashable
+    messages: tuple[Message, ...]
+    items: tuple[dict[str, Any], ...]
+    encoded: tuple[bytes, ...] | None
+    run_ends: tuple[int, ...]
+    item_ends: tuple[int, ...]
 
 
 def _same_prefix(kept: tuple[Message, ...], messages: tuple[Message, ...]) -> int:

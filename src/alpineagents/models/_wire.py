@@ -1,16 +1,17 @@
 """Values on their way to a provider and back, the same for every adapter: plain copies of frozen JSON, the
-placeholder text of an empty message, the Usage of a reply with its cost, the cut-off tool call, and the streamed
-text handed to `on_text`."""
+placeholder text of an empty message, the Usage of a reply with its cost, the cut-off tool call, the Reply made of
+what was read, and the streamed text handed to `on_text`."""
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from typing import Any
 
+from alpineagents import _observe as observe
 from alpineagents.models.base import Model, OnText
-from alpineagents.types import INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, ToolCall, Usage
+from alpineagents.types import INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, Block, Message, Reply, ToolCall, Usage
 
-__all__ = ["EMPTY_REPLY", "TextSink", "plain", "priced_usage", "truncate_last_call"]
+__all__ = ["EMPTY_REPLY", "TextSink", "assistant_reply", "plain", "priced_usage", "truncate_last_call"]
 
 EMPTY_REPLY = "(empty reply)"
 """Sent for a message with no content at all, which the APIs refuse."""
@@ -34,6 +35,29 @@ def priced_usage(model: Model, input_tokens: int, output: int, cache_read: int, 
     usage = Usage(input_tokens, output, cache_read, cache_write, 1)
     cost = model._cost(usage)  # pyright: ignore[reportPrivateUsage] - the helper Model keeps for adapters
     return usage if cost is None else Usage(input_tokens, output, cache_read, cache_write, 1, cost)
+
+
+def assistant_reply(
+    model: Model,
+    blocks: Sequence[Block],
+    usage: Usage,
+    context_tokens: int | None,
+    stop_reason: str | None,
+    *,
+    answered_by: str | None,
+    response_id: str | None,
+) -> Reply:
+    """The Reply an adapter made of what it read: the assistant message of `blocks`, named for the model the provider
+    says answered (`answered_by`, else the adapter's name). The provider's `response_id` goes to the tracer (nothing
+    happens when nobody traces)."""
+    observe.response_id(response_id)
+    return Reply(
+        Message("assistant", tuple(blocks)),
+        usage,
+        context_tokens=context_tokens,
+        stop_reason=stop_reason,
+        model=answered_by or model.name,
+    )
 
 
 def truncate_last_call(blocks: list[Any], stop_reason: str | None, cut_off: Container[str | None]) -> None:

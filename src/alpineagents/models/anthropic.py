@@ -10,12 +10,11 @@ import threading
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
-from alpineagents import _observe as observe
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._clients import SDKClients
 from alpineagents.models._json import encode
-from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, assistant_reply, plain, priced_usage
 from alpineagents.models.base import OnEvent, OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
@@ -81,6 +80,18 @@ def _cloud_clients() -> tuple[type, ...]:
     request, from the body as a dict, so they get the typed call (`messages.stream`) rather than prebuilt bytes."""
     sdk = _sdk()
     return tuple(cls for name in _CLOUD_CLIENTS if isinstance(cls := getattr(sdk, name, None), type))
+
+
+def _raw_post(body: dict[str, Any], stream_cls: Any) -> dict[str, Any]:
+    """The arguments of the SDK's raw `post` for a streamed message, sync or async (`stream_cls` is the SDK's
+    `Stream` or `AsyncStream`): the body encoded once, read back as the SDK's typed stream events."""
+    sdk = _sdk()
+    return {
+        "cast_to": sdk.types.Message,
+        "content": encode(body),
+        "stream": True,
+        "stream_cls": stream_cls[sdk.types.RawMessageStreamEvent],
+    }
 
 
 def _stream_kwargs(body: dict[str, Any]) -> dict[str, Any]:
@@ -463,14 +474,14 @@ class Anthropic(SDKClients):
                 getattr(raw_usage, "cache_creation_input_tokens", None) or 0,
             )
             total = sum(counts)
-        usage = priced_usage(self, *counts)
-        observe.response_id(getattr(final_message, "id", None))
-        return Reply(
-            Message("assistant", tuple(blocks)),
-            usage,
-            context_tokens=total,
-            stop_reason=stop_reason,
-            model=getattr(final_message, "model", None) or self.name,
+        return assistant_reply(
+            self,
+            blocks,
+            priced_usage(self, *counts),
+            total,
+            stop_reason,
+            answered_by=getattr(final_message, "model", None),
+            response_id=getattr(final_message, "id", None),
         )
 
     # -- respond -------------------------------------------------------------------------------------------------
@@ -498,13 +509,7 @@ class Anthropic(SDKClients):
 
         if isinstance(client, _cloud_clients()):
             return client.messages.stream(**_stream_kwargs(body))
-        raw = client.post(
-            "/v1/messages",
-            cast_to=sdk.types.Message,
-            content=encode(body),
-            stream=True,
-            stream_cls=sdk.Stream[sdk.types.RawMessageStreamEvent],
-        )
+        raw = client.post("/v1/messages", **_raw_post(body, sdk.Stream))
         return MessageStream(raw, output_format=sdk.NOT_GIVEN)
 
     @staticmethod
@@ -514,13 +519,7 @@ class Anthropic(SDKClients):
 
         if isinstance(client, _cloud_clients()):
             return client.messages.stream(**_stream_kwargs(body))
-        raw = await client.post(
-            "/v1/messages",
-            cast_to=sdk.types.Message,
-            content=encode(body),
-            stream=True,
-            stream_cls=sdk.AsyncStream[sdk.types.RawMessageStreamEvent],
-        )
+        raw = await client.post("/v1/messages", **_raw_post(body, sdk.AsyncStream))
         return AsyncMessageStream(raw, output_format=sdk.NOT_GIVEN)
 
     def _stream(self, client: Any, body: dict[str, Any], on_text: OnText | None) -> Reply:

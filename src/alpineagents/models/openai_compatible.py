@@ -8,11 +8,10 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from alpineagents import _observe as observe
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
 from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, usage_of
-from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, assistant_reply, plain
 from alpineagents.models.base import OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
@@ -206,13 +205,8 @@ class _StreamReader:
             blocks.append(ToolCall("".join(name_parts), args, call_id or "call_" + secrets.token_hex(6)))
         model._truncate_if_cut_off(blocks, self.finish_reason)  # pyright: ignore[reportPrivateUsage] - its adapter
         usage, total = usage_of(model, self.usage, ("prompt_tokens", "completion_tokens", "prompt_tokens_details"))
-        observe.response_id(self.response_id)
-        return Reply(
-            Message("assistant", tuple(blocks)),
-            usage,
-            context_tokens=total,
-            stop_reason=self.finish_reason,
-            model=self.model or model.name,
+        return assistant_reply(
+            model, blocks, usage, total, self.finish_reason, answered_by=self.model, response_id=self.response_id
         )
 
 

@@ -33,11 +33,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from alpineagents import _observe as observe
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
 from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, openai_sdk, usage_of
-from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, assistant_reply, plain
 from alpineagents.models.base import OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
@@ -306,18 +305,19 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
         usage, total = usage_of(self, raw, ("input_tokens", "output_tokens", "input_tokens_details"))
         reasoning_tokens = getattr(getattr(raw, "output_tokens_details", None), "reasoning_tokens", None)
         ids: dict[str, Any] = {"type": RESPONSE_IDS, "response_id": getattr(response, "id", None) or ""}
-        observe.response_id(ids["response_id"])
         ids["message_ids"] = message_ids
         ids["call_ids"] = call_ids
         if reasoning_tokens:
             ids["reasoning_tokens"] = reasoning_tokens
         blocks.append(RawBlock(self.provider, ids))
-        return Reply(
-            Message("assistant", tuple(blocks)),
+        return assistant_reply(
+            self,
+            blocks,
             usage,
-            context_tokens=total,
-            stop_reason=stop_reason,
-            model=getattr(response, "model", None) or self.name,
+            total,
+            stop_reason,
+            answered_by=getattr(response, "model", None),
+            response_id=ids["response_id"],
         )
 
 
