@@ -11,7 +11,7 @@ import asyncio
 import contextvars
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 __all__ = ["ASYNC_RUN", "blocks_event_loop", "run_in_thread", "start_daemon"]
 
@@ -45,7 +45,9 @@ def start_daemon(target: Callable[[], None], name: str) -> threading.Thread:
     return thread
 
 
-async def run_in_thread(fn: Callable[..., T], /, *args: Any, name: str = "alpineagents-worker", **kwargs: Any) -> T:
+async def run_in_thread(
+    fn: Callable[..., T], /, *args: object, name: str = "alpineagents-worker", **kwargs: object
+) -> T:
     """Run the sync `fn(*args, **kwargs)` on a new daemon thread and await its result.
 
     The thread carries a copy of the caller's contextvars. Cancelling the awaiting task does not stop the
@@ -54,7 +56,7 @@ async def run_in_thread(fn: Callable[..., T], /, *args: Any, name: str = "alpine
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
-    def deliver_result(value: Any) -> None:
+    def deliver_result(value: T) -> None:
         if not future.done():
             future.set_result(value)
 

@@ -88,7 +88,7 @@ class FrozenDict(dict[K, V]):
         """Everything is done by ``__new__``, so calling ``__init__`` again changes nothing."""
 
     @classmethod
-    def fromkeys(cls, iterable: Iterable[Any], value: Any = None, /) -> FrozenDict[Any, Any]:  # type: ignore[override]
+    def fromkeys(cls, iterable: Iterable[Any], value: object = None, /) -> FrozenDict[Any, Any]:  # type: ignore[override]
         """A ``FrozenDict`` with the keys of ``iterable``, each mapped to ``value``."""
         return cls(dict.fromkeys(iterable, value))
 
@@ -110,10 +110,10 @@ class FrozenDict(dict[K, V]):
         """A plain, editable ``dict`` with the same items (nested values stay frozen)."""
         return dict(self)
 
-    def __or__(self, other: Any) -> dict[Any, Any]:  # type: ignore[override]
+    def __or__(self, other: object) -> dict[Any, Any]:  # type: ignore[override]
         return _merged(self, other) if isinstance(other, dict) else NotImplemented
 
-    def __ror__(self, other: Any) -> dict[Any, Any]:  # type: ignore[override]
+    def __ror__(self, other: object) -> dict[Any, Any]:  # type: ignore[override]
         return _merged(other, self) if isinstance(other, dict) else NotImplemented
 
     def __setitem__(self, key: K, value: V) -> NoReturn:
@@ -122,14 +122,14 @@ class FrozenDict(dict[K, V]):
     def __delitem__(self, key: K) -> NoReturn:
         _read_only("FrozenDict", f"deleting key {key!r}")
 
-    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[override]
+    def __ior__(self, other: object) -> NoReturn:  # type: ignore[override]
         _read_only("FrozenDict", "|=")
 
-    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
+    def update(self, *args: object, **kwargs: object) -> NoReturn:
         """Not allowed: raises ``TypeError``."""
         _read_only("FrozenDict", "update()")
 
-    def pop(self, *args: Any) -> NoReturn:  # type: ignore[override]
+    def pop(self, *args: object) -> NoReturn:  # type: ignore[override]
         """Not allowed: raises ``TypeError``."""
         _read_only("FrozenDict", "pop()")
 
@@ -141,7 +141,7 @@ class FrozenDict(dict[K, V]):
         """Not allowed: raises ``TypeError``."""
         _read_only("FrozenDict", "clear()")
 
-    def setdefault(self, *args: Any) -> NoReturn:  # type: ignore[override]
+    def setdefault(self, *args: object) -> NoReturn:  # type: ignore[override]
         """Not allowed: raises ``TypeError``."""
         _read_only("FrozenDict", "setdefault()")
 
@@ -181,16 +181,16 @@ class FrozenList(list[T]):
         """A plain, editable ``list`` with the same items (nested values stay frozen)."""
         return list(self)
 
-    def __setitem__(self, index: Any, value: Any) -> NoReturn:
+    def __setitem__(self, index: object, value: object) -> NoReturn:
         _read_only("FrozenList", "assigning to an item or a slice")
 
-    def __delitem__(self, index: Any) -> NoReturn:
+    def __delitem__(self, index: object) -> NoReturn:
         _read_only("FrozenList", "deleting an item or a slice")
 
-    def __iadd__(self, other: Any) -> NoReturn:  # type: ignore[override]
+    def __iadd__(self, other: object) -> NoReturn:  # type: ignore[override]
         _read_only("FrozenList", "+=")
 
-    def __imul__(self, other: Any) -> NoReturn:  # type: ignore[override]
+    def __imul__(self, other: object) -> NoReturn:  # type: ignore[override]
         _read_only("FrozenList", "*=")
 
     def append(self, value: T) -> NoReturn:
@@ -217,7 +217,7 @@ class FrozenList(list[T]):
         """Not allowed: raises ``TypeError``."""
         _read_only("FrozenList", "clear()")
 
-    def sort(self, *args: Any, **kwargs: Any) -> NoReturn:
+    def sort(self, *args: object, **kwargs: object) -> NoReturn:
         """Not allowed: raises ``TypeError``. Use ``sorted(value)``."""
         _read_only("FrozenList", "sort() (use sorted(value) for a sorted copy)")
 

@@ -18,7 +18,7 @@ An observer only observes: it never changes the State or the flow, and it must n
 from __future__ import annotations
 
 import contextvars
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from alpineagents.models.base import Model
@@ -53,7 +53,7 @@ class Observer(Protocol):
         """The permissions decided about ``call`` (allowed or refused), before any tool of the turn runs."""
         ...
 
-    def answered(self, state: State, question: str, answer: Any) -> None:
+    def answered(self, state: State, question: str, answer: object) -> None:
         """A Human answered ``question`` for ``state`` (the answer is recorded)."""
         ...
 

@@ -17,13 +17,13 @@ _FENCE = re.compile(r"```[A-Za-z0-9_+.-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
 
 
-def type_name(returns: Any) -> str:
+def type_name(returns: object) -> str:
     """`returns.__name__`, or its repr when it has none (for messages)."""
     name = getattr(returns, "__name__", None)
     return name if isinstance(name, str) else repr(returns)
 
 
-def _unsupported(returns: Any) -> TypeError:
+def _unsupported(returns: object) -> TypeError:
     return TypeError(
         fix_message(
             f"ask(returns={returns!r}) is not a supported type",
@@ -33,7 +33,7 @@ def _unsupported(returns: Any) -> TypeError:
     )
 
 
-def _adapter(returns: Any) -> tuple[TypeAdapter[Any], str]:
+def _adapter(returns: object) -> tuple[TypeAdapter[Any], str]:
     try:
         cached = _ADAPTERS.get(returns)
     except TypeError:  # unhashable returns
@@ -41,7 +41,8 @@ def _adapter(returns: Any) -> tuple[TypeAdapter[Any], str]:
     if cached is not None:
         return cached
     try:
-        adapter: TypeAdapter[Any] = TypeAdapter(returns)
+        # Any type form Pydantic reads (a class, list[...], Literal[...]); one it cannot read raises just below.
+        adapter: TypeAdapter[Any] = TypeAdapter(returns)  # pyright: ignore[reportArgumentType]
         schema = json.dumps(adapter.json_schema(), ensure_ascii=False)
     except Exception as error:
         raise _unsupported(returns) from error
@@ -52,7 +53,7 @@ def _adapter(returns: Any) -> tuple[TypeAdapter[Any], str]:
     return adapter, schema
 
 
-def check_returns(returns: Any) -> None:
+def check_returns(returns: object) -> None:
     """Raise a `TypeError` when `returns` is not a supported answer type (`str`, or a type Pydantic can validate
     from JSON: a dataclass, a model, a `list[...]`, ...)."""
     if returns is str:
@@ -62,7 +63,7 @@ def check_returns(returns: Any) -> None:
     _adapter(returns)
 
 
-def question_text(prompt: str, returns: Any) -> str:
+def question_text(prompt: str, returns: object) -> str:
     """The question sent to the model: the prompt, plus for a type other than `str` the request for a single JSON
     value and the JSON schema it must match."""
     if returns is str:
@@ -151,7 +152,7 @@ def _validation_message(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_reply(text: str, returns: Any) -> Any:
+def parse_reply(text: str, returns: object) -> Any:
     """Convert the reply `text` to `returns`, or raise `ValueError` saying why it does not fit.
 
     `str`: the stripped text. Otherwise the JSON value found first in: the whole text, the body of the first code
@@ -179,7 +180,7 @@ class Answers:
 
     __slots__ = ("returns", "name")
 
-    def __init__(self, returns: Any) -> None:
+    def __init__(self, returns: object) -> None:
         self.returns = returns
         self.name = type_name(returns)
 

@@ -47,7 +47,7 @@ class Human(ABC):  # noqa: B024 - abstract by the instantiation rule, not by abs
         TypeError: On instantiation, when the class overrides neither ``ask`` nor ``aask``.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+    def __new__(cls, *args: object, **kwargs: object) -> Any:
         if cls.ask is Human.ask and cls.aask is Human.aask:
             raise TypeError(
                 fix_message(
@@ -92,11 +92,11 @@ def _async_ask(shown: str) -> str:
     )
 
 
-def _is_literal(returns: Any) -> bool:
+def _is_literal(returns: object) -> bool:
     return get_origin(returns) is Literal and len(get_args(returns)) > 0
 
 
-def check_returns(returns: Any) -> None:
+def check_returns(returns: object) -> None:
     """Check an answer format: ``str``, ``bool`` or a subscripted ``Literal[...]``.
 
     Raises:
@@ -114,7 +114,7 @@ def check_returns(returns: Any) -> None:
     )
 
 
-def describe_choices(returns: Any) -> str | None:
+def describe_choices(returns: object) -> str | None:
     """The choices shown to a person: ``"yes/no"`` for ``bool``, ``"a/b/c"`` for a Literal, else ``None``."""
     if returns is bool:
         return "yes/no"
@@ -123,7 +123,7 @@ def describe_choices(returns: Any) -> str | None:
     return None
 
 
-def parse_answer(answer: Any, returns: Any) -> Any:
+def parse_answer(answer: object, returns: object) -> Any:
     """Convert ``answer`` to the ``returns`` format: the one conversion rule every Human shares.
 
     ``str``: ``str(answer)`` stripped, not empty. ``bool``: a real bool, or y/yes/true/1 and n/no/false/0 (any
@@ -222,14 +222,16 @@ def _no_human(prompt: str, method: str, inherited: bool) -> NoHumanError:
     return NoHumanError(fix_message(problem, fix, 'agent = Agent("claude-sonnet-5", human=Terminal())'))
 
 
-def _prepare(state: object, human: HumanLike | None, prompt: str, returns: Any, method: str, inherited: bool) -> None:
+def _prepare(
+    state: object, human: HumanLike | None, prompt: str, returns: object, method: str, inherited: bool
+) -> None:
     _check_state(state, method)
     if human is None:
         raise _no_human(prompt, method, inherited)
     check_returns(returns)
 
 
-def _plain(human: object, answer: Any) -> Any:
+def _plain(human: object, answer: object) -> object:
     """The answer of a sync ``ask``, refused when it is awaitable (an object whose ``ask`` is an async def)."""
     if inspect.isawaitable(answer):
         if inspect.iscoroutine(answer):
@@ -238,7 +240,7 @@ def _plain(human: object, answer: Any) -> Any:
     return answer
 
 
-def _recorded(state: State, prompt: str, answer: Any) -> Any:
+def _recorded(state: State, prompt: str, answer: object) -> Any:
     """Record the exchange in ``state``, tell the tracer (when tracing is on) and give the answer back."""
     state._record_human(prompt, answer)
     if (observer := observe.OBSERVER) is not None:
@@ -250,7 +252,7 @@ def ask_human_with(
     state: State,
     human: HumanLike | None,
     prompt: str,
-    returns: Any = str,
+    returns: object = str,
     *,
     method: str = "ask_human",
     inherited: bool = False,
@@ -283,7 +285,7 @@ async def aask_human_with(
     state: State,
     human: HumanLike | None,
     prompt: str,
-    returns: Any = str,
+    returns: object = str,
     *,
     method: str = "aask_human",
     inherited: bool = False,

@@ -206,7 +206,7 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
     stores are in `alpineagents._stores`, listed in `_stores/registry.py`.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+    def __new__(cls, *args: object, **kwargs: object) -> Self:
         for sync, async_ in (("write", "awrite"), ("read", "aread")):  # a store implements one of each pair
             if not (_overrides(cls, sync) or _overrides(cls, async_)):
                 raise TypeError(
@@ -371,7 +371,7 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
         info = _info_mapping(state_id, record.info)
         check_version(state_id, info)
 
-        def bad_seq(index: int, item: Any) -> ValueError | None:
+        def bad_seq(index: int, item: object) -> ValueError | None:
             seq = item.get("seq") if isinstance(item, Mapping) else None
             if type(seq) is not int or seq != index:
                 return damaged_error(state_id, f"history entry {index} has seq {seq!r}", fix=False)

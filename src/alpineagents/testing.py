@@ -15,11 +15,12 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._frozen import JSON
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens, estimate_text_tokens
 from alpineagents._values.construct import maker
 from alpineagents.errors import ContextTooLongError
 from alpineagents.human import Human, parse_answer
-from alpineagents.models.base import Model
+from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock, Usage
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ make_usage = maker(Usage)
 __all__ = ["FakeModel", "FakeHuman", "tool_call"]
 
 
-def tool_call(name: str, /, **args: Any) -> ToolCall:
+def tool_call(name: str, /, **args: JSON) -> ToolCall:
     """Return `ToolCall(name, args, id="call_" + 12 random lowercase hex digits)`, a fresh id on every call."""
     return ToolCall(name=name, args=dict(args), id="call_" + os.urandom(6).hex())
 
@@ -92,7 +93,7 @@ class FakeModel(Model):
         """The number of prepared items not used yet."""
         return len(self._items)
 
-    def respond(self, request: Request, on_text: Any = None, on_event: Any = None) -> Reply:
+    def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Answer `request` with the next prepared item (a text, blocks, tool calls, a Reply, an exception to
         raise, or a function of the request that gives one of these)."""
         with self._lock:
@@ -125,7 +126,7 @@ class FakeModel(Model):
             known = self._overhead = (system, tools, estimate_overhead_tokens(system, tools))
         return context_tokens(request.messages, known[2])
 
-    def _convert(self, item: Any, input_tokens: int, on_text: Any) -> Reply:
+    def _convert(self, item: Any, input_tokens: int, on_text: OnText | None) -> Reply:
         # The common items (a ToolCall, a str) are tested first, by exact type: one check each on the hot path.
         kind = type(item)
         if kind is ToolCall:

@@ -21,7 +21,7 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 _ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
-def json_line(value: Any) -> bytes:
+def json_line(value: object) -> bytes:
     """`value` as one compact JSON text, UTF-8.
 
     Raises:

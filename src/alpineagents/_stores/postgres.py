@@ -592,7 +592,7 @@ class PostgresStore(Store):
 
         return batch.entries_to_add(state_id, self, entries, have, saved_lines)
 
-    def _have(self, state_id: str, row: Any, create: bool) -> int:
+    def _have(self, state_id: str, row: tuple[int, ...] | None, create: bool) -> int:
         """How many entries the database has for the State (0 for a new one), or the create/lookup error."""
         if create and row is None:
             raise batch.already_saved_error(state_id, self)

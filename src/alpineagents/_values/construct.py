@@ -112,7 +112,7 @@ def value(*, kw_only: bool = False) -> Callable[[C], C]: ...
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def value(cls: Any = None, /, *, kw_only: bool = False) -> Any:
+def value(cls: type | None = None, /, *, kw_only: bool = False) -> Any:
     """Declare ``cls`` a frozen, slotted dataclass that refuses every attribute change (see the module)."""
 
     def declare(cls: type) -> type:

@@ -151,7 +151,7 @@ class Image:
         return (Image, (self.data, self.media_type))
 
 
-def _args_error(args: Any) -> TypeError:
+def _args_error(args: object) -> TypeError:
     return TypeError(
         fix_message(
             f"ToolCall args must be a dict (got: {type(args).__name__})",
@@ -233,7 +233,7 @@ Block = TextBlock | Image | ToolCall | ToolResultBlock | RawBlock
 # Message
 
 
-def _type_error(method: str, what: str, value: Any, fix: str, example: str) -> TypeError:
+def _type_error(method: str, what: str, value: object, fix: str, example: str) -> TypeError:
     return TypeError(fix_message(f"Message.{method} takes {what} (got: {type(value).__name__})", fix, example))
 
 

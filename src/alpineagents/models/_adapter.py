@@ -60,7 +60,7 @@ class Adapter(Model):
     cut_off_stop_reasons: ClassVar[frozenset[str]] = frozenset()
     """The provider's stop reasons meaning its output limit cut the reply off (counted by `Reply.cut_off`)."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         declare_cut_off(cls.cut_off_stop_reasons)
 

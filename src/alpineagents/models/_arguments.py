@@ -36,7 +36,7 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     return {INVALID_ARGS_KEY: raw}
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> bool:
     """True when `value` (a decoded JSON value) holds no NaN or infinite number at any depth."""
     if isinstance(value, float):
         return math.isfinite(value)
@@ -47,7 +47,7 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def checked_arguments(value: Any) -> dict[str, Any]:
+def checked_arguments(value: object) -> dict[str, Any]:
     """Arguments an SDK already decoded: a copy of the dict when it is one holding only JSON numbers, else
     `{INVALID_ARGS_KEY: <its text>}`."""
     if isinstance(value, dict) and _finite(value):

@@ -19,7 +19,7 @@ __all__ = ["WireList", "dumps", "encode"]
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def dumps(value: Any) -> bytes:
+def dumps(value: object) -> bytes:
     """The JSON bytes of `value`, as an SDK's HTTP client encodes a body: compact, UTF-8, strict (a non-finite
     number is a `ValueError`)."""
     return _ENCODER.encode(value).encode()

@@ -17,7 +17,7 @@ EMPTY_REPLY = "(empty reply)"
 """Sent for a message with no content at all, which the APIs refuse."""
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
     """A plain, editable deep copy of a (frozen) JSON value: dicts become `dict`, lists and tuples `list`.
 
     Like `alpineagents._frozen.thaw` for the values the types hold (frozen dicts and lists are `dict`/`list`

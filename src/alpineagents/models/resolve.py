@@ -89,7 +89,7 @@ def _from_row(provider: Provider, model: str, name: str, options: dict[str, Any]
     return _build(provider.adapter, model, name, options)
 
 
-def resolve_model(model: Any, **options: Any) -> Model:
+def resolve_model(model: str | Model, **options: object) -> Model:
     """Turn `model` into a Model: a Model instance is returned as is; a string picks an adapter from `PROVIDERS`.
 
     `"anthropic/NAME"` and `"claude-..."` give `Anthropic`; `"openai/NAME"` and `"gpt-..."` give

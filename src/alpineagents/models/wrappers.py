@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, fix_message
 from alpineagents.models.base import Model, OnEvent, OnText
@@ -61,7 +60,7 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def _check_model(value: Any, role: str, example: str) -> Model:
+def _check_model(value: object, role: str, example: str) -> Model:
     if not isinstance(value, Model):
         raise TypeError(
             fix_message(
