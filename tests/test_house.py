@@ -5,6 +5,9 @@
 - `docs/architecture.md` names every module: by its path (`models/_clients.py`), or by its name inside the line of
   its folder. The users of the facade (the top row of the layer diagram) may be named by their folder alone
   (`cli/`, `viewer/`): they are described as one part each.
+- No parameter of the core (every layer below the users of the facade) is typed `Any`: a value of ours has its
+  class or a small Protocol, a user's object that is checked at run time is `object`, a JSON value is `JSON`.
+  The few left are listed in `ANY_ALLOWED`, each group with its reason.
 """
 
 from __future__ import annotations
@@ -96,3 +99,85 @@ def _paragraphs(text: str) -> list[str]:
         else:
             found[-1] += " " + line.strip()
     return found
+
+
+ANY_ALLOWED: dict[str, frozenset[str]] = {
+    # reason -> the parameters it covers, as "module:function(parameter)"
+}
+"""The core parameters that stay typed `Any`, grouped by the reason each group has."""
+
+
+def _top_row() -> set[str]:
+    """The names of the top row of the layer diagram (the users of the facade), folders with their slash."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = text.split("## The layers", 1)[1].split("```", 2)[1]
+    first = next(line for line in block.splitlines() if line.strip())
+    return {item.strip() for item in first.split("  ", 1)[1].split("·") if item.strip()}
+
+
+def _is_any(annotation: ast.expr | None) -> bool:
+    """Whether an annotation is `Any`, or a union with `Any` in it (`Any | None`)."""
+    if isinstance(annotation, ast.Name | ast.Attribute):
+        return (annotation.id if isinstance(annotation, ast.Name) else annotation.attr) == "Any"
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return _is_any(ast.parse(annotation.value, mode="eval").body)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _is_any(annotation.left) or _is_any(annotation.right)
+    return False
+
+
+def _any_parameters(tree: ast.Module, module: str) -> list[str]:
+    """Every parameter typed `Any` in a module, as "module:function(parameter)" (methods as `Class.method`)."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                arguments = child.args
+                every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+                every += [arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
+                found.extend(f"{module}:{prefix}{child.name}({arg.arg})" for arg in every if _is_any(arg.annotation))
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return found
+
+
+def core_any_parameters() -> list[str]:
+    """The parameters typed `Any` in the core: every module below the users of the facade."""
+    outside = {name.rstrip("/") for name in _top_row()}
+    found: list[str] = []
+    for path in module_files():
+        relative = path.relative_to(PACKAGE).with_suffix("").as_posix()
+        if relative.split("/")[0] in outside:
+            continue
+        module = relative.removesuffix("/__init__").replace("/", ".")
+        found += _any_parameters(ast.parse(path.read_text(encoding="utf-8")), module)
+    return found
+
+
+def test_no_core_parameter_is_typed_any() -> None:
+    allowed = set().union(*ANY_ALLOWED.values())
+    found = core_any_parameters()
+    untyped = [name for name in found if name not in allowed]
+    assert untyped == [], (
+        "type these parameters: a class or a small Protocol for a value of ours, `object` for a user's object "
+        f"checked at run time, `JSON` (alpineagents._frozen) for a JSON value: {untyped}"
+    )
+    gone = sorted(allowed - set(found))
+    assert gone == [], f"ANY_ALLOWED lists parameters that are no longer typed Any (remove them): {gone}"
+
+
+def test_the_any_check_sees_every_form() -> None:
+    source = (
+        "from typing import Any\n"
+        "def f(a: Any, b: 'Any', c: Any | None, d: int, *e: Any, **f: Any) -> Any: ...\n"
+        "class C:\n"
+        "    def m(self, g: typing.Any) -> None: ...\n"
+    )
+    found = _any_parameters(ast.parse(source), "m")
+    assert found == ["m:f(a)", "m:f(b)", "m:f(c)", "m:f(e)", "m:f(f)", "m:C.m(g)"]

@@ -16,7 +16,18 @@ from alpineagents.models._clients import SDKClients
 from alpineagents.models._json import encode
 from alpineagents.models._wire import EMPTY_REPLY, TextSink, assistant_reply, plain, priced_usage
 from alpineagents.models.base import OnEvent, OnText
-from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
+from alpineagents.types import (
+    Image,
+    Message,
+    Price,
+    RawBlock,
+    Reply,
+    Request,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolResultContent,
+)
 
 __all__ = ["Anthropic", "DEFAULT_MAX_TOKENS"]
 
@@ -637,7 +648,7 @@ def _image(image: Image) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.base64}}
 
 
-def _result_content(content: Any) -> Any:
+def _result_content(content: ToolResultContent) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []
