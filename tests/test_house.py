@@ -102,7 +102,105 @@ def _paragraphs(text: str) -> list[str]:
 
 
 ANY_ALLOWED: dict[str, frozenset[str]] = {
-    # reason -> the parameters it covers, as "module:function(parameter)"
+    "an object of a provider's SDK or of its HTTP client (a client, a stream, an event, a chunk, a raw response, an "
+    "SDK error or enum): its type belongs to the SDK, an optional extra for some providers, and the adapter reads it "
+    "by attribute": frozenset(
+        {
+            "models._clients:close_with_loop(client)",
+            "models._clients:SDKClients._warm(client)",
+            "models._openai_sdk:usage_of(raw)",
+            "models._openai_sdk:StreamReader.add(event)",
+            "models._openai_sdk:OpenAIStreaming._open(client)",
+            "models._openai_sdk:OpenAIStreaming._open(stream_cls)",
+            "models._redact:_clean_headers(headers)",
+            "models._redact:_body(message)",
+            "models._redact:_Copier.request(request)",
+            "models._redact:_Copier.response(response)",
+            "models.anthropic:_raw_post(stream_cls)",
+            "models.anthropic:_check_complete(stream)",
+            "models.anthropic:_check_complete(final)",
+            "models.anthropic:_final_message_sync(stream)",
+            "models.anthropic:_final_message_async(stream)",
+            "models.anthropic:Anthropic.__init__(client)",
+            "models.anthropic:Anthropic._adopt(client)",
+            "models.anthropic:Anthropic._limit_of(info)",
+            "models.anthropic:Anthropic._resolve_max_tokens(client)",
+            "models.anthropic:Anthropic._aresolve_max_tokens(client)",
+            "models.anthropic:Anthropic._to_reply(final_message)",
+            "models.anthropic:Anthropic._open(client)",
+            "models.anthropic:Anthropic._aopen(client)",
+            "models.anthropic:Anthropic._stream(client)",
+            "models.anthropic:Anthropic._astream(client)",
+            "models.anthropic:Anthropic._finished(final)",
+            "models.bedrock:Bedrock.__init__(client)",
+            "models.bedrock:_status(error)",
+            "models.gemini:Gemini.__init__(client)",
+            "models.gemini:_Reader.add(chunk)",
+            "models.gemini:_Reader._part(part)",
+            "models.gemini:_usage(metadata)",
+            "models.gemini:_b64(signature)",
+            "models.gemini:_name(value)",
+            "models.gemini:_details(error)",
+            "models.gemini:_reason(error)",
+            "models.gemini:_retry_delay(error)",
+            "models.openai_compatible:_StreamReader.add(chunk)",
+            "models.openai_responses:OpenAIResponses._to_reply(response)",
+            "models.openai_responses:_ResponseReader.add(event)",
+            "models.openai_responses:_message_text(item)",
+            "models.openai_responses:_stop_reason(response)",
+        }
+    ),
+    "the answer format of a Human's ask or aask, a hook users implement: `Any` lets an implementation annotate it "
+    "as it likes (`returns: type[T]`) and still fit the role": frozenset(
+        {
+            "human:Human.ask(returns)",
+            "human:Human.aask(returns)",
+            "human:AsksSync.ask(returns)",
+            "human:AsksAsync.aask(returns)",
+            "terminal:Terminal.ask(returns)",
+            "testing:FakeHuman.ask(returns)",
+        }
+    ),
+    "dispatched on `type(value)` on a hot path (every value a State records is frozen, every loaded entry built, "
+    "every prepared item of a FakeModel read): an exact-type test that a type checker does not narrow": frozenset(
+        {"_frozen:freeze(value)", "_frozen:thaw(value)", "types:_as_tuple(value)", "testing:FakeModel._convert(item)"}
+    ),
+    "built like `dict(...)`: the arguments of the builtin's overloaded constructor, handed on to it": frozenset(
+        {
+            "_frozen:FrozenDict.__new__(args)",
+            "_frozen:FrozenDict.__new__(kwargs)",
+            "_frozen:FrozenDict.__init__(args)",
+            "_frozen:FrozenDict.__init__(kwargs)",
+        }
+    ),
+    "a user's value probed at run time before it is used (is it iterable and not a string, does it name exception "
+    "classes, is it a model of Pydantic, found only when loaded): `object` is not narrowed by such a probe, and the "
+    "error it raises says what was wrong": frozenset(
+        {
+            "_history.json_values:answer(value)",
+            "_tools.callbacks:_exception_classes(hint)",
+            "_tools.patterns:name_patterns(value)",
+            "agent:_list_like(value)",
+            "agent:_as_tuple(value)",
+            "agent:_check_lists(tools)",
+            "agent:_check_lists(permissions)",
+            "agent:_check_lists(skills)",
+            "agent:Agent._choose_specs(tools)",
+            "agent:Agent._mcp_chosen(item)",
+        }
+    ),
+    "the run-time body behind a signature declared for the type checker: `State(...)` has typed overloads, and an "
+    "adapter class is called with the keywords its own constructor declares": frozenset(
+        {
+            "state:State.__init__(args)",
+            "state:State.__init__(kwargs)",
+            "models.resolve:AdapterClass.__call__(args)",
+            "models.resolve:AdapterClass.__call__(options)",
+        }
+    ),
+    "one recorder for two entry classes (`StopEntry` takes a stop, `ModelEventEntry` a model event)": frozenset(
+        {"_history.recording:Recorder._record(content)"}
+    ),
 }
 """The core parameters that stay typed `Any`, grouped by the reason each group has."""
 
