@@ -11,6 +11,8 @@ from __future__ import annotations
 import inspect
 import os
 from abc import abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
@@ -182,6 +184,15 @@ class OpenAIStreaming(SDKClients, Generic[_R]):
         message = f"{self._SERVICE} authentication failed (no credentials): {error}"
         return self._provider_error(AuthError(message), error)
 
+    @contextmanager
+    def _making_client(self) -> Iterator[None]:
+        """An SDK failure while a client is made means no usable credentials: it becomes the `AuthError` that
+        says so."""
+        try:
+            yield
+        except openai_sdk().OpenAIError as error:
+            raise self._no_credentials(error) from error
+
     def _stream_failed(self, error: BaseException, reader: _R) -> NoReturn:
         """Raise what a failure while reading the stream becomes: `on_text`'s own exception as is, an SDK failure
         wrapped."""
@@ -194,10 +205,8 @@ class OpenAIStreaming(SDKClients, Generic[_R]):
     def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """Stream one reply (the SDK's failures are raised as the library's errors)."""
         sdk = openai_sdk()
-        try:
+        with self._making_client():
             client = self._client()
-        except sdk.OpenAIError as error:
-            raise self._no_credentials(error) from error
         body, reader = self._prepared(request, on_text)
         stream = None
         try:
@@ -216,11 +225,9 @@ class OpenAIStreaming(SDKClients, Generic[_R]):
         """Async twin of `respond` on the async SDK client; cancelling it closes the request."""
         await self._aload_sdk()
         sdk = openai_sdk()
-        try:
+        with self._making_client():
             await self._aprepare_client()
             client = self._async_client()
-        except sdk.OpenAIError as error:
-            raise self._no_credentials(error) from error
         body, reader = self._prepared(request, on_text)
         stream = None
         try:
