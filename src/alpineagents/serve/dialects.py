@@ -1,0 +1,299 @@
+"""The three ways a run's items are written as server-sent events: AG-UI (the event types of the `ag-ui-protocol`
+package), the Vercel AI SDK's UI message stream, and this library's own form (the history entries in their saved
+JSON form, plus the text deltas of the reply being written).
+
+Each `Encoder` turns the items of `feed.items` into SSE frames. Every frame that ends an item carries the item's
+cursor as its event id, so that `Last-Event-ID` picks the stream up after it. The rules shared by the dialects are
+written once in `Encoder`: which reply a text belongs to, when a text part opens and closes (a stream picked up in
+the middle of a reply opens it again), and the order of a reply's text and tool calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from alpineagents._serial import entry_to_dict
+from alpineagents.serve.feed import End, Entry, Item, Text
+from alpineagents.types import (
+    ErrorEntry,
+    ModelReplyEntry,
+    ModelRequestEntry,
+    ToolCall,
+    ToolOutcomeKind,
+    ToolResultEntry,
+    result_text,
+)
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
+"""Headers of every stream: no cache, and no buffering by a proxy in front."""
+
+HEARTBEAT = b": keep-alive\n\n"
+"""An SSE comment: sent while a run is quiet, ignored by every client."""
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    data: str
+    id: str | None = None
+
+    def encode(self) -> bytes:
+        head = f"id: {self.id}\n" if self.id is not None else ""
+        return f"{head}data: {self.data}\n\n".encode()
+
+
+class Encoder:
+    """Turns items into frames; a subclass says how each happening is written in its dialect."""
+
+    name = ""
+    headers: dict[str, str] = {}
+
+    def __init__(self, state_id: str, run_id: str) -> None:
+        self.state_id = state_id
+        self.run_id = run_id
+        self.open_text: str | None = None  # the id of the text part open now
+
+    def text_id(self, request: int) -> str:
+        return f"{self.state_id}-{request}"
+
+    def frames(self, item: Item) -> Iterator[Frame]:
+        """The frames of one item; the last one carries the item's cursor."""
+        out = list(self._frames(item))
+        cursor = str(item.cursor)
+        if not out:
+            return iter(())
+        out[-1] = Frame(out[-1].data, cursor)
+        return iter(out)
+
+    def _frames(self, item: Item) -> Iterator[Frame]:
+        if isinstance(item, Text):
+            yield from self._open(self.text_id(item.request))
+            yield self.text_delta(self.open_text or "", item.delta)
+        elif isinstance(item, Entry):
+            yield from self.entry(item)
+        else:
+            yield from self._close()
+            yield from self.finish(item)
+
+    def entry(self, item: Entry) -> Iterator[Frame]:
+        entry = item.entry
+        if isinstance(entry, ModelReplyEntry):
+            text = entry.content.message.text[item.skip :]
+            text_id = self.text_id(item.request)
+            if text:
+                yield from self._open(text_id)
+                yield self.text_delta(text_id, text)
+            yield from self._close()
+            for call in entry.content.message.tool_calls:
+                yield from self.tool_call(call, text_id)
+            yield from self.reply_end(entry)
+        elif isinstance(entry, (ModelRequestEntry, ErrorEntry)):
+            yield from self._close()
+            yield from self.other(item)
+        elif isinstance(entry, ToolResultEntry):
+            yield from self.tool_result(entry)
+        else:
+            yield from self.other(item)
+
+    def _open(self, text_id: str) -> Iterator[Frame]:
+        if self.open_text != text_id:
+            yield from self._close()
+            self.open_text = text_id
+            yield self.text_start(text_id)
+
+    def _close(self) -> Iterator[Frame]:
+        if self.open_text is not None:
+            text_id, self.open_text = self.open_text, None
+            yield self.text_end(text_id)
+
+    # what a dialect writes
+    def begin(self) -> Iterator[Frame]:
+        return iter(())
+
+    def text_start(self, text_id: str) -> Frame:
+        raise NotImplementedError
+
+    def text_delta(self, text_id: str, delta: str) -> Frame:
+        raise NotImplementedError
+
+    def text_end(self, text_id: str) -> Frame:
+        raise NotImplementedError
+
+    def tool_call(self, call: ToolCall, text_id: str) -> Iterator[Frame]:
+        return iter(())
+
+    def reply_end(self, entry: ModelReplyEntry) -> Iterator[Frame]:
+        return iter(())
+
+    def tool_result(self, entry: ToolResultEntry) -> Iterator[Frame]:
+        return iter(())
+
+    def other(self, item: Entry) -> Iterator[Frame]:
+        return iter(())
+
+    def finish(self, end: End) -> Iterator[Frame]:
+        return iter(())
+
+    def closing(self) -> bytes:
+        """What the stream ends with after its last frame."""
+        return b""
+
+
+class Native(Encoder):
+    """This library's own events: `{"type": "entry", "position", "skip", "entry"}` for each history entry (its
+    saved JSON form), `{"type": "text_delta", "request", "delta"}` while a reply is written, and
+    `{"type": "run_end", "finished", "answer", "stopped", "error"}` last."""
+
+    name = "native"
+
+    def _frames(self, item: Item) -> Iterator[Frame]:
+        if isinstance(item, Text):
+            yield Frame(_json({"type": "text_delta", "request": item.request, "delta": item.delta}))
+        elif isinstance(item, Entry):
+            shown = {"type": "entry", "position": item.position, "entry": entry_to_dict(item.entry, item.position)}
+            if item.skip:
+                shown["skip"] = item.skip
+            yield Frame(_json(shown))
+        else:
+            yield Frame(_json(_end_json(item)))
+
+
+def _end_json(end: End) -> dict[str, Any]:
+    return {
+        "type": "run_end",
+        "finished": end.finished,
+        "answer": end.answer,
+        "stopped": end.stopped,
+        "error": end.error,
+    }
+
+
+class AGUI(Encoder):
+    """AG-UI events, built with the `ag_ui.core` models and written by `ag_ui.encoder.EventEncoder`."""
+
+    name = "agui"
+
+    def __init__(self, state_id: str, run_id: str) -> None:
+        super().__init__(state_id, run_id)
+        from ag_ui import core
+        from ag_ui.encoder import EventEncoder
+
+        self.core = core
+        self._encoder = EventEncoder()
+
+    def _frame(self, event: Any) -> Frame:
+        text = self._encoder.encode(event)
+        return Frame(text[len("data: ") :].rstrip("\n"))
+
+    def begin(self) -> Iterator[Frame]:
+        yield self._frame(self.core.RunStartedEvent(thread_id=self.state_id, run_id=self.run_id))
+
+    def text_start(self, text_id: str) -> Frame:
+        return self._frame(self.core.TextMessageStartEvent(message_id=text_id, role="assistant"))
+
+    def text_delta(self, text_id: str, delta: str) -> Frame:
+        return self._frame(self.core.TextMessageContentEvent(message_id=text_id, delta=delta))
+
+    def text_end(self, text_id: str) -> Frame:
+        return self._frame(self.core.TextMessageEndEvent(message_id=text_id))
+
+    def tool_call(self, call: ToolCall, text_id: str) -> Iterator[Frame]:
+        core = self.core
+        yield self._frame(
+            core.ToolCallStartEvent(tool_call_id=call.id, tool_call_name=call.name, parent_message_id=text_id)
+        )
+        yield self._frame(core.ToolCallArgsEvent(tool_call_id=call.id, delta=_json(dict(call.args))))
+        yield self._frame(core.ToolCallEndEvent(tool_call_id=call.id))
+
+    def tool_result(self, entry: ToolResultEntry) -> Iterator[Frame]:
+        yield self._frame(
+            self.core.ToolCallResultEvent(
+                message_id=f"{entry.call.id}-result",
+                tool_call_id=entry.call.id,
+                content=result_text(entry.content),
+                role="tool",
+            )
+        )
+
+    def other(self, item: Entry) -> Iterator[Frame]:
+        yield self._frame(
+            self.core.CustomEvent(
+                name=f"alpineagents.{item.entry.kind}", value=entry_to_dict(item.entry, item.position)
+            )
+        )
+
+    def finish(self, end: End) -> Iterator[Frame]:
+        core = self.core
+        if end.error is not None and not end.finished and end.stopped is None:
+            yield self._frame(core.RunErrorEvent(message=end.error.splitlines()[0] if end.error else "error"))
+        else:
+            result = {"answer": end.answer, "finished": end.finished, "stopped": end.stopped}
+            yield self._frame(core.RunFinishedEvent(thread_id=self.state_id, run_id=self.run_id, result=_plain(result)))
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(_json(value))
+
+
+class Vercel(Encoder):
+    """The Vercel AI SDK's UI message stream (protocol v1): one assistant message made of steps, text parts and
+    tool parts, then `[DONE]`."""
+
+    name = "vercel"
+    headers = {"x-vercel-ai-ui-message-stream": "v1"}
+
+    def begin(self) -> Iterator[Frame]:
+        yield Frame(_json({"type": "start", "messageId": self.run_id}))
+
+    def text_start(self, text_id: str) -> Frame:
+        return Frame(_json({"type": "text-start", "id": text_id}))
+
+    def text_delta(self, text_id: str, delta: str) -> Frame:
+        return Frame(_json({"type": "text-delta", "id": text_id, "delta": delta}))
+
+    def text_end(self, text_id: str) -> Frame:
+        return Frame(_json({"type": "text-end", "id": text_id}))
+
+    def tool_call(self, call: ToolCall, text_id: str) -> Iterator[Frame]:
+        yield Frame(_json({"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name}))
+        yield Frame(
+            _json(
+                {"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name, "input": dict(call.args)}
+            )
+        )
+
+    def reply_end(self, entry: ModelReplyEntry) -> Iterator[Frame]:
+        yield Frame(_json({"type": "finish-step"}))
+
+    def tool_result(self, entry: ToolResultEntry) -> Iterator[Frame]:
+        text = result_text(entry.content)
+        if entry.outcome == ToolOutcomeKind.DONE:
+            yield Frame(_json({"type": "tool-output-available", "toolCallId": entry.call.id, "output": text}))
+        else:
+            yield Frame(_json({"type": "tool-output-error", "toolCallId": entry.call.id, "errorText": text}))
+
+    def other(self, item: Entry) -> Iterator[Frame]:
+        if isinstance(item.entry, ModelRequestEntry):
+            yield Frame(_json({"type": "start-step"}))
+        elif isinstance(item.entry, ErrorEntry):
+            yield Frame(_json({"type": "finish-step"}))
+
+    def finish(self, end: End) -> Iterator[Frame]:
+        if end.error is not None and not end.finished and end.stopped is None:
+            yield Frame(_json({"type": "error", "errorText": end.error.splitlines()[0] if end.error else "error"}))
+            yield Frame(_json({"type": "finish", "finishReason": "error"}))
+        else:
+            yield Frame(_json({"type": "finish", "finishReason": "stop"}))
+
+    def closing(self) -> bytes:
+        return b"data: [DONE]\n\n"
+
+
+DIALECTS: dict[str, type[Encoder]] = {"native": Native, "agui": AGUI, "vercel": Vercel}
+"""The dialects by the name `?dialect=` takes."""
