@@ -15,7 +15,7 @@ import uvicorn
 
 from alpineagents import Agent, tool
 from alpineagents.testing import FakeModel, tool_call
-from alpineagents.types import Reply, Request
+from alpineagents.types import Reply, Request, ToolResultBlock, result_text
 
 WAIT = 20.0
 
@@ -62,13 +62,31 @@ def answers(*texts: str, delay: float = 0.0, calls: bool = False) -> Agent:
     return Agent(Streaming(script, delay=delay), tools=[add, nap], reporter=None, human=None)
 
 
-def endless(delay: float = 0.01) -> Agent:
-    """An Agent whose model answers every request with a long text (for many streams)."""
+def _has_results(request: Request) -> bool:
+    return any(isinstance(block, ToolResultBlock) for block in request.messages[-1].content)
 
-    def reply(request: Request) -> str:
-        return " ".join(f"word{i}" for i in range(20))
 
-    return Agent(Streaming(reply_forever(reply), delay=delay), reporter=None, human=None)
+def chat_reply(request: Request) -> Any:
+    """The rule of `chat`: "add" asks for add(2, 3) and then says the sum; "nap" naps 30 s first; "fail" raises;
+    anything else is echoed back in twenty words."""
+    last = request.messages[-1].text.lower()
+    if _has_results(request):
+        block = request.messages[-1].content[0]
+        return (
+            "The sum is 5." if isinstance(block, ToolResultBlock) and result_text(block.content) == "5" else "Rested."
+        )
+    if "fail" in last:
+        return RuntimeError("the model is down")
+    if "nap" in last:
+        return tool_call("nap", seconds=30)
+    if "add" in last:
+        return tool_call("add", a=2, b=3)
+    return " ".join(f"w{i}" for i in range(20)) + " you said " + last
+
+
+def chat_agent(delay: float = 0.01) -> Agent:
+    """An Agent that answers any number of requests by `chat_reply`, each text word by word `delay` apart."""
+    return Agent(Streaming(reply_forever(chat_reply), delay=delay), tools=[add, nap], reporter=None, human=None)
 
 
 class reply_forever:
@@ -109,3 +127,7 @@ def serving(app: Any) -> Iterator[str]:
 
 def run_sync(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
+
+
+chat = chat_agent()
+slow = chat_agent(delay=0.2)

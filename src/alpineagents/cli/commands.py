@@ -16,6 +16,7 @@ from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
 from alpineagents.cli.output import note, outcome_json, print_json, print_table
 from alpineagents.cli.replay import Replay, usage_line
+from alpineagents.cli.serve import serve
 from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
 from alpineagents.cli.web import export, view
 from alpineagents.cli.worker import worker
@@ -191,3 +192,4 @@ def rm(state_id: str, store: str | None) -> None:
 main.add_command(export)
 main.add_command(view)
 main.add_command(worker)
+main.add_command(serve)

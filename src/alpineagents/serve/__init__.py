@@ -22,18 +22,28 @@ DNS rebinding; request bodies over `max_body` bytes are refused. A program that 
 
 from __future__ import annotations
 
-import os
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from alpineagents.agent import Agent
 from alpineagents.serve.guard import LOOPBACK_HOSTS, MAX_BODY
 from alpineagents.serve.http import Authorize, create_app
 from alpineagents.store import Store
 
-__all__ = ["app", "run_server", "Authorize", "TOKEN_ENV", "LOOPBACK_HOSTS", "MAX_BODY", "check_address"]
+__all__ = [
+    "app",
+    "listen",
+    "address",
+    "run_server",
+    "Authorize",
+    "TOKEN_ENV",
+    "LOOPBACK_HOSTS",
+    "MAX_BODY",
+    "check_address",
+]
 
 TOKEN_ENV = "ALPINEAGENTS_SERVE_TOKEN"
 """The environment variable a token is read from when none is given."""
@@ -86,31 +96,32 @@ def check_address(host: str, token: str | None) -> None:
         )
 
 
-def run_server(
-    application: Starlette,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    token: str | None = None,
-    announce: Callable[[str], None] = print,
-) -> None:
-    """Serve `application` with uvicorn until Ctrl+C; `announce` gets the address once the port is open.
+def listen(host: str, port: int, token: str | None) -> socket.socket:
+    """A socket listening on `host:port` (0: any free port), after `check_address`.
 
     Raises:
         ValueError: `host` is not this machine's and there is no token.
         OSError: The address cannot be listened on.
     """
-    import uvicorn
-
-    check_address(host, token or os.environ.get(TOKEN_ENV))
+    check_address(host, token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(2048)
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    return sock
+
+
+def address(sock: socket.socket) -> str:
+    """The URL of a listening socket, without a trailing slash."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if sock.family == socket.AF_INET6 else f"http://{host}:{port}"
+
+
+def run_server(application: ASGIApp, sock: socket.socket) -> None:
+    """Serve `application` with uvicorn on a socket of `listen` until Ctrl+C or SIGTERM (the runs going on are
+    cancelled and their States saved)."""
+    import uvicorn
+
     config = uvicorn.Config(application, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
-    announce(f"http://{shown}:{bound}")
-    server.run(sockets=[sock])
+    uvicorn.Server(config).run(sockets=[sock])
