@@ -50,11 +50,12 @@ def mcp_server(agent: Agent, store: Store) -> MCPServer:
     @server.tool(name=tool_name(agent), description=agent.description or DESCRIPTION)
     async def ask(prompt: str, ctx: Context, conversation_id: str | None = None) -> Answer:
         state = await _state(runs, prompt, conversation_id)
+        before = state.turn
         try:
             live = await runs.start(state)
         except ApiError as error:
             raise ToolError(error.message)
-        await _progress(live, ctx)
+        await _progress(live, ctx, before)
         return _answer(live.state)
 
     return server
@@ -75,15 +76,14 @@ async def _state(runs: Runs, prompt: str, conversation_id: str | None) -> State:
         raise ToolError(str(error).splitlines()[0])
 
 
-async def _progress(live: Live, ctx: Context) -> None:
-    """Report the start of each turn until the run ends."""
-    reported = live.state.turn
+async def _progress(live: Live, ctx: Context, reported: int) -> None:
+    """Report the start of each turn after turn `reported`, until the run ends."""
     while True:
         done = live.done
         turn = live.state.turn
-        if turn > reported:
-            reported = turn
-            await ctx.report_progress(turn, None, f"turn {turn}")
+        while reported < turn:
+            reported += 1
+            await ctx.report_progress(reported, None, f"turn {reported}")
         if done:
             break
         await live.changed(1.0)
