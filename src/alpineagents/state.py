@@ -53,6 +53,7 @@ from alpineagents.types import (
     StopEntry,
     Stopped,
     StoppedByFinish,
+    StoppedForApproval,
     ToolCall,
     ToolOutcomeKind,
     ToolResultBlock,
@@ -153,6 +154,7 @@ class State(Recorder):
         self._children = {}
         self._call_children = {}
         self._closed_calls = {}
+        self._tap = None
 
     # --- properties (each one read of the current values, without the lock) -------------------------------------
 
@@ -491,6 +493,9 @@ class State(Recorder):
             if self._running:
                 raise ValueError(fix_message(*misuse.RUNNING))
             parent_id, parent_call_id = parent if parent is not None else (None, None)
+            feed = getattr(context, "feed", None)  # the stream that follows the run, from its first entry
+            if feed is not None:
+                self._tap = feed
             self._commit_locked(
                 RunStartEntry(content=info, parent_id=parent_id, parent_call_id=parent_call_id, turn=self._acc.turn)
             )
@@ -504,6 +509,7 @@ class State(Recorder):
         with self._lock:
             self._running = False
             self._run_context = None
+            self._tap = None
 
     def _begin_compact(self) -> None:
         """Open the model compaction window (count 0).
@@ -634,6 +640,8 @@ class State(Recorder):
             acc = state._acc
             if acc.waiting:
                 state._commit_locked(ErrorEntry(content=STOPPED_WAITING, call=None, turn=acc.turn))
+            if type(acc.stopped) is StoppedForApproval:  # no tool of that turn ran: its calls wait for a decision
+                return state
             for call in acc.pending_calls:
                 state._commit_locked(
                     ToolResultEntry(content=UNSAVED_RESULT, call=call, outcome=ToolOutcomeKind.ABORTED, turn=acc.turn)

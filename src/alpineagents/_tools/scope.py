@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from alpineagents import _observe as observe
 
 if TYPE_CHECKING:
+    from alpineagents._turn.seams import Feed
     from alpineagents.human import Human
     from alpineagents.permissions import Owner, Permission, PermissionList
     from alpineagents.reporter import Reporter
@@ -43,6 +44,11 @@ class RunSettings(Protocol):
 
     @property
     def owners(self) -> Sequence[Owner]: ...
+
+    @property
+    def feed(self) -> Feed | None:
+        """The stream that follows the run, if any (inherited by a subagent run started by the call)."""
+        ...
 
 
 _tuple_new = tuple.__new__

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from alpineagents import _observe as observe
 from alpineagents._tools.scope import CALL_SCOPE
-from alpineagents._turn.seams import AgentSeam, Default
+from alpineagents._turn.seams import AgentSeam, Default, Feed
 from alpineagents.permissions import PermissionList, effective_permissions
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ class RunContext:
             other Agents inside it.
         depth: 0 for a run no tool call started, the parent's depth + 1 for a subagent run.
         parent: `(parent State, ToolCall)` for a subagent run, else None.
+        feed: where a streamed run's events go (`agent.stream`), inherited by its subagent runs; else None.
     """
 
     agent: AgentSeam | None
@@ -69,6 +70,7 @@ class RunContext:
     above: PermissionList | tuple[Permission, ...] | None = None
     depth: int = 0
     parent: tuple[State, ToolCall] | None = None
+    feed: Feed | None = None
     owners: tuple[Owner, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -147,6 +149,7 @@ def run_context(agent: AgentSeam) -> RunContext:
         above=up.permissions,
         depth=parent_state._depth + 1,
         parent=(parent_state, call),
+        feed=up.feed,
     )
 
 

@@ -24,7 +24,7 @@ from alpineagents.types import AgentInfo, Message
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from alpineagents._turn.seams import AgentSeam
+    from alpineagents._turn.seams import AgentSeam, Feed
 
 __all__ = ["prepare_run", "start_run", "run_steps", "resume_warning"]
 
@@ -44,11 +44,16 @@ def _check_store(store: Store | None) -> None:
         )
 
 
-def prepare_run(agent: AgentSeam, prompt_or_state: str | State, method: str) -> tuple[State, RunContext]:
+def prepare_run(
+    agent: AgentSeam, prompt_or_state: str | State, method: str, feed: Feed | None = None
+) -> tuple[State, RunContext]:
     """The checks before a run, then its start: build the run context, refuse an async-only store for `run`, make
     the permission checks, then `start_run`. Returns the State (marked "being run", `run_start` recorded) and its
-    run context. Nothing is recorded when a check fails."""
+    run context. Nothing is recorded when a check fails. `feed` is the stream that follows the run, if any (a
+    subagent run inherits the one of the run above)."""
     context = run_context(agent)
+    if feed is not None:
+        context.feed = feed
     if method == "run":
         _check_store(context.store)
     check_run_start(context.permissions, method="run" if method == "run" else "arun")
@@ -266,6 +271,8 @@ def run_steps(
             interrupt = (yield from _release_mcp(agent, abandoned)) if using_mcp else None
             if reporter is not None:
                 reporter.on_run_end(state, error)
+            if context.feed is not None:
+                context.feed.ended(state, error)
             error = None
             if interrupt is not None:
                 raise interrupt
