@@ -42,16 +42,8 @@ def native(text: str) -> list[dict[str, Any]]:
 
 
 def text_of(items: list[dict[str, Any]]) -> str:
-    """The assistant text a native stream carries: deltas, and the rest of each reply after what was streamed."""
-    out = []
-    for item in items:
-        if item["type"] == "text_delta":
-            out.append(item["delta"])
-        elif item["type"] == "entry" and item["entry"]["kind"] == "model_reply":
-            blocks = item["entry"]["content"]["message"]["content"]
-            whole = "".join(block["text"] for block in blocks if block["type"] == "text")
-            out.append(whole[item.get("skip", 0) :])
-    return "".join(out)
+    """The assistant text a native stream carries (its `TextDelta` events)."""
+    return "".join(item["text"] for item in items if item["type"] == "TextDelta")
 
 
 @pytest.fixture
@@ -76,16 +68,12 @@ def test_a_run_starts_streams_and_is_kept(base: str, store: FileStore) -> None:
         run_id = started.json()["id"]
         body = http.get(f"/api/runs/{run_id}/events", params={"after": started.json()["after"]}).text
         items = native(body)
-        kinds = [item["entry"]["kind"] if item["type"] == "entry" else item["type"] for item in items]
-        assert kinds[0] == "run_start" and kinds[-1] == "run_end"
-        assert "tool_result" in kinds and text_of(items) == "The sum is 5."
-        assert items[-1] == {
-            "type": "run_end",
-            "finished": False,
-            "answer": "The sum is 5.",
-            "stopped": "stopped by waiting_for_user",
-            "error": None,
-        }
+        kinds = [item["type"] for item in items]
+        assert kinds[0] == "RunStarted" and kinds[-1] == "RunEnded"
+        assert kinds.count("ToolCallStarted") == kinds.count("ToolCallEnded") == 1
+        assert text_of(items) == "The sum is 5."
+        assert items[-1]["stopped"] == {"type": "StoppedByUntil", "name": "waiting_for_user"}
+        assert items[-1]["error"] is None and items[-1]["state_id"] == run_id
         read = http.get(f"/api/runs/{run_id}").json()
         assert [entry["kind"] for entry in read["history"]] == [entry.kind for entry in store.load(run_id).history]
         assert read["run"]["running"] is False
@@ -110,7 +98,7 @@ def test_a_stream_cut_and_resumed_with_last_event_id_gives_the_rest_exactly(base
             for chunk in response.iter_text():
                 buffer += chunk
                 done = events(buffer.rsplit("\n\n", 1)[0] + "\n\n") if "\n\n" in buffer else []
-                deltas = [d for d in done if json.loads(d[1])["type"] == "text_delta"]
+                deltas = [d for d in done if json.loads(d[1])["type"] == "TextDelta"]
                 if len(deltas) >= 3:
                     first = done
                     break
@@ -120,8 +108,11 @@ def test_a_stream_cut_and_resumed_with_last_event_id_gives_the_rest_exactly(base
         resumed = [json.loads(data) for _, data in first] + native(rest)
         uncut = native(http.get(f"/api/runs/{run_id}/events", params={"after": run2["after"]}).text)
         assert text_of(resumed) == text_of(uncut) == " ".join(f"w{i}" for i in range(20)) + " you said and more"
-        entries = [item["position"] for item in resumed if item["type"] == "entry"]
-        assert entries == sorted(set(entries)) == [item["position"] for item in uncut if item["type"] == "entry"]
+
+        def shown(items: list[dict[str, Any]]) -> list[tuple[str, int]]:
+            return [(item["type"], item["position"]) for item in items if item["type"] != "TextDelta"]
+
+        assert shown(resumed) == shown(uncut)
 
 
 def test_cancel_stops_a_run_and_saves_it(base: str, store: FileStore) -> None:
@@ -170,7 +161,7 @@ def test_bad_requests_get_their_status_and_a_json_message(base: str, tmp_path: P
         )
         failed = http.post("/api/runs", json={"prompt": "fail now"}).json()["id"]
         end = native(http.get(f"/api/runs/{failed}/events").text)[-1]
-        assert end["type"] == "run_end" and end["error"].startswith("RuntimeError")
+        assert end["type"] == "RunEnded" and end["error"] == "RuntimeError: the model is down"
 
 
 def test_a_token_is_required_when_given_and_never_shown(

@@ -73,7 +73,7 @@ class AgentExecutorForRuns(AgentExecutor):
             raise ApiError(400, "bad_request", str(error).splitlines()[0])
 
     async def _finish(self, updater: TaskUpdater, end: End) -> None:
-        if end.error is not None and not end.finished and end.stopped is None:
+        if end.failed:
             first = end.error.splitlines()[0] if end.error else "error"
             await updater.failed(updater.new_agent_message([new_text_part(f"the run ended with an error: {first}")]))
             return

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from alpineagents._serial import entry_to_dict
+from alpineagents.events import Event, RunEnded, TextDelta, entry_events
 from alpineagents.serve.feed import End, Entry, Item, Text
+from alpineagents.serve.wire import plain
 from alpineagents.types import (
     ErrorEntry,
     ModelReplyEntry,
@@ -146,32 +148,40 @@ class Encoder:
 
 
 class Native(Encoder):
-    """This library's own events: `{"type": "entry", "position", "skip", "entry"}` for each history entry (its
-    saved JSON form), `{"type": "text_delta", "request", "delta"}` while a reply is written, and
-    `{"type": "run_end", "finished", "answer", "stopped", "error"}` last."""
+    """This library's own events (`alpineagents.events`) in their JSON form (`serve.wire`): the events of each
+    history entry, `TextDelta` while a reply is written, and `RunEnded` last. Each event's `position` is its
+    place in the history, as `agent.stream` gives it."""
 
     name = "native"
 
+    def __init__(self, state_id: str, run_id: str) -> None:
+        super().__init__(state_id, run_id)
+        self.path = (state_id,)
+        self.calls: dict[str, ToolCall] = {}  # the calls of the latest reply, by id (approval records name them)
+
+    def _event(self, event: Event) -> Frame:
+        return Frame(_json(plain(event)))
+
     def _frames(self, item: Item) -> Iterator[Frame]:
         if isinstance(item, Text):
-            yield Frame(_json({"type": "text_delta", "request": item.request, "delta": item.delta}))
+            where = {"state_id": self.state_id, "path": self.path, "position": item.cursor.entries - 1}
+            yield self._event(TextDelta(text=item.delta, **where))
         elif isinstance(item, Entry):
-            shown = {"type": "entry", "position": item.position, "entry": entry_to_dict(item.entry, item.position)}
-            if item.skip:
-                shown["skip"] = item.skip
-            yield Frame(_json(shown))
+            entry = item.entry
+            where = {"state_id": self.state_id, "path": self.path, "position": item.position}
+            streamed = False
+            if isinstance(entry, ModelReplyEntry):
+                self.calls = {call.id: call for call in entry.content.message.tool_calls}
+                if item.skip:  # part of its text went out as deltas: the rest, then the reply's other events
+                    streamed = True
+                    rest = entry.content.message.text[item.skip :]
+                    if rest:
+                        yield self._event(TextDelta(text=rest, **where))
+            for event in entry_events(entry, where, self.calls, streamed=streamed):
+                yield self._event(event)
         else:
-            yield Frame(_json(_end_json(item)))
-
-
-def _end_json(end: End) -> dict[str, Any]:
-    return {
-        "type": "run_end",
-        "finished": end.finished,
-        "answer": end.answer,
-        "stopped": end.stopped,
-        "error": end.error,
-    }
+            where = {"state_id": self.state_id, "path": self.path, "position": item.cursor.entries - 1}
+            yield self._event(RunEnded(stopped=item.stopped, error=item.error, waiting=item.waiting, **where))
 
 
 class AGUI(Encoder):
@@ -230,15 +240,22 @@ class AGUI(Encoder):
 
     def finish(self, end: End) -> Iterator[Frame]:
         core = self.core
-        if end.error is not None and not end.finished and end.stopped is None:
-            yield self._frame(core.RunErrorEvent(message=end.error.splitlines()[0] if end.error else "error"))
+        if end.failed:
+            yield self._frame(core.RunErrorEvent(message=_first_line(end.error)))
         else:
-            result = {"answer": end.answer, "finished": end.finished, "stopped": end.stopped}
-            yield self._frame(core.RunFinishedEvent(thread_id=self.state_id, run_id=self.run_id, result=_plain(result)))
+            yield self._frame(
+                core.RunFinishedEvent(thread_id=self.state_id, run_id=self.run_id, result=plain(_result(end)))
+            )
 
 
-def _plain(value: Any) -> Any:
-    return json.loads(_json(value))
+def _first_line(text: str | None) -> str:
+    return text.splitlines()[0] if text else "error"
+
+
+def _result(end: End) -> dict[str, Any]:
+    """What a run ending gives a client: the answer, whether it finished, why it stopped, the waiting calls."""
+    stopped = None if end.stopped is None else str(end.stopped)
+    return {"answer": end.answer, "finished": end.finished, "stopped": stopped, "waiting": end.waiting}
 
 
 class Vercel(Encoder):
@@ -285,8 +302,8 @@ class Vercel(Encoder):
             yield Frame(_json({"type": "finish-step"}))
 
     def finish(self, end: End) -> Iterator[Frame]:
-        if end.error is not None and not end.finished and end.stopped is None:
-            yield Frame(_json({"type": "error", "errorText": end.error.splitlines()[0] if end.error else "error"}))
+        if end.failed:
+            yield Frame(_json({"type": "error", "errorText": _first_line(end.error)}))
             yield Frame(_json({"type": "finish", "finishReason": "error"}))
         else:
             yield Frame(_json({"type": "finish", "finishReason": "stop"}))

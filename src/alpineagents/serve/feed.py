@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from alpineagents.serve.errors import ApiError
-from alpineagents.types import ErrorEntry, HistoryEntry, ModelReplyEntry, ModelRequestEntry
+from alpineagents.state import State
+from alpineagents.types import ErrorEntry, HistoryEntry, ModelReplyEntry, ModelRequestEntry, WaitingCall
 from alpineagents.viewer.runs import ending_error
 
 _CURSOR = re.compile(r"(\d{1,12})(?:\.(\d{1,12}))?")
@@ -82,8 +83,17 @@ class End:
     cursor: Cursor
     finished: bool
     answer: Any
-    stopped: str | None
+    stopped: Any
+    """`state.stopped`: why it stopped, or None."""
     error: str | None
+    """The error that ended the latest run ("Type: message"), or None."""
+    waiting: tuple[WaitingCall, ...] = ()
+    """The calls waiting for a person's decision."""
+
+    @property
+    def failed(self) -> bool:
+        """True when the latest run ended with an error (not stopped, not finished)."""
+        return self.error is not None and not self.finished and self.stopped is None
 
 
 Item = Entry | Text | End
@@ -111,10 +121,11 @@ class Source(Protocol):
         ...
 
 
-def end_of(entries: Sequence[HistoryEntry], answer: Any, finished: bool, stopped: object) -> End:
-    """The `End` of a run whose history is `entries`."""
-    shown = None if stopped is None else str(stopped)
-    return End(Cursor(len(entries)), finished, answer, shown, ending_error(entries))
+def end_of(state: State, saved: int | None = None) -> End:
+    """How `state` stands, its history taken up to `saved` entries (all by default)."""
+    entries = state.history if saved is None else state.history[:saved]
+    waiting = tuple(getattr(state, "awaiting_approval", ()))
+    return End(Cursor(len(entries)), state.finished, state.answer, state.stopped, ending_error(entries), waiting)
 
 
 async def items(source: Source, after: Cursor, *, heartbeat: float = HEARTBEAT_SECONDS) -> AsyncIterator[Item | None]:

@@ -1,11 +1,10 @@
 """The runs a server has going on in this process, and what a stream reads a run from.
 
-`Runs` starts each run as an asyncio task (`agent.arun`) and keeps a `Live` for it until it ends: the State being
-run, the text of the reply being written, and a signal that wakes the streams when anything changed. The signal is
-given by a Reporter placed in front of the Agent's own (which still gets every call); reporters may be called from
-worker threads, so waking is passed to the event loop. A stream never waits for a slow reader and nothing is
-queued for it: each stream reads the State's history from where it stands, so a slow reader costs no memory and
-misses nothing.
+`Runs` starts each run as an asyncio task that reads the run's own event stream (`agent.astream`), and keeps a
+`Live` for it until it ends: the State being run, the text of the reply being written, and a signal that wakes the
+streams when anything happened. A stream never waits for a slow reader and nothing is queued for it: each stream
+reads the State's history from where it stands, so a slow reader costs no memory and misses nothing, and a
+thousand readers of one run cost the run nothing.
 
 A run that is not going on here is read from the store (`Stored`), once.
 """
@@ -14,25 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from alpineagents.agent import Agent
-from alpineagents.reporter import Reporter
+from alpineagents.events import ErrorRecorded, ReplyEnded, RequestSent, RunEnded, RunStarted, StreamEvent, TextDelta
 from alpineagents.serve.errors import ApiError, not_found, running
 from alpineagents.serve.feed import End, end_of
 from alpineagents.state import State
 from alpineagents.store import StateLockedError, Store
 from alpineagents.terminal import Terminal
-from alpineagents.types import ContextChange, HistoryEntry, ModelEvent, Reply, ToolCall, ToolOutcome
+from alpineagents.types import HistoryEntry, ModelReplyEntry
 from alpineagents.viewer.runs import open_run
 
 log = logging.getLogger("alpineagents.serve")
 
 
 class Live:
-    """A run going on in this process (a stream `Source`)."""
+    """A run going on in this process (a stream `Source`), told what happens by the run's own event stream."""
 
     def __init__(self, state: State) -> None:
         self.state = state
@@ -41,51 +39,39 @@ class Live:
         self.failure: BaseException | None = None
         self.began = False
         self.done = False
-        self._loop = asyncio.get_running_loop()
-        self._thread = threading.get_ident()
         self._changed = asyncio.Event()
-        self._lock = threading.Lock()
         self._writing: tuple[int, str] | None = None
 
-    # what the Reporter tells (any thread)
-    def mark_started(self) -> None:
-        self.began = True
-        self._loop.call_soon_threadsafe(self.started.set)
+    def seen(self, event: StreamEvent) -> None:
+        """Take in one event of the run's stream (subagents' events only wake the readers)."""
+        if len(event.path) == 1:
+            if isinstance(event, RunStarted) and not self.began:
+                self.began = True
+                self.started.set()
+            elif isinstance(event, RequestSent):
+                self._writing = (event.position, "")
+            elif isinstance(event, TextDelta):
+                self._add_text(event)
+            elif isinstance(event, (ReplyEnded, ErrorRecorded, RunEnded)):
+                self._writing = None
         self.wake()
 
-    def begin_reply(self) -> None:
-        with self._lock:
-            self._writing = (len(self.state.history) - 1, "")
-        self.wake()
-
-    def add_text(self, chunk: str) -> None:
-        with self._lock:
-            if self._writing is not None:
-                self._writing = (self._writing[0], self._writing[1] + chunk)
-        self.wake()
-
-    def end_reply(self) -> None:
-        with self._lock:
-            self._writing = None
-        self.wake()
+    def _add_text(self, event: TextDelta) -> None:
+        writing = self._writing
+        if writing is None or isinstance(self.state.history[event.position], ModelReplyEntry):
+            return  # the whole text of a reply that did not stream: the reply's entry carries it
+        self._writing = (writing[0], writing[1] + event.text)
 
     def wake(self) -> None:
-        if threading.get_ident() == self._thread:
-            self._wake()
-        else:
-            self._loop.call_soon_threadsafe(self._wake)
-
-    def _wake(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    # what a stream reads (the event loop's thread)
+    # what a stream reads
     def entries(self) -> Sequence[HistoryEntry]:
         return self.state.history
 
     def writing(self) -> tuple[int, str] | None:
-        with self._lock:
-            return self._writing
+        return self._writing
 
     def running(self) -> bool:
         return not self.done
@@ -98,8 +84,7 @@ class Live:
         return True
 
     def end(self) -> End:
-        state = self.state
-        return end_of(state.history, state.answer, state.finished, state.stopped)
+        return end_of(self.state)
 
 
 class Stored:
@@ -126,76 +111,7 @@ class Stored:
         return False
 
     def end(self) -> End:
-        state = self._state
-        return end_of(self._entries, state.answer, state.finished, state.stopped)
-
-
-class _Tee(Reporter):
-    """Tells the `Live` of a top-level run what happened, then passes each call to the Agent's own reporter."""
-
-    def __init__(self, inner: Reporter | None, find: Callable[[str], Live | None]) -> None:
-        self.inner = inner
-        self.find = find
-
-    def on_run_start(self, state: State) -> None:
-        if self.inner is not None:
-            self.inner.on_run_start(state)
-        live = self.find(state.id)
-        if live is not None:
-            live.mark_started()
-
-    def on_think_start(self, state: State) -> None:
-        if self.inner is not None:
-            self.inner.on_think_start(state)
-        live = self.find(state.id)
-        if live is not None:
-            live.begin_reply()
-
-    def on_text(self, state: State, chunk: str) -> None:
-        if self.inner is not None:
-            self.inner.on_text(state, chunk)
-        live = self.find(state.id)
-        if live is not None:
-            live.add_text(chunk)
-
-    def on_think_end(self, state: State, reply: Reply) -> None:
-        if self.inner is not None:
-            self.inner.on_think_end(state, reply)
-        live = self.find(state.id)
-        if live is not None:
-            live.end_reply()
-
-    def on_tool_start(self, state: State, call: ToolCall) -> None:
-        if self.inner is not None:
-            self.inner.on_tool_start(state, call)
-        self._wake(state)
-
-    def on_tool_end(self, state: State, call: ToolCall, result: Any, outcome: ToolOutcome) -> None:
-        if self.inner is not None:
-            self.inner.on_tool_end(state, call, result, outcome)
-        self._wake(state)
-
-    def on_context_change(self, state: State, change: ContextChange) -> None:
-        if self.inner is not None:
-            self.inner.on_context_change(state, change)
-        self._wake(state)
-
-    def on_model_event(self, state: State, event: ModelEvent) -> None:
-        if self.inner is not None:
-            self.inner.on_model_event(state, event)
-        self._wake(state)
-
-    def on_run_end(self, state: State, error: BaseException | None) -> None:
-        if self.inner is not None:
-            self.inner.on_run_end(state, error)
-        live = self.find(state.id)
-        if live is not None:
-            live.end_reply()
-
-    def _wake(self, state: State) -> None:
-        live = self.find(state.id)
-        if live is not None:
-            live.wake()
+        return end_of(self._state, len(self._entries))
 
 
 def quiet(setting: Any) -> Any:
@@ -209,9 +125,7 @@ class Runs:
     def __init__(self, agent: Agent, store: Store) -> None:
         self.store = store
         self.live: dict[str, Live] = {}
-        self.agent = agent.copy(
-            store=store, reporter=_Tee(quiet(agent.reporter), self.live.get), human=quiet(agent.human)
-        )
+        self.agent = agent.copy(store=store, reporter=quiet(agent.reporter), human=quiet(agent.human))
 
     def source(self, state_id: str) -> Live | Stored:
         """What a stream of `state_id` reads: its `Live` while it runs here, else the store."""
@@ -242,7 +156,8 @@ class Runs:
 
     async def _run(self, live: Live) -> None:
         try:
-            await self.agent.arun(live.state)
+            async for event in self.agent.astream(live.state):
+                live.seen(event)
         except asyncio.CancelledError:
             pass
         except BaseException as error:  # recorded in the State already; a start request may still report it
