@@ -131,3 +131,20 @@ def run_sync(coroutine: Any) -> Any:
 
 chat = chat_agent()
 slow = chat_agent(delay=0.2)
+
+
+def approving(delay: float = 0.01) -> Agent:
+    """`chat`, whose add calls wait for a person's decision (a permission answering `Deferred`)."""
+    from alpineagents.permissions import DecidePermission, Deferred  # type: ignore[attr-defined]
+
+    class AskBeforeAdding(DecidePermission):
+        def check(self, state: Any, call: Any, tool: Any) -> Any:
+            return Deferred("Add these numbers?") if call.name == "add" else None
+
+    return Agent(
+        Streaming(reply_forever(chat_reply), delay=delay),
+        tools=[add, nap],
+        permissions=[AskBeforeAdding()],
+        reporter=None,
+        human=None,
+    )

@@ -16,16 +16,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from alpineagents._serial import entry_to_dict
-from alpineagents.events import Event, RunEnded, TextDelta, entry_events
+from alpineagents.events import ApprovalNeeded, Event, RunEnded, TextDelta, entry_events
 from alpineagents.serve.feed import End, Entry, Item, Text
 from alpineagents.serve.wire import plain
 from alpineagents.types import (
     ErrorEntry,
+    ExchangeEntry,
     ModelReplyEntry,
     ModelRequestEntry,
     ToolCall,
     ToolOutcomeKind,
     ToolResultEntry,
+    WaitingCall,
     result_text,
 )
 
@@ -59,7 +61,9 @@ class Encoder:
     def __init__(self, state_id: str, run_id: str) -> None:
         self.state_id = state_id
         self.run_id = run_id
+        self.path = (state_id,)
         self.open_text: str | None = None  # the id of the text part open now
+        self.calls: dict[str, ToolCall] = {}  # the calls of the latest reply, by id (approval records name them)
 
     def text_id(self, request: int) -> str:
         return f"{self.state_id}-{request}"
@@ -86,6 +90,7 @@ class Encoder:
     def entry(self, item: Entry) -> Iterator[Frame]:
         entry = item.entry
         if isinstance(entry, ModelReplyEntry):
+            self.calls = {call.id: call for call in entry.content.message.tool_calls}
             text = entry.content.message.text[item.skip :]
             text_id = self.text_id(item.request)
             if text:
@@ -100,8 +105,18 @@ class Encoder:
             yield from self.other(item)
         elif isinstance(entry, ToolResultEntry):
             yield from self.tool_result(entry)
+        elif isinstance(entry, ExchangeEntry) and (waiting := self._waiting(item)) is not None:
+            yield from self.approval(waiting)
         else:
             yield from self.other(item)
+
+    def _waiting(self, item: Entry) -> WaitingCall | None:
+        """The call an approval record says waits, or None for any other exchange."""
+        where = {"state_id": self.state_id, "path": self.path, "position": item.position}
+        for event in entry_events(item.entry, where, self.calls):
+            if isinstance(event, ApprovalNeeded):
+                return event.waiting
+        return None
 
     def _open(self, text_id: str) -> Iterator[Frame]:
         if self.open_text != text_id:
@@ -133,6 +148,9 @@ class Encoder:
     def reply_end(self, entry: ModelReplyEntry) -> Iterator[Frame]:
         return iter(())
 
+    def approval(self, waiting: WaitingCall) -> Iterator[Frame]:
+        return iter(())
+
     def tool_result(self, entry: ToolResultEntry) -> Iterator[Frame]:
         return iter(())
 
@@ -153,11 +171,6 @@ class Native(Encoder):
     place in the history, as `agent.stream` gives it."""
 
     name = "native"
-
-    def __init__(self, state_id: str, run_id: str) -> None:
-        super().__init__(state_id, run_id)
-        self.path = (state_id,)
-        self.calls: dict[str, ToolCall] = {}  # the calls of the latest reply, by id (approval records name them)
 
     def _event(self, event: Event) -> Frame:
         return Frame(_json(plain(event)))
@@ -231,6 +244,9 @@ class AGUI(Encoder):
             )
         )
 
+    def approval(self, waiting: WaitingCall) -> Iterator[Frame]:
+        yield self._frame(self.core.CustomEvent(name="alpineagents.approval_needed", value=plain(waiting)))
+
     def other(self, item: Entry) -> Iterator[Frame]:
         yield self._frame(
             self.core.CustomEvent(
@@ -287,6 +303,10 @@ class Vercel(Encoder):
 
     def reply_end(self, entry: ModelReplyEntry) -> Iterator[Frame]:
         yield Frame(_json({"type": "finish-step"}))
+
+    def approval(self, waiting: WaitingCall) -> Iterator[Frame]:
+        call_id = waiting.call.id
+        yield Frame(_json({"type": "tool-approval-request", "approvalId": call_id, "toolCallId": call_id}))
 
     def tool_result(self, entry: ToolResultEntry) -> Iterator[Frame]:
         text = result_text(entry.content)

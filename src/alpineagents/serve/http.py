@@ -7,6 +7,8 @@
 | `GET /api/runs/{id}` | one run: its summary and its history (the saved JSON form of each entry) |
 | `GET /api/runs/{id}/events` | its events as SSE; `?dialect=native|agui|vercel`, resumed after `Last-Event-ID` or `?after=` |
 | `POST /api/runs/{id}/cancel` | cancel a run going on (its pending calls are closed, its State saved) |
+| `POST /api/runs/{id}/calls/{call}/approve` | approve a call waiting for a person (`by`, `note`), then continue the run |
+| `POST /api/runs/{id}/calls/{call}/deny` | deny it (`reason`: what the model reads; `by`, `note`), then continue the run |
 | `POST /agui` | an AG-UI run (`@ag-ui/client`'s `HttpAgent`): `threadId` is the State id; answers with the stream |
 | `POST /vercel` | an AI SDK chat (`DefaultChatTransport`): the chat `id` is the State id; answers with the stream |
 """
@@ -26,12 +28,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from alpineagents.agent import Agent
-from alpineagents.serve import inputs
+from alpineagents.serve import approvals, inputs
 from alpineagents.serve.dialects import DIALECTS, HEARTBEAT, SSE_HEADERS, Encoder
 from alpineagents.serve.errors import ApiError, api_error, not_found, unexpected
 from alpineagents.serve.feed import Cursor, items
 from alpineagents.serve.guard import LOOPBACK_HOSTS, MAX_BODY, Guard
 from alpineagents.serve.runs import Runs
+from alpineagents.serve.wire import plain
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.viewer.runs import open_run, summarize
@@ -82,7 +85,8 @@ class Api:
             raise not_found(state_id)
         summary = summarize(self.runs.store, run.info).to_json()
         summary["running"] = state_id in self.runs.live
-        return JSONResponse({"run": summary, "history": list(run.raw)})
+        waiting = plain(approvals.waiting_calls(run.state))
+        return JSONResponse({"run": summary, "waiting": waiting, "history": list(run.raw)})
 
     async def events(self, request: Request) -> Response:
         state_id = request.path_params["state_id"]
@@ -118,9 +122,9 @@ class Api:
 
     async def begin(self, request: Request, start: inputs.Start) -> tuple[State, int]:
         """Load or make the State, add the messages, start the run; the State and where its new events begin."""
-        if not start.messages:
-            raise inputs.shape_error("the request holds no user message to answer")
         state_id = start.state_id or start.new_id
+        if not start.messages and not (start.decisions and state_id):
+            raise inputs.shape_error("the request holds no user message to answer")
         existing = state_id is not None and (
             state_id in self.runs.live or await _thread(self.runs.store.read, state_id) is not None
         )
@@ -130,6 +134,10 @@ class Api:
             assert state_id is not None
             await self.check(request, state_id)
             state = await self.runs.load(state_id)
+            waiting = {w.call.id for w in approvals.waiting_calls(state)}
+            for call_id, approved, reason in start.decisions:
+                if call_id in waiting:  # a client sends its whole conversation: decisions already taken are left
+                    approvals.apply(state, approvals.Decision(call_id, approved, reason))
             for message in inputs.new_messages(start.messages) if start.new_id else start.messages:
                 _add(state, message)
         else:
@@ -138,6 +146,33 @@ class Api:
         after = len(state.history)
         await self.runs.start(state)
         return state, after
+
+    async def approve(self, request: Request) -> Response:
+        return await self._decide(request, approved=True)
+
+    async def deny(self, request: Request) -> Response:
+        return await self._decide(request, approved=False)
+
+    async def _decide(self, request: Request, approved: bool) -> Response:
+        state_id, call_id = request.path_params["state_id"], request.path_params["call_id"]
+        await self.check(request, state_id)
+        data = await inputs.json_body(request) if await request.body() else None
+        decision = approvals.read_decision(call_id, approved, data)
+        go_on = not isinstance(data, dict) or data.get("continue", True) is not False
+        state, after = await approvals.decide(self.runs, state_id, [decision], go_on)
+        if after is not None and "text/event-stream" in request.headers.get("accept", ""):
+            return stream(_encoder(request, state_id, state_id), self.runs.source(state_id), Cursor(after))
+        body = {
+            "id": state_id,
+            "call_id": call_id,
+            "approved": approved,
+            "waiting": plain(approvals.waiting_calls(state)),
+            "continued": after is not None,
+            "after": after,
+        }
+        if after is not None:
+            body["events"] = f"/api/runs/{state_id}/events?after={after}"
+        return JSONResponse(body)
 
     async def cancel(self, request: Request) -> Response:
         state_id = request.path_params["state_id"]
@@ -235,6 +270,8 @@ def create_app(
             Route("/api/runs/{state_id}", api.read_run, methods=["GET"]),
             Route("/api/runs/{state_id}/events", api.events, methods=["GET"]),
             Route("/api/runs/{state_id}/cancel", api.cancel, methods=["POST"]),
+            Route("/api/runs/{state_id}/calls/{call_id}/approve", api.approve, methods=["POST"]),
+            Route("/api/runs/{state_id}/calls/{call_id}/deny", api.deny, methods=["POST"]),
             Route("/agui", api.start_agui, methods=["POST"]),
             Route("/vercel", api.start_vercel, methods=["POST"]),
         ],

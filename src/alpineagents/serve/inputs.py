@@ -33,6 +33,8 @@ class Start:
     messages: tuple[Message, ...]
     new_id: str | None = None
     run_id: str | None = None
+    decisions: tuple[tuple[str, bool, str | None], ...] = ()
+    """`(call id, approved, reason)` of the approvals a client answered (the AI SDK's tool approval responses)."""
 
 
 def shape_error(message: str) -> ApiError:
@@ -113,16 +115,27 @@ def vercel(data: Any) -> Start:
     if chat_id is not None and not isinstance(chat_id, str):
         raise shape_error('"id" (the chat id) must be a string')
     messages = []
+    decisions: list[tuple[str, bool, str | None] | None] = []
     for index, item in enumerate(data["messages"]):
         if not isinstance(item, dict) or not isinstance(item.get("parts"), list):
             raise shape_error(f"messages[{index}] must be a UIMessage with role and parts")
         if item.get("role") not in ROLES:
             continue
-        text = "".join(
-            part.get("text", "") for part in item["parts"] if isinstance(part, dict) and part.get("type") == "text"
-        )
+        parts = [part for part in item["parts"] if isinstance(part, dict)]
+        text = "".join(part.get("text", "") for part in parts if part.get("type") == "text")
         messages.append(_message(item.get("role"), text, f"messages[{index}]"))
-    return Start(None, tuple(messages), new_id=chat_id)
+        decisions.extend(_approval(part) for part in parts if isinstance(part.get("approval"), dict))
+    answered = tuple(decision for decision in decisions if decision is not None)
+    return Start(None, tuple(messages), new_id=chat_id, decisions=answered)
+
+
+def _approval(part: dict[str, Any]) -> tuple[str, bool, str | None] | None:
+    """A tool part's approval response (`{"approval": {"id", "approved", "reason"}}`), or None if unanswered."""
+    approval = part["approval"]
+    if not isinstance(approval.get("approved"), bool) or not isinstance(approval.get("id"), str):
+        return None
+    reason = approval.get("reason")
+    return approval["id"], approval["approved"], reason if isinstance(reason, str) else None
 
 
 def new_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
