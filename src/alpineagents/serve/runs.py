@@ -35,7 +35,7 @@ class Live:
     def __init__(self, state: State) -> None:
         self.state = state
         self.task: asyncio.Task[Any] | None = None
-        self.started = asyncio.Event()  # set once the run is recorded and saved (or failed before that)
+        self.started = asyncio.Event()  # set once the run's start is saved (or the run failed before that)
         self.failure: BaseException | None = None
         self.began = False
         self.done = False
@@ -44,10 +44,11 @@ class Live:
 
     def seen(self, event: StreamEvent) -> None:
         """Take in one event of the run's stream (subagents' events only wake the readers)."""
+        if self.began and not self.started.is_set():
+            self.started.set()  # the event after RunStarted: the run_start entry is saved by now
         if len(event.path) == 1:
             if isinstance(event, RunStarted) and not self.began:
                 self.began = True
-                self.started.set()
             elif isinstance(event, RequestSent):
                 self._writing = (event.position, "")
             elif isinstance(event, TextDelta):
