@@ -26,6 +26,7 @@ import socket
 from collections.abc import Iterable
 
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from alpineagents.agent import Agent
@@ -58,6 +59,7 @@ def app(
     hosts: Iterable[str] = LOOPBACK_HOSTS,
     max_body: int = MAX_BODY,
     authorize: Authorize | None = None,
+    routes: Iterable[BaseRoute] = (),
 ) -> Starlette:
     """An ASGI app (Starlette) that runs `agent` and streams its runs.
 
@@ -71,6 +73,8 @@ def app(
         max_body: The largest request body, in bytes.
         authorize: `authorize(request, state_id) -> bool` (or an awaitable): may this request use that run?
             Refused requests get 403; the runs list shows only the allowed runs.
+        routes: Starlette routes of your own, served by the same app before the API's (a page, say); they pass
+            the same checks (Host header, token, body size).
 
     Example of `authorize`, for a program whose users each see their own runs::
 
@@ -83,7 +87,14 @@ def app(
             return owners.setdefault(state_id, user) == user  # a new run becomes the user's
     """
     return create_app(
-        agent, store=store, token=token, origins=origins, hosts=hosts, max_body=max_body, authorize=authorize
+        agent,
+        store=store,
+        token=token,
+        origins=origins,
+        hosts=hosts,
+        max_body=max_body,
+        authorize=authorize,
+        routes=routes,
     )
 
 

@@ -25,7 +25,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from alpineagents.agent import Agent
 from alpineagents.serve import approvals, inputs
@@ -238,6 +238,7 @@ def create_app(
     hosts: Iterable[str] = LOOPBACK_HOSTS,
     max_body: int = MAX_BODY,
     authorize: Authorize | None = None,
+    routes: Iterable[BaseRoute] = (),
 ) -> Starlette:
     """The ASGI app serving `agent`; see `alpineagents.serve.app`."""
     chosen = store if store is not None else agent.store
@@ -265,6 +266,7 @@ def create_app(
     middleware.append(Middleware(Guard, hosts=hosts, token=token, max_body=max_body))
     application = Starlette(
         routes=[
+            *routes,
             Route("/api/runs", api.list_runs, methods=["GET"]),
             Route("/api/runs", api.start_native, methods=["POST"]),
             Route("/api/runs/{state_id}", api.read_run, methods=["GET"]),
