@@ -4,7 +4,7 @@ streams one server process holds.
 Run: `.venv/bin/python benchmarks/serve.py` (`--runs 30`, `--words 400`, `--streams 1000`).
 
 The server is `alpineagents serve` in a child process (uvicorn, one process) over a FileStore in a temporary
-folder, its Agent a scripted model with no network: each reply streams `words` words, and each word is the time
+folder in memory (`/dev/shm`), its Agent a scripted model with no network: each reply streams `words` words, and each word is the time
 (`time.perf_counter_ns`, one clock for every process of the machine) at which the model handed it over. So the
 client knows, for every piece of text it reads, how long it took from the model to the client.
 
@@ -36,6 +36,9 @@ from typing import Any
 import httpx
 
 HERE = Path(__file__).resolve().parent
+MEMORY = "/dev/shm" if os.path.isdir("/dev/shm") else None
+"""Where the stores go: a folder in memory where there is one, so that the figures are the server's and not the
+disk's (a FileStore's first save of a run waits for its fsyncs, which vary with what else the disk does)."""
 # This folder holds concurrent.py, which would shadow the standard library's package: drop it from the path.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
@@ -161,9 +164,9 @@ def latency(runs: int, words: int) -> None:
     """First-event and per-word figures; the in-process run and the two dialects take turns, run by run."""
     from alpineagents import FileStore
 
-    folder = tempfile.mkdtemp()
+    folder = tempfile.mkdtemp(dir=MEMORY)
     child, url = start_server(folder, words, 0.0005)
-    agent = clock_agent(words, 0.0005).copy(store=FileStore(tempfile.mkdtemp()))
+    agent = clock_agent(words, 0.0005).copy(store=FileStore(tempfile.mkdtemp(dir=MEMORY)))
     firsts: dict[str, list[float]] = {"in process": [], "native": [], "agui": []}
     lags: dict[str, list[float]] = {"native": [], "agui": []}
 
@@ -194,7 +197,7 @@ def latency(runs: int, words: int) -> None:
 
 
 def held(streams: int) -> None:
-    folder = tempfile.mkdtemp()
+    folder = tempfile.mkdtemp(dir=MEMORY)
     child, url = start_server(folder, 100_000, 0.05)
     try:
 

@@ -302,3 +302,14 @@ def test_a_server_killed_mid_run_leaves_a_state_that_resumes(tmp_path: Path) -> 
     history = SQLiteStore(db).load(run_id).history
     naps = [e for e in history if e.kind == "tool_result" and e.call.name == "nap"]
     assert len(naps) == 1 and naps[0].outcome == "aborted"  # the unknown result: the tool never ran twice
+
+
+def test_the_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]) -> None:
+    from scriptload import load_script
+
+    bench = load_script("benchmarks", "serve")
+    bench.latency(2, 20)
+    bench.held(5)
+    out = capsys.readouterr().out
+    assert out.count("first event") == 3 and out.count("per word") == 2
+    assert "5/5 streams got the new words" in out
