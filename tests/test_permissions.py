@@ -11,6 +11,14 @@ from typing import Any
 import pytest
 
 from alpineagents import permissions as permissions_module
+from alpineagents._turn.permission_rules import (
+    Owner,
+    PermissionList,
+    adecide,
+    check_run_start,
+    decide,
+    effective_permissions,
+)
 from alpineagents.agent import Agent
 from alpineagents.errors import NoHumanError, PermissionWarning, ToolError
 from alpineagents.human import Human, parse_answer
@@ -25,14 +33,8 @@ from alpineagents.permissions import (
     Denied,
     DenyByName,
     DenyPermission,
-    Owner,
     Permission,
-    PermissionList,
-    adecide,
-    check_run_start,
     check_verdict,
-    decide,
-    effective_permissions,
 )
 from alpineagents.reporter import Reporter
 from alpineagents.state import State
@@ -595,7 +597,7 @@ def test_owner_is_the_default_human_of_decide_by_human():
 
     class Probe(DecideByHuman):
         def check(self, state: Any, call: Any, tool: Any) -> Any:
-            seen.append(permissions_module._OWNER.get())
+            seen.append(permissions_module.ASKED_OWNER.get())
             return Allowed()
 
     owner_human = SyncHuman()
@@ -611,7 +613,7 @@ def test_owner_is_the_default_human_of_decide_by_human():
 
     asyncio.run(main())
     assert seen[-1] == Owner(owner_human)
-    assert permissions_module._OWNER.get() is None  # the owner is set only while a permission is asked
+    assert permissions_module.ASKED_OWNER.get() is None  # the owner is set only while a permission is asked
 
 
 def test_check_run_start_rules():

@@ -36,8 +36,10 @@ from alpineagents._frozen import thaw
 from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
 from alpineagents._tools.arrivals import LoopArrivals, ThreadArrivals, yield_once
 from alpineagents._tools.scope import RunSettings, enter_call
+from alpineagents._turn.permission_rules import adecide, decide
 from alpineagents._turn.workers import WorkerPool
 from alpineagents.errors import ToolError, ToolInputError
+from alpineagents.permissions import Allowed
 from alpineagents.tool import Tool, format_result, invalid_args_message
 from alpineagents.types import INVALID_ARGS_KEY, ToolCall, ToolOutcome, ToolOutcomeKind, ToolResultContent, format_call
 
@@ -382,8 +384,6 @@ def _apply_decision(state: State, reporter: Reporter | None, job: _Job, decision
     whole turn in one atomic step (this call denied, every other pending call cancelled, the stop recorded), and
     only then are the Reporter's `on_tool_end` calls made, the denied call first.
     """
-    from alpineagents.permissions import Allowed  # lazy: permissions imports the tool layer this module sits on
-
     if (observer := observe.OBSERVER) is not None:
         observer.decided(state, job.call, decision)
     verdict = decision.verdict
@@ -721,14 +721,10 @@ def _store(context: RunSettings) -> Store:
 
 
 def _decide(state: State, context: RunSettings, job: _Job) -> Decision:
-    from alpineagents.permissions import decide  # lazy: permissions imports the tool layer this module sits on
-
     assert context.permissions is not None and job.tool is not None
     return decide(context.permissions, state, job.call, job.tool, context.owners or None)
 
 
 async def _adecide(state: State, context: RunSettings, job: _Job) -> Decision:
-    from alpineagents.permissions import adecide  # lazy: see `_decide`
-
     assert context.permissions is not None and job.tool is not None
     return await adecide(context.permissions, state, job.call, job.tool, context.owners or None)

@@ -15,8 +15,8 @@ from alpineagents._async import ASYNC_RUN
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.context import RUNS, RunContext, run_context
 from alpineagents._turn.driver import Steps, save, save_after_error
+from alpineagents._turn.permission_rules import check_run_start
 from alpineagents.errors import ResumeWarning, fix_message
-from alpineagents.permissions import check_run_start
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.types import AgentInfo, Message
