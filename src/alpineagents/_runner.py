@@ -33,13 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents import _observe as observe
 from alpineagents._frozen import thaw
+from alpineagents._history.approvals import Hold
 from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
 from alpineagents._tools.arrivals import LoopArrivals, ThreadArrivals, yield_once
 from alpineagents._tools.scope import RunSettings, enter_call
+from alpineagents._turn.approvals import approvals_of, hold, settled
 from alpineagents._turn.permission_rules import adecide, decide
 from alpineagents._turn.workers import WorkerPool
 from alpineagents.errors import ToolError, ToolInputError
-from alpineagents.permissions import Allowed
+from alpineagents.permissions import Allowed, Deferred
 from alpineagents.tool import Tool, format_result, invalid_args_message
 from alpineagents.types import INVALID_ARGS_KEY, ToolCall, ToolOutcome, ToolOutcomeKind, ToolResultContent, format_call
 
@@ -389,6 +391,7 @@ def _apply_decision(state: State, reporter: Reporter | None, job: _Job, decision
     verdict = decision.verdict
     if isinstance(verdict, Allowed):
         return True
+    assert not isinstance(verdict, Deferred)  # the phase holds those
     call = job.call
     decided_by = decision.decided_by
     denied = ToolOutcome(ToolOutcomeKind.DENIED, decision.error, decided_by)
@@ -432,7 +435,7 @@ def _steps(
     """The order of one turn: input errors, the permission phase, the parallel group, then the serial calls one
     at a time (only while no call has raised), and last the first exception in completion order."""
     jobs = _input_errors(state, tools, context, calls)
-    if jobs and context.permissions is not None:
+    if jobs:
         jobs = yield from _permission_phase(state, context, jobs)
     if not jobs:
         return
@@ -445,21 +448,39 @@ def _steps(
 
 def _permission_phase(state: State, context: RunSettings, jobs: list[_Job]) -> Generator[_Action, Any, list[_Job]]:
     """Ask about every call in request order before any tool runs; return the allowed jobs. A phase that recorded
-    anything saves before any tool starts. A permission's exception is recorded with its call, then raised."""
+    anything saves before any tool starts. A permission's exception is recorded with its call, then raised.
+
+    A call a person decided about (it waited for approval) is not asked again: the decision stands. Calls held
+    for a decision (`Deferred`) stop the turn once every call was asked: no tool of the turn runs."""
+    records = approvals_of(state)
+    if context.permissions is None and not records.waits:
+        return jobs  # no check phase, nothing waited
     before = state.snapshot()
     allowed: list[_Job] = []
+    held: list[Hold] = []
     for job in jobs:
-        try:
-            decision = yield job
-        except Exception as error:
-            state._record_error(error, job.call)
-            raise
+        decision = settled(records, job.call)
+        if decision is None:
+            if context.permissions is None:
+                allowed.append(job)
+                continue
+            try:
+                decision = yield job
+            except Exception as error:
+                state._record_error(error, job.call)
+                raise
+        if isinstance(decision.verdict, Deferred):
+            held.append(hold(job.call, decision))
+            continue
         verdict = _apply_decision(state, context.reporter, job, decision)
         if verdict is None:
-            allowed = []
+            allowed, held = [], []
             break
         if verdict:
             allowed.append(job)
+    if held:
+        state._hold_for_approval(held)
+        allowed = []
     if context.store is not None and state.snapshot() is not before:
         yield _SAVE
     return allowed

@@ -18,6 +18,7 @@ import inspect
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._async import run_in_thread
@@ -43,6 +44,8 @@ __all__ = [
     "AllowByReadOnly",
     "DecideByHuman",
     "AllowByDefault",
+    "Deferred",
+    "DeferByName",
 ]
 
 NOBODY_DECIDED = "No permission allowed this call."
@@ -103,7 +106,77 @@ class Denied:
             )
 
 
-Verdict = Allowed | Denied | None
+@dataclass(frozen=True)
+class Deferred:
+    """The verdict that holds a call for a person's decision, to be taken later, maybe in another process.
+
+    The run stops before any tool of the turn runs: the call waits (``state.awaiting_approval`` lists it,
+    ``state.stopped`` is a ``StoppedForApproval``), the State is saved, and the program may exit. A person then
+    calls ``state.approve(call_id)`` or ``state.deny(call_id, reason)``, and the next run continues: an approved
+    call runs once, a denied one gets the reason as its error result. Only a ``DecidePermission`` may return it.
+    For a person at the keyboard now, use ``DecideByHuman``.
+
+    Args:
+        question: What the person is asked; default ``Run {format_call(call)}?``.
+        expires_in: Seconds (or a ``timedelta``) after which an approval counts as a denial; ``None``: never.
+
+    Raises:
+        TypeError: ``question`` is not a string, or ``expires_in`` is not a number or ``timedelta``.
+        ValueError: ``question`` is empty, or ``expires_in`` is not positive.
+    """
+
+    question: str | None = None
+    expires_in: float | timedelta | None = None
+
+    def __post_init__(self) -> None:
+        example = 'return Deferred("Send this email to the customer?", expires_in=timedelta(days=2))'
+        if self.question is not None:
+            if not isinstance(self.question, str):
+                raise TypeError(
+                    fix_message(
+                        f"Deferred: question= takes a string, what a person is asked (got: {self.question!r})",
+                        "Pass the question as a string, or leave it out for the default question",
+                        example,
+                    )
+                )
+            if not self.question.strip():
+                raise ValueError(
+                    fix_message("Deferred got an empty question", "Say what the person decides about", example)
+                )
+        expires = self.expires_in
+        if expires is None:
+            return
+        if isinstance(expires, bool) or not isinstance(expires, (int, float, timedelta)):
+            raise TypeError(
+                fix_message(
+                    f"Deferred: expires_in= takes seconds or a timedelta (got: {expires!r})",
+                    "Pass how long an approval stays valid, or leave it out for no expiry",
+                    example,
+                )
+            )
+        seconds = expires.total_seconds() if isinstance(expires, timedelta) else expires
+        if not seconds > 0:
+            raise ValueError(
+                fix_message(
+                    f"Deferred: expires_in= must be positive (got: {expires!r})",
+                    "Pass how long an approval stays valid, or leave it out for no expiry",
+                    example,
+                )
+            )
+
+    def question_for(self, call: ToolCall) -> str:
+        """The question for a person about ``call``: ``question``, or ``Run {format_call(call)}?``."""
+        return self.question if self.question is not None else f"Run {format_call(call)}?"
+
+    def expiry(self, now: datetime) -> datetime | None:
+        """When an approval asked for at ``now`` stops counting, or ``None``."""
+        expires = self.expires_in
+        if expires is None:
+            return None
+        return now + (expires if isinstance(expires, timedelta) else timedelta(seconds=expires))
+
+
+Verdict = Allowed | Denied | Deferred | None
 
 
 # --- the base class and the three kinds ----------------------------------------------------------------------
@@ -121,7 +194,7 @@ class Permission:
         _check_class(cls)
         return super().__new__(cls)
 
-    def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | None:
+    def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | Deferred | None:
         """Decide about one call: a verdict, or ``None`` for no opinion.
 
         ``call.args`` are parsed but not validated; ``tool`` is the Tool the call would run. ``ToolError``
@@ -139,7 +212,7 @@ class Permission:
             )
         )
 
-    async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | None:
+    async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | Deferred | None:
         """Async twin of ``check``, used by ``arun``/``ause_tools``.
 
         Default: runs ``check`` on a daemon worker thread with a copy of the contextvars, so a blocking check
@@ -226,8 +299,8 @@ _VERDICT_RULES: dict[type[Permission], tuple[tuple[type, ...], str, str, str]] =
         'return Allowed() if call.name.startswith("read_") else None',
     ),
     DecidePermission: (
-        (Allowed, Denied),
-        "a DecidePermission may return only Allowed() or Denied(...) or None",
+        (Allowed, Denied, Deferred),
+        "a DecidePermission may return only Allowed() or Denied(...) or Deferred(...) or None",
         "Return one of those",
         'return Allowed() if call.name == "read_file" else Denied("Only reading is allowed")',
     ),
@@ -368,6 +441,36 @@ class AllowByDefault(AllowPermission):
         return Allowed()
 
 
+class DeferByName(DecidePermission):
+    """Hold calls whose name matches a shell-style pattern for a person's decision later (``Deferred``); say
+    nothing about the others.
+
+    Args:
+        patterns: Name patterns, e.g. ``["send_email", "deploy_*"]``.
+        question: What the person is asked; default ``Run {format_call(call)}?``.
+        expires_in: Seconds (or a ``timedelta``) after which an approval counts as a denial; ``None``: never.
+
+    Raises:
+        TypeError, ValueError: as ``Deferred`` and ``DenyByName`` say.
+    """
+
+    patterns: tuple[str, ...]
+    deferred: Deferred
+
+    def __init__(
+        self, patterns: Iterable[str], question: str | None = None, expires_in: float | timedelta | None = None
+    ) -> None:
+        self.patterns = name_patterns("DeferByName", patterns)
+        self.deferred = Deferred(question, expires_in)
+
+    def check(self, state: State, call: ToolCall, tool: Tool) -> Deferred | None:
+        """``Deferred(...)`` on a match, else ``None``."""
+        return self.deferred if matches_any(self.patterns, call.name) else None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self.patterns)!r})"
+
+
 # --- what the turn machinery and the permissions share -------------------------------------------------------
 
 ASKED_OWNER: contextvars.ContextVar[tuple[HumanLike | None, bool] | None] = contextvars.ContextVar(
@@ -385,10 +488,9 @@ class Decision:
     of the deciding permission, ``None`` when nobody decided. ``error``: the ``ToolError`` a permission raised.
     """
 
-    verdict: Allowed | Denied
+    verdict: Allowed | Denied | Deferred
     decided_by: str | None = None
     error: ToolError | None = None
-
 
 
 def async_only(permission: Permission) -> bool:
@@ -455,7 +557,7 @@ class DecideByHuman(DecidePermission):
     def _verdict(self, answer: object) -> Allowed | Denied:
         return Allowed() if answer == "yes" else Denied(DECLINED, stop=True)
 
-    def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | None:
+    def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | Deferred | None:
         """Ask synchronously (``ask_human``) and return ``Allowed()`` on ``yes``, else a stopping ``Denied``.
 
         Raises:
@@ -471,7 +573,7 @@ class DecideByHuman(DecidePermission):
         )
         return self._verdict(answer)
 
-    async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | None:
+    async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | Deferred | None:
         """Async twin of ``check`` (``aask_human``). A subclass that overrides only ``check`` runs it on a thread."""
         cls = type(self)
         if cls.check is not DecideByHuman.check and cls.acheck is DecideByHuman.acheck:

@@ -23,6 +23,7 @@ from alpineagents.permissions import (
     Allowed,
     DecideByHuman,
     Decision,
+    Deferred,
     Denied,
     DenyPermission,
     Permission,
@@ -211,6 +212,7 @@ def check_run_start(
 
 # --- asking the list about one call --------------------------------------------------------------------------
 
+
 @contextmanager
 def _owner_scope(owner: Owner | None) -> Iterator[None]:
     if owner is None:
@@ -244,7 +246,7 @@ def _nobody(call: ToolCall) -> Decision:
     return Decision(Denied(NOBODY_DECIDED))
 
 
-_VERDICTS = (Allowed, Denied)
+_VERDICTS = (Allowed, Denied, Deferred)
 
 Answer = tuple[object, Exception | None]
 """What one permission answered: its verdict (unchecked), or the exception it raised."""
