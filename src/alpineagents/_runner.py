@@ -37,13 +37,21 @@ from alpineagents._history.approvals import Hold
 from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
 from alpineagents._tools.arrivals import LoopArrivals, ThreadArrivals, yield_once
 from alpineagents._tools.scope import RunSettings, enter_call
-from alpineagents._turn.approvals import approvals_of, hold, settled
+from alpineagents._turn.approvals import WaitingSubagent, approvals_of, child_hold, hold, settled
 from alpineagents._turn.permission_rules import adecide, decide
 from alpineagents._turn.workers import WorkerPool
 from alpineagents.errors import ToolError, ToolInputError
 from alpineagents.permissions import Allowed, Deferred
 from alpineagents.tool import Tool, format_result, invalid_args_message
-from alpineagents.types import INVALID_ARGS_KEY, ToolCall, ToolOutcome, ToolOutcomeKind, ToolResultContent, format_call
+from alpineagents.types import (
+    INVALID_ARGS_KEY,
+    StoppedForApproval,
+    ToolCall,
+    ToolOutcome,
+    ToolOutcomeKind,
+    ToolResultContent,
+    format_call,
+)
 
 if TYPE_CHECKING:
     from alpineagents.permissions import Decision
@@ -339,6 +347,9 @@ def _finish(state: State, reporter: Reporter | None, job: _Job, failures: list[_
             shown = _DONE_OUTCOME if outcome is _DONE else _ERROR_OUTCOME if outcome is _ERROR else ToolOutcome(outcome)
             reporter.on_tool_end(state, call, content, shown)
         return
+    if type(error) is WaitingSubagent:  # the call's subagent stopped for approval: the call waits with it
+        state._hold_for_approval([child_hold(call, error.child)])
+        return
     state._record_error(error, call)
     if job not in failures:
         failures.append(job)
@@ -444,6 +455,8 @@ def _steps(
         yield from _run_group(state, context, group, failures, arrivals)
         if failures:
             _raise_first(failures)
+        if type(state.stopped) is StoppedForApproval:  # a subagent waits for approval: the turn stops here
+            return
 
 
 def _permission_phase(state: State, context: RunSettings, jobs: list[_Job]) -> Generator[_Action, Any, list[_Job]]:

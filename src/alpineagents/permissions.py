@@ -18,7 +18,7 @@ import inspect
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._async import run_in_thread
@@ -168,12 +168,12 @@ class Deferred:
         """The question for a person about ``call``: ``question``, or ``Run {format_call(call)}?``."""
         return self.question if self.question is not None else f"Run {format_call(call)}?"
 
-    def expiry(self, now: datetime) -> datetime | None:
-        """When an approval asked for at ``now`` stops counting, or ``None``."""
+    def lifetime(self) -> timedelta | None:
+        """How long an approval stays valid after the call starts waiting, or ``None``."""
         expires = self.expires_in
         if expires is None:
             return None
-        return now + (expires if isinstance(expires, timedelta) else timedelta(seconds=expires))
+        return expires if isinstance(expires, timedelta) else timedelta(seconds=expires)
 
 
 Verdict = Allowed | Denied | Deferred | None

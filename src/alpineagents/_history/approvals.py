@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from alpineagents import types as types_module
@@ -47,7 +47,7 @@ class Hold:
     tool: str
     permission: str
     question: str
-    expires_at: datetime | None = None
+    expires_in: timedelta | None = None
     child_id: str | None = None
 
 
@@ -230,7 +230,8 @@ class Approvals:
             for hold in holds:
                 if hold.call.id in known:
                     continue
-                answer = waiting_answer(hold.call, hold.tool, hold.permission, hold.expires_at)
+                expires_at = None if hold.expires_in is None else now + hold.expires_in
+                answer = waiting_answer(hold.call, hold.tool, hold.permission, expires_at)
                 if hold.child_id is not None:
                     answer["child_id"] = hold.child_id
                 content = Exchange(hold.question, answer)

@@ -18,7 +18,31 @@ if TYPE_CHECKING:
     from alpineagents.state import State
     from alpineagents.types import ToolCall
 
-__all__ = ["approvals_of", "settled", "hold"]
+__all__ = ["approvals_of", "settled", "hold", "WaitingSubagent", "resumed_child", "child_hold"]
+
+
+class WaitingSubagent(Exception):  # noqa: N818 - a signal between the subagent tool and the runner, not an error
+    """Raised by the subagent tool when its child's run stopped for approval: the runner then holds the call (it
+    stays pending, with a wait record naming the child) instead of recording a result."""
+
+    def __init__(self, child: State) -> None:
+        super().__init__(f"subagent State {child.id!r} waits for approval")
+        self.child = child
+
+
+def resumed_child(state: State, call: ToolCall) -> State | None:
+    """The subagent State that `call` of `state` started and that waits for approval, or None."""
+    child_id = turn_approvals(state._acc).child_of(call.id)
+    return None if child_id is None else state._child_for_wait(child_id)
+
+
+def child_hold(call: ToolCall, child: State) -> Hold:
+    """The wait record of a call whose subagent waits: its question and permission are the child's first."""
+    stopped = child.stopped
+    waiting = child.awaiting_approval
+    question = waiting[0].question if waiting else f"Approve the calls of {call.name}?"
+    permission = getattr(stopped, "permission", "") or ""
+    return Hold(call, call.name, permission, question, None, child.id)
 
 
 def approvals_of(state: State) -> TurnApprovals:
@@ -39,6 +63,8 @@ def settled(records: TurnApprovals, call: ToolCall) -> Decision | None:
     decision = records.decisions.get(call.id)
     if entry is None and decision is None:
         return None
+    if decision is None and records.child_of(call.id) is not None:
+        return Decision(Allowed(), None)  # its subagent is run again: its own calls wait or go on there
     permission = entry.content.answer.get("permission") if entry is not None else None
     decided_by = permission if isinstance(permission, str) else None
     if decision is not None:
@@ -61,5 +87,5 @@ def hold(call: ToolCall, decision: Decision) -> Hold:
         call.name,
         decision.decided_by or "",
         verdict.question_for(call),
-        verdict.expiry(types_module._now()),
+        verdict.lifetime(),
     )
