@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from alpineagents._frozen import FrozenDict, thaw
 from alpineagents._history import misuse
+from alpineagents._history.approvals import Approvals
 from alpineagents._history.attributes import assignment_error, missing_attribute_error
 from alpineagents._history.children import Joined
 from alpineagents._history.closing import INTERRUPTED as INTERRUPTED
@@ -84,7 +85,7 @@ class _ChildStore(Protocol):
     async def aload(self, state_id: str) -> State: ...
 
 
-class State(Recorder):
+class State(Recorder, Approvals):
     """One conversation: an id and an append-only history; every other value is derived from the history.
 
     Build it with keywords only: ``State(messages=[Message.user("Fix the bug")])``, ``State(history=...)`` or
@@ -411,6 +412,16 @@ class State(Recorder):
         if found is not None:
             return found
         return await self._child_store_for(child_id).aload(child_id)
+
+    def _child_for_wait(self, child_id: str) -> State:
+        """The subagent State a waiting call of this State waits on: from memory, else from the store."""
+        found = self._children.get(child_id)
+        if found is not None:
+            return found
+        store = self._child_store if self._child_store is not None else self._saved_store
+        if store is None:
+            raise misuse.child_no_store_error(child_id, self._id)
+        return store.load(child_id)
 
     def _child_store_for(self, child_id: str) -> _ChildStore:
         if not any(type(entry) is ToolResultEntry and child_id in entry.child_ids for entry in self.history):

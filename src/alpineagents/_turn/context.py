@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 
 from alpineagents import _observe as observe
 from alpineagents._tools.scope import CALL_SCOPE
+from alpineagents._turn.permission_rules import PermissionList, effective_permissions
 from alpineagents._turn.seams import AgentSeam, Default, Feed
-from alpineagents.permissions import PermissionList, effective_permissions
 
 if TYPE_CHECKING:
+    from alpineagents._turn.permission_rules import Owner
     from alpineagents.human import Human
-    from alpineagents.permissions import Owner, Permission
+    from alpineagents.permissions import Permission
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
     from alpineagents.store import Store

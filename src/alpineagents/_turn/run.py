@@ -12,14 +12,16 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import ASYNC_RUN
+from alpineagents._history.approvals import turn_approvals
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.context import RUNS, RunContext, run_context
 from alpineagents._turn.driver import Steps, save, save_after_error
+from alpineagents._turn.permission_rules import check_run_start
+from alpineagents._turn.steps import use_tools_steps
 from alpineagents.errors import ResumeWarning, fix_message
-from alpineagents.permissions import check_run_start
 from alpineagents.state import State
 from alpineagents.store import Store
-from alpineagents.types import AgentInfo, Message
+from alpineagents.types import AgentInfo, Message, StoppedForApproval
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -246,7 +248,11 @@ def run_steps(
             if agent._mcp_servers:
                 yield (agent._mcp_open, agent._amcp_open, ())
                 using_mcp = True
-            if turns is None:
+            if state.pending_calls and turn_approvals(state._acc).waits:  # calls held for a person's decision
+                yield from use_tools_steps(agent, state, "run")
+            if type(state.stopped) is StoppedForApproval:  # some still wait: the loop has nothing to do
+                result = None
+            elif turns is None:
                 result = yield (_call_loop, _await_loop, (loop, agent, state))
             else:
                 mark = yield _MARK
