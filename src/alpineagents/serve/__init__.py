@@ -118,6 +118,9 @@ def listen(host: str, port: int, token: str | None) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Each event goes out at once: without this, a small write waits for the client's delayed ACK of the one
+    # before (Nagle's algorithm), up to 40 ms (benchmarks/serve.py; the accepted sockets inherit the option).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.listen(2048)
     return sock
