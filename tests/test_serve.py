@@ -313,3 +313,33 @@ def test_the_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr().out
     assert out.count("first event") == 3 and out.count("per word") == 2
     assert "5/5 streams got the new words" in out
+
+
+@pytest.mark.parametrize("dialect", ["agui", "vercel"])
+def test_a_cut_stream_resumes_in_every_dialect(base: str, dialect: str) -> None:
+    """The text read before the cut and after it, in AG-UI and AI SDK events, is the reply, once."""
+
+    def deltas(datas: list[str]) -> str:
+        key = "delta"
+        kinds = {"agui": "TEXT_MESSAGE_CONTENT", "vercel": "text-delta"}
+        return "".join(json.loads(d)[key] for d in datas if d != "[DONE]" and json.loads(d)["type"] == kinds[dialect])
+
+    with client(base) as http:
+        run = http.post("/api/runs", json={"prompt": "go on"}).json()
+        path = f"/api/runs/{run['id']}/events"
+        first: list[tuple[str | None, str]] = []
+        with http.stream("GET", path, params={"dialect": dialect, "after": run["after"]}) as response:
+            buffer = ""
+            for chunk in response.iter_text():
+                buffer += chunk
+                done = events(buffer.rsplit("\n\n", 1)[0] + "\n\n") if "\n\n" in buffer else []
+                if len(deltas([data for _, data in done])) > 10:
+                    first = done
+                    break
+        last_id = next(event_id for event_id, _ in reversed(first) if event_id is not None)
+        rest = events(http.get(path, params={"dialect": dialect}, headers={"Last-Event-ID": last_id}).text)
+        upto = [data for _, data in first[: max(i for i, (event_id, _) in enumerate(first) if event_id) + 1]]
+        assert (
+            deltas(upto) + deltas([data for _, data in rest])
+            == " ".join(f"w{i}" for i in range(20)) + " you said go on"
+        )
