@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from alpineagents import SQLiteStore, serve
-from serve_agents import WAIT, chat_agent, serving
+from alpineagents import SQLiteStore, State, serve
+from serve_agents import WAIT, approving, chat_agent, serving
 from test_serve import cli_serve, wait_listening
 
 TESTS = Path(__file__).resolve().parent
@@ -245,3 +245,23 @@ def test_a2a_client_streams_and_continues_a_context(tmp_path: Path) -> None:
     context = first[0].task.context_id
     state = SQLiteStore(db).load(context)
     assert [m.text for m in state.messages if m.role == "user" and m.text] == ["please add", "tell me more"]
+
+
+@pytest.mark.skipif(not hasattr(State, "approve"), reason="needs state.approve/deny (issue 31)")
+@pytest.mark.parametrize("answer", ["yes", "no"])
+def test_ai_sdk_client_answers_a_tool_approval(node: Path, store: SQLiteStore, answer: str) -> None:
+    chat = "chat-" + uuid.uuid4().hex[:8]
+    with serving(serve.app(approving(), store=store)) as url:
+        seen = run_node(node, "vercel_approval.mjs", f"{url}/vercel", chat, "please add", answer)
+    assert seen["errors"] == []
+    asked = [part for part in seen["asked"] if part["type"] == "tool-add"]
+    assert asked[0]["state"] == "approval-requested" and asked[0]["input"] == {"a": 2, "b": 3}
+    texts = [part["text"] for part in seen["after"] if part["type"] == "text"]
+    if answer == "yes":
+        assert texts == ["The sum is 5."]
+        outputs = [p["output"] for p in seen["after"] if p["type"] == "tool-add" and p["state"] == "output-available"]
+        assert outputs == ["5"]
+    else:
+        assert texts == ["Rested."]  # the model read the denial, not the sum
+        denied = [p for p in store.load(chat).history if p.kind == "tool_result"]
+        assert [(e.outcome, "not now" in str(e.content)) for e in denied] == [("denied", True)]

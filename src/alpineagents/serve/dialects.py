@@ -293,7 +293,12 @@ class Vercel(Encoder):
     def text_end(self, text_id: str) -> Frame:
         return Frame(_json({"type": "text-end", "id": text_id}))
 
+    def __init__(self, state_id: str, run_id: str) -> None:
+        super().__init__(state_id, run_id)
+        self.announced: set[str] = set()  # the calls this stream has shown (a tool part needs its call first)
+
     def tool_call(self, call: ToolCall, text_id: str) -> Iterator[Frame]:
+        self.announced.add(call.id)
         yield Frame(_json({"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name}))
         yield Frame(
             _json(
@@ -309,6 +314,8 @@ class Vercel(Encoder):
         yield Frame(_json({"type": "tool-approval-request", "approvalId": call_id, "toolCallId": call_id}))
 
     def tool_result(self, entry: ToolResultEntry) -> Iterator[Frame]:
+        if entry.call.id not in self.announced:  # a stream that begins after the call (an approval, a resume)
+            yield from self.tool_call(entry.call, "")
         text = result_text(entry.content)
         if entry.outcome == ToolOutcomeKind.DONE:
             yield Frame(_json({"type": "tool-output-available", "toolCallId": entry.call.id, "output": text}))
