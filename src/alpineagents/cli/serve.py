@@ -4,13 +4,17 @@ MCP tool (`--mcp`, stdio or `--http`), or as an A2A server (`--a2a`)."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from alpineagents.agent import Agent
-from alpineagents.cli.agents import load_agent
+from alpineagents.cli.agents import load_agent, load_object
 from alpineagents.cli.stores import Misuse, chosen_store, store_option
 from alpineagents.store import Store
+
+if TYPE_CHECKING:
+    from alpineagents.workers import Workers
 
 DEFAULT_PORT = 8322
 TOKEN_ENV = "ALPINEAGENTS_SERVE_TOKEN"
@@ -35,6 +39,12 @@ EXTRA = "alpineagents serve needs its extra: pip install 'alpineagents[serve]'"
 @click.option("--mcp", is_flag=True, help="Serve the Agent as an MCP tool (stdio; --http for Streamable HTTP).")
 @click.option("--http", "over_http", is_flag=True, help="With --mcp: Streamable HTTP at /mcp instead of stdio.")
 @click.option("--a2a", is_flag=True, help="Serve the Agent as an A2A server (agent card, send, stream).")
+@click.option(
+    "--workers",
+    "workers_spec",
+    metavar="MODULE:WORKERS",
+    help="Send the runs to the queue of these Workers (AGENT must be one of theirs); streams follow the store.",
+)
 @store_option
 def serve(
     agent_spec: str,
@@ -47,6 +57,7 @@ def serve(
     mcp: bool,
     over_http: bool,
     a2a: bool,
+    workers_spec: str | None,
     store: str | None,
 ) -> None:
     """Serve the Agent AGENT of module MODULE, its runs kept in the store, until Ctrl+C.
@@ -63,7 +74,8 @@ def serve(
     except ImportError as error:
         raise click.ClickException(f"{EXTRA} ({error})")
     agent = load_agent(agent_spec)
-    opened = chosen_store(store, create=True)
+    workers = _workers(workers_spec, mcp or a2a, store)
+    opened = workers.store if workers is not None else chosen_store(store, create=True)
     if mcp and not over_http:
         _mcp_stdio(agent, opened)
         return
@@ -94,6 +106,19 @@ def serve(
     click.echo(f"alpineagents serve: {kind} at {shown}  (store {opened!r}; Ctrl+C stops it)", err=True)
     sys.stderr.flush()
     serving.run_server(application, sock)
+
+
+def _workers(spec: str | None, other_server: bool, store: str | None) -> Workers | None:
+    """The Workers that `--workers` names, or None."""
+    if spec is None:
+        return None
+    if other_server or store:
+        raise Misuse("--workers goes with the HTTP API only, and keeps the runs in the Workers' store (no --store)")
+    try:
+        from alpineagents.workers import Workers
+    except ImportError as error:
+        raise click.ClickException(str(error).splitlines()[0])
+    return load_object(spec, Workers)
 
 
 def _mcp_stdio(agent: Agent, store: Store) -> None:

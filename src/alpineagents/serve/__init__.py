@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
@@ -33,6 +34,9 @@ from alpineagents.agent import Agent
 from alpineagents.serve.guard import LOOPBACK_HOSTS, MAX_BODY
 from alpineagents.serve.http import Authorize, create_app
 from alpineagents.store import Store
+
+if TYPE_CHECKING:
+    from alpineagents.workers import Workers
 
 __all__ = [
     "app",
@@ -60,6 +64,7 @@ def app(
     max_body: int = MAX_BODY,
     authorize: Authorize | None = None,
     routes: Iterable[BaseRoute] = (),
+    workers: Workers | None = None,
 ) -> Starlette:
     """An ASGI app (Starlette) that runs `agent` and streams its runs.
 
@@ -75,6 +80,8 @@ def app(
             Refused requests get 403; the runs list shows only the allowed runs.
         routes: Starlette routes of your own, served by the same app before the API's (a page, say); they pass
             the same checks (Host header, token, body size).
+        workers: `alpineagents.workers.Workers` whose queue takes the runs (`agent` must be one of its Agents;
+            the runs are kept in its store). Streams then follow each run through the store, entry by entry.
 
     Example of `authorize`, for a program whose users each see their own runs::
 
@@ -95,6 +102,7 @@ def app(
         max_body=max_body,
         authorize=authorize,
         routes=routes,
+        workers=workers,
     )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -38,6 +38,9 @@ from alpineagents.serve.wire import plain
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.viewer.runs import open_run, summarize
+
+if TYPE_CHECKING:
+    from alpineagents.workers import Workers
 
 Authorize = Callable[[Request, str], bool | Awaitable[bool]]
 """`authorize(request, state_id)`: may this request see or change the run `state_id`? (True or False, or an
@@ -144,7 +147,7 @@ class Api:
             state = _new_state(state_id, start.messages)
             await self.check(request, state.id)
         after = len(state.history)
-        await self.runs.start(state)
+        await self.runs.begin(state)
         return state, after
 
     async def approve(self, request: Request) -> Response:
@@ -239,12 +242,15 @@ def create_app(
     max_body: int = MAX_BODY,
     authorize: Authorize | None = None,
     routes: Iterable[BaseRoute] = (),
+    workers: Workers | None = None,
 ) -> Starlette:
     """The ASGI app serving `agent`; see `alpineagents.serve.app`."""
-    chosen = store if store is not None else agent.store
+    chosen = store if store is not None else agent.store if workers is None else workers.store
     if chosen is None:
         raise ValueError("serve.app(agent, store=...) needs a store to keep the runs in (or an Agent with store=)")
-    runs = Runs(agent, chosen)
+    if workers is not None and chosen != workers.store:
+        raise ValueError("serve.app(..., workers=) keeps the runs in the Workers' store: leave store= out")
+    runs = Runs(agent, chosen, workers)
     api = Api(runs, authorize)
 
     @contextlib.asynccontextmanager

@@ -14,17 +14,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpineagents.agent import Agent
 from alpineagents.events import ErrorRecorded, ReplyEnded, RequestSent, RunEnded, RunStarted, StreamEvent, TextDelta
 from alpineagents.serve.errors import ApiError, not_found, running
 from alpineagents.serve.feed import End, end_of
+from alpineagents.serve.queued import Queued
 from alpineagents.state import State
 from alpineagents.store import StateLockedError, Store
 from alpineagents.terminal import Terminal
 from alpineagents.types import HistoryEntry, ModelReplyEntry
 from alpineagents.viewer.runs import open_run
+
+if TYPE_CHECKING:
+    from alpineagents.workers import Workers
 
 log = logging.getLogger("alpineagents.serve")
 
@@ -121,17 +125,41 @@ def quiet(setting: Any) -> Any:
 
 
 class Runs:
-    """The runs of one Agent that this process has going on, saved to one store."""
+    """The runs of one Agent that this process has going on, saved to one store; with `workers`, the runs go to
+    their queue under the Agent's name there instead."""
 
-    def __init__(self, agent: Agent, store: Store) -> None:
+    def __init__(self, agent: Agent, store: Store, workers: Workers | None = None) -> None:
         self.store = store
         self.live: dict[str, Live] = {}
         self.agent = agent.copy(store=store, reporter=quiet(agent.reporter), human=quiet(agent.human))
+        self.workers = workers
+        self.queued: dict[str, Queued] = {}
+        self.name = None if workers is None else _name_in(workers, agent)
 
-    def source(self, state_id: str) -> Live | Stored:
-        """What a stream of `state_id` reads: its `Live` while it runs here, else the store."""
+    def source(self, state_id: str) -> Live | Queued | Stored:
+        """What a stream of `state_id` reads: its `Live` while it runs here, its queued run, else the store."""
         live = self.live.get(state_id)
-        return live if live is not None else Stored(self.store, state_id)
+        if live is not None:
+            return live
+        queued = self.queued.get(state_id)
+        return queued if queued is not None and queued.running() else Stored(self.store, state_id)
+
+    async def begin(self, state: State) -> None:
+        """Start running `state`: here, or on the workers' queue."""
+        if self.workers is None or self.name is None:
+            await self.start(state)
+            return
+        from alpineagents.workers import StateBusyError
+
+        if state.id in self.queued and self.queued[state.id].running():
+            raise running(state.id)
+        try:
+            run = await asyncio.to_thread(self.workers.submit, self.name, state)
+        except StateBusyError:
+            raise running(state.id)
+        queued = Queued(self.store, state, run)
+        await queued.refresh()
+        self.queued[state.id] = queued
 
     async def load(self, state_id: str) -> State:
         """The saved State `state_id` (404 when the store has none; 409 while it runs here)."""
@@ -186,6 +214,17 @@ class Runs:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _name_in(workers: Workers, agent: Agent) -> str:
+    """The name `agent` has among the Agents of `workers` (a `ValueError` when it is not one of them)."""
+    for name, candidate in workers.agents.items():
+        if candidate is agent:
+            return name
+    raise ValueError(
+        f"the Agent served is not one of the Workers' Agents ({', '.join(sorted(workers.agents))}): "
+        "serve one of them, e.g. serve.app(workers.agents['support'], store=workers.store, workers=workers)"
+    )
 
 
 def _refusal(state_id: str, error: BaseException | None) -> ApiError:
