@@ -154,6 +154,8 @@ def test_bad_requests_get_their_status_and_a_json_message(base: str, tmp_path: P
         chunks = (b"x" * 100_000 for _ in range(11))  # no Content-Length: counted as it arrives
         check(http.post("/api/runs", content=chunks), 413, "body_too_large", "limit")
         check(http.get("/api/runs", headers={"Host": "evil.example:80"}), 421, "bad_host", "host name")
+        check(http.get("/api/nothing"), 404, "no_such_endpoint", "/api/runs")
+        check(http.delete("/api/runs"), 405, "method_not_allowed", "DELETE")
         run_id = http.post("/api/runs", json={"prompt": "hi"}).json()["id"]
         check(http.get(f"/api/runs/{run_id}/events", params={"dialect": "klingon"}), 400, "bad_dialect", "native")
         check(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -39,6 +40,22 @@ async def api_error(request: Request, error: Exception) -> Response:
     """Starlette's handler for `ApiError`."""
     assert isinstance(error, ApiError)
     return error_response(error.status, error.code, error.message)
+
+
+ROUTE_CODES = {404: "no_such_endpoint", 405: "method_not_allowed"}
+
+
+async def route_error(request: Request, error: Exception) -> Response:
+    """Starlette's handler for its own HTTP errors (an unknown path, a method the path does not take), as JSON."""
+    assert isinstance(error, HTTPException)
+    code = ROUTE_CODES.get(error.status_code, "http_error")
+    if error.status_code == 404:
+        message = f"no endpoint {request.url.path!r}: the API is under /api/runs, /agui and /vercel"
+    elif error.status_code == 405:
+        message = f"{request.method} is not one of the methods of {request.url.path!r}"
+    else:
+        message = str(error.detail)
+    return error_response(error.status_code, code, message)
 
 
 async def unexpected(request: Request, error: Exception) -> Response:

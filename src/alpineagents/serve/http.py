@@ -15,12 +15,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -30,7 +32,7 @@ from starlette.routing import BaseRoute, Route
 from alpineagents.agent import Agent
 from alpineagents.serve import approvals, inputs
 from alpineagents.serve.dialects import DIALECTS, HEARTBEAT, SSE_HEADERS, Encoder
-from alpineagents.serve.errors import ApiError, api_error, not_found, unexpected
+from alpineagents.serve.errors import ApiError, api_error, not_found, route_error, unexpected
 from alpineagents.serve.feed import Cursor, items
 from alpineagents.serve.guard import LOOPBACK_HOSTS, MAX_BODY, Guard
 from alpineagents.serve.runs import Runs
@@ -210,8 +212,6 @@ def _encoder(request: Request, state_id: str, run_id: str) -> Encoder:
 
 
 async def _thread(function: Callable[..., Any], *args: Any) -> Any:
-    import asyncio
-
     return await asyncio.to_thread(function, *args)
 
 
@@ -284,7 +284,7 @@ def create_app(
             Route("/vercel", api.start_vercel, methods=["POST"]),
         ],
         middleware=middleware,
-        exception_handlers={ApiError: api_error, Exception: unexpected},
+        exception_handlers={ApiError: api_error, HTTPException: route_error, Exception: unexpected},
         lifespan=lifespan,
     )
     application.state.runs = runs
