@@ -17,7 +17,7 @@ from typing import Any
 from alpineagents.types import Image
 
 
-def plain(value: Any) -> Any:  # noqa: C901 - one line per kind of value
+def plain(value: Any) -> Any:
     """`value` as plain JSON values."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
