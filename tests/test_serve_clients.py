@@ -227,6 +227,11 @@ def test_a2a_client_streams_and_continues_a_context(tmp_path: Path) -> None:
             context = first[0].task.context_id
             second = await send(client, "tell me more", context)
             await client.close()
+            plain = await create_client(url, client_config=ClientConfig(streaming=False))
+            whole = await send(plain, "and the rest", context)  # SendMessage: one task, completed
+            await plain.close()
+            assert [event.WhichOneof("payload") for event in whole] == ["task"]
+            assert whole[0].task.status.state == 3 and whole[0].task.context_id == context
             return card, first, second
 
         card, first, second = asyncio.run(asyncio.wait_for(main(), WAIT))
@@ -244,7 +249,11 @@ def test_a2a_client_streams_and_continues_a_context(tmp_path: Path) -> None:
     assert chunks == f"{TWENTY} you said tell me more"
     context = first[0].task.context_id
     state = SQLiteStore(db).load(context)
-    assert [m.text for m in state.messages if m.role == "user" and m.text] == ["please add", "tell me more"]
+    assert [m.text for m in state.messages if m.role == "user" and m.text] == [
+        "please add",
+        "tell me more",
+        "and the rest",
+    ]
 
 
 @pytest.mark.skipif(not hasattr(State, "approve"), reason="needs state.approve/deny (issue 31)")
