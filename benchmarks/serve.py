@@ -206,6 +206,7 @@ def held(streams: int) -> None:
             async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
                 run = (await http.post("/api/runs", json={"prompt": "go"})).json()
                 await asyncio.sleep(0.5)
+                saved = (await http.get(f"/api/runs/{run['id']}")).json()["run"]["entries"]
                 before = rss_mb(child.pid)
                 opened = 0
                 got = [0] * streams
@@ -214,7 +215,7 @@ def held(streams: int) -> None:
                 async def read(n: int) -> None:
                     nonlocal opened
                     path = f"/api/runs/{run['id']}/events"
-                    async with http.stream("GET", path, headers={"Last-Event-ID": "99999"}) as response:
+                    async with http.stream("GET", path, params={"after": saved}) as response:
                         opened += 1
                         if opened == streams:
                             all_open.set()

@@ -161,6 +161,8 @@ def test_bad_requests_get_their_status_and_a_json_message(base: str, tmp_path: P
         check(
             http.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": "x1"}), 400, "bad_cursor", "Last-Event-ID"
         )
+        past = http.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": "999"})
+        check(past, 400, "bad_cursor", "past the end")
         failed = http.post("/api/runs", json={"prompt": "fail now"}).json()["id"]
         end = native(http.get(f"/api/runs/{failed}/events").text)[-1]
         assert end["type"] == "RunEnded" and end["error"] == "RuntimeError: the model is down"

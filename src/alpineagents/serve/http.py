@@ -100,6 +100,13 @@ class Api:
         given = request.headers.get("last-event-id") or request.query_params.get("after")
         after = Cursor.parse(given)
         source = self.runs.source(state_id) if state_id in self.runs.live else await _thread(self.runs.source, state_id)
+        if after.entries > len(source.entries()):
+            raise ApiError(
+                400,
+                "bad_cursor",
+                f"event id {given!r} is past the end of run {state_id!r} ({len(source.entries())} entries): "
+                "send the id of an event this run gave",
+            )
         return stream(encoder, source, after)
 
     # --- changing -------------------------------------------------------------------------------------------
