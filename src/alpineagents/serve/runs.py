@@ -6,7 +6,8 @@ streams when anything happened. A stream never waits for a slow reader and nothi
 reads the State's history from where it stands, so a slow reader costs no memory and misses nothing, and a
 thousand readers of one run cost the run nothing.
 
-A run that is not going on here is read from the store (`Stored`), once.
+A run that is not going on here is read from the store (`Stored`), once; a run on the queue of `workers` is
+followed through the store (`serve.queued`).
 """
 
 from __future__ import annotations
@@ -171,8 +172,8 @@ class Runs:
             raise not_found(state_id)
 
     async def start(self, state: State) -> Live:
-        """Start running `state`; returns once the run is recorded and saved (409 while it already runs, 400 when
-        the Agent refuses the State, 503 when another process holds it)."""
+        """Start running `state` here; returns once the run's start is saved (409 while it already runs, here or
+        in another process that holds the State; 400 when the Agent refuses the State)."""
         if state.id in self.live:
             raise running(state.id)
         live = Live(state)
@@ -193,6 +194,8 @@ class Runs:
             live.failure = error
             if not isinstance(error, Exception):
                 raise
+            first = str(error).splitlines()[0] if str(error) else ""
+            log.warning("run %s ended with %s: %s", live.state.id, type(error).__name__, first)
         finally:
             live.done = True
             if self.live.get(live.state.id) is live:
