@@ -340,3 +340,20 @@ def test_sqlite_store_keeps_the_wait_and_the_decisions(tmp_path: Path) -> None:
     store.save(loaded)
     again = store.load(state.id)
     assert len(again.awaiting_approval) == 1
+
+
+def test_the_viewer_marks_waiting_calls_and_decisions(tmp_path: Path) -> None:
+    from alpineagents.viewer.runs import summarize
+    from alpineagents.viewer.timeline import build
+
+    store = FileStore(tmp_path)
+    state = waiting_state(store)
+    (info,) = store.list()
+    assert summarize(store, info).status == "waiting for approval of 2 calls"  # the list marks the waiting run
+    first, second = state.awaiting_approval
+    state.approve(first.call.id, by="ana")
+    state.deny(second.call.id, "no", by="bob")
+    items = build(state.history, [])
+    marked = [(item.badge, item.tone) for item in items if item.badge in ("waiting", "approved", "denied")]
+    assert marked == [("waiting", "warn"), ("waiting", "warn"), ("approved", "ok"), ("denied", "bad")]
+    assert any("approved by ana" in item.label for item in items)
