@@ -464,7 +464,8 @@ def test_check_verdict_messages():
         check_verdict(WrongDecide(), True)
     text = str(info.value)
     assert (
-        "WrongDecide() returned True, and a DecidePermission may return only Allowed() or Denied(...) or Deferred(...) or None" in text
+        "WrongDecide() returned True, and a DecidePermission may return only Allowed() or Denied(...) or Deferred(...) or None"
+        in text
     )
     assert "Denied(" in text.split("Example:")[1]
     with pytest.raises(TypeError):
