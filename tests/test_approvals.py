@@ -340,3 +340,42 @@ def test_sqlite_store_keeps_the_wait_and_the_decisions(tmp_path: Path) -> None:
     store.save(loaded)
     again = store.load(state.id)
     assert len(again.awaiting_approval) == 1
+
+
+def test_the_viewer_marks_waiting_calls_and_decisions(tmp_path: Path) -> None:
+    from alpineagents.viewer.runs import summarize
+    from alpineagents.viewer.timeline import build
+
+    store = FileStore(tmp_path)
+    state = waiting_state(store)
+    (info,) = store.list()
+    assert summarize(store, info).status == "waiting for approval of 2 calls"  # the list marks the waiting run
+    first, second = state.awaiting_approval
+    state.approve(first.call.id, by="ana")
+    state.deny(second.call.id, "no", by="bob")
+    items = build(state.history, [])
+    marked = [(item.badge, item.tone) for item in items if item.badge in ("waiting", "approved", "denied")]
+    assert marked == [("waiting", "warn"), ("waiting", "warn"), ("approved", "ok"), ("denied", "bad")]
+    assert any("approved by ana" in item.label for item in items)
+
+
+def test_a_state_saved_by_the_code_before_approvals_loads_unchanged(tmp_path: Path) -> None:
+    # tests/saved_before_approvals/old1 was written by the library before approvals existed: a DecideByHuman
+    # question answered "yes", then a permission stop (stop=True) with a call cancelled.
+    import shutil
+
+    from alpineagents.events import ApprovalNeeded, Exchanged, events_of_state
+
+    shutil.copytree(HERE / "saved_before_approvals" / "old1", tmp_path / "old1")
+    lines = (tmp_path / "old1" / "log.jsonl").read_text().splitlines()
+    loaded = FileStore(tmp_path).load("old1")
+    assert len(loaded.history) == len(lines) == 11
+    assert type(loaded.stopped) is StoppedByPermission
+    assert loaded.stopped.permission == "Stop()" and loaded.stopped.call.args == {"to": "b"}
+    assert loaded.awaiting_approval == () and loaded.pending_calls == ()
+    assert [e.kind for e in loaded.history].count("human") == 1
+    events = list(events_of_state(loaded))
+    assert [e.answer for e in events if isinstance(e, Exchanged)] == ["yes"]
+    assert not any(isinstance(e, ApprovalNeeded) for e in events)
+    with pytest.raises(ValueError, match="is not waiting for an approval"):
+        loaded.approve(loaded.stopped.call.id)

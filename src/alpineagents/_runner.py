@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents import _observe as observe
 from alpineagents._frozen import thaw
-from alpineagents._history.approvals import Hold
+from alpineagents._history.approvals import Hold, has_waits
 from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
 from alpineagents._tools.arrivals import LoopArrivals, ThreadArrivals, yield_once
 from alpineagents._tools.scope import RunSettings, enter_call
@@ -446,7 +446,7 @@ def _steps(
     """The order of one turn: input errors, the permission phase, the parallel group, then the serial calls one
     at a time (only while no call has raised), and last the first exception in completion order."""
     jobs = _input_errors(state, tools, context, calls)
-    if jobs:
+    if jobs and (context.permissions is not None or has_waits(state._acc)):
         jobs = yield from _permission_phase(state, context, jobs)
     if not jobs:
         return
@@ -466,8 +466,6 @@ def _permission_phase(state: State, context: RunSettings, jobs: list[_Job]) -> G
     A call a person decided about (it waited for approval) is not asked again: the decision stands. Calls held
     for a decision (`Deferred`) stop the turn once every call was asked: no tool of the turn runs."""
     records = approvals_of(state)
-    if context.permissions is None and not records.waits:
-        return jobs  # no check phase, nothing waited
     before = state.snapshot()
     allowed: list[_Job] = []
     held: list[Hold] = []

@@ -292,7 +292,7 @@ class AsyncEventStream(_Base):
 
     def __init__(self, source: Runner, prompt_or_state: str | State, after: int | None = None) -> None:
         super().__init__("astream", source, prompt_or_state, after)
-        self._event = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None  # what the reader awaits while nothing is queued
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._queue = _Queue(self.state, threading.Lock(), self._wake)
@@ -300,9 +300,14 @@ class AsyncEventStream(_Base):
 
     def _wake(self) -> None:
         if threading.get_ident() == self._loop_thread:
-            self._event.set()
+            self._resolve()
         elif self._loop is not None:
-            self._loop.call_soon_threadsafe(self._event.set)
+            self._loop.call_soon_threadsafe(self._resolve)
+
+    def _resolve(self, *_: object) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def _start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -310,6 +315,7 @@ class AsyncEventStream(_Base):
         self._begin()
         steps = self._source._run_steps(self.state, "arun", self._queue)
         self._task = asyncio.ensure_future(adrive(steps))
+        self._task.add_done_callback(self._resolve)
 
     def __aiter__(self) -> AsyncIterator[StreamEvent]:
         return self
@@ -329,15 +335,16 @@ class AsyncEventStream(_Base):
                 if self._queue.items:
                     continue
                 break
-            waiter = asyncio.ensure_future(self._event.wait())
+            # One future per wait, resolved by the next queued item or by the run's end (a plain future: no Task).
+            assert self._loop is not None
+            self._waiter = waiter = self._loop.create_future()
             try:
-                await asyncio.wait((waiter, task), return_when=asyncio.FIRST_COMPLETED)
+                await waiter
             except asyncio.CancelledError:
-                waiter.cancel()
                 await self._stop()
                 raise
-            waiter.cancel()
-            self._event.clear()
+            finally:
+                self._waiter = None
         self._closed = True
         return self._finish(task)
 

@@ -33,7 +33,7 @@ from alpineagents.types import Exchange, ExchangeEntry, ModelReplyEntry, StopEnt
 if TYPE_CHECKING:
     from alpineagents.state import State
 
-__all__ = ["EXPIRED", "Hold", "TurnApprovals", "Approvals", "turn_approvals"]
+__all__ = ["EXPIRED", "Hold", "TurnApprovals", "Approvals", "has_waits", "turn_approvals"]
 
 EXPIRED = "The approval of this call came after it expired, so the call was not run."
 """The result the model reads for a call whose approval came too late."""
@@ -71,6 +71,22 @@ class TurnApprovals:
         if entry is None or call is None:
             return None
         return read_waiting(entry, call, path)
+
+
+def has_waits(acc: Accumulator) -> bool:
+    """True when a call of the latest reply was held for approval (a wait record since that reply). Right after a
+    reply, the usual case, this reads one entry."""
+    history = acc.history
+    for index in range(acc.history_len - 1, -1, -1):
+        entry = history[index]
+        kind = type(entry)
+        if kind is ModelReplyEntry:
+            return False
+        if kind is ExchangeEntry and entry.kind == "human":  # type: ignore[union-attr]
+            answer: Any = entry.content.answer  # type: ignore[union-attr]
+            if hasattr(answer, "get") and answer.get(APPROVAL_KEY) == "waiting":
+                return True
+    return False
 
 
 def turn_approvals(acc: Accumulator) -> TurnApprovals:

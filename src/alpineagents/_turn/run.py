@@ -12,7 +12,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import ASYNC_RUN
-from alpineagents._history.approvals import turn_approvals
+from alpineagents._history.approvals import has_waits
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.context import RUNS, RunContext, run_context
 from alpineagents._turn.driver import Steps, save, save_after_error
@@ -248,7 +248,7 @@ def run_steps(
             if agent._mcp_servers:
                 yield (agent._mcp_open, agent._amcp_open, ())
                 using_mcp = True
-            if state.pending_calls and turn_approvals(state._acc).waits:  # calls held for a person's decision
+            if state.pending_calls and has_waits(state._acc):  # calls held for a person's decision
                 yield from use_tools_steps(agent, state, "run")
             if type(state.stopped) is StoppedForApproval:  # some still wait: the loop has nothing to do
                 result = None
