@@ -135,7 +135,7 @@ slow = chat_agent(delay=0.2)
 
 def approving(delay: float = 0.01) -> Agent:
     """`chat`, whose add calls wait for a person's decision (a permission answering `Deferred`)."""
-    from alpineagents.permissions import DecidePermission, Deferred  # type: ignore[attr-defined]
+    from alpineagents.permissions import DecidePermission, Deferred
 
     class AskBeforeAdding(DecidePermission):
         def check(self, state: Any, call: Any, tool: Any) -> Any:

@@ -9,15 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from alpineagents import SQLiteStore, State, serve
-from alpineagents import permissions as permission_kinds
+from alpineagents import SQLiteStore, serve
 from serve_agents import WAIT, approving, serving
 from test_serve import native, text_of
-
-pytestmark = pytest.mark.skipif(
-    not (hasattr(State, "approve") and hasattr(permission_kinds, "Deferred")),
-    reason="needs the Deferred verdict and state.approve/deny (issue 31)",
-)
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from alpineagents import FileStore
-from alpineagents import permissions as permission_kinds
 from alpineagents.testing import tool_call
 from alpineagents.types import Request, ToolResultBlock, result_text
 from scriptload import load_script
@@ -23,8 +22,6 @@ WAIT_MS = 20_000
 
 if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
-if not hasattr(permission_kinds, "Deferred"):
-    pytest.skip("the example needs the Deferred verdict (issue 31)", allow_module_level=True)
 
 from playwright import sync_api  # noqa: E402 - only once chromium is known to be there
 
