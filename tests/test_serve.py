@@ -19,7 +19,7 @@ import pytest
 
 from alpineagents import FileStore, SQLiteStore, serve
 from alpineagents.serve.guard import host_name
-from serve_agents import WAIT, chat_agent, free_port, serving
+from helpers.serve_agents import WAIT, chat_agent, free_port, serving
 
 TESTS = Path(__file__).resolve().parent
 
@@ -255,7 +255,7 @@ def cli_serve(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpr
     return subprocess.Popen(
         [sys.executable, "-m", "alpineagents", "serve", *args],
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(TESTS), **(env or {})},
+        env={**os.environ, "PYTHONPATH": str(TESTS / "helpers"), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -309,7 +309,7 @@ def test_a_server_killed_mid_run_leaves_a_state_that_resumes(tmp_path: Path) -> 
 
 
 def test_the_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]) -> None:
-    from scriptload import load_script
+    from helpers.scriptload import load_script
 
     bench = load_script("benchmarks", "serve")
     bench.latency(2, 20)

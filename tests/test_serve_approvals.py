@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from alpineagents import SQLiteStore, serve
-from serve_agents import WAIT, approving, serving
+from helpers.serve_agents import WAIT, approving, serving
 from test_serve import native, text_of
 
 

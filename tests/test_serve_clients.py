@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from alpineagents import SQLiteStore, serve
-from serve_agents import WAIT, approving, chat_agent, serving
+from helpers.serve_agents import WAIT, approving, chat_agent, serving
 from test_serve import cli_serve, wait_listening
 
 TESTS = Path(__file__).resolve().parent
@@ -29,7 +29,7 @@ TWENTY = " ".join(f"w{i}" for i in range(20))
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with the node clients installed and the scripts of tests/serve_node beside them."""
+    """A folder with the node clients installed and the scripts of tests/helpers/serve_node beside them."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         if os.environ.get("CI"):
             raise AssertionError("node and npm must be installed in CI (apt-get install nodejs npm)")
@@ -48,7 +48,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if not reached:
             pytest.skip(f"npm cannot reach its registry: {done.stderr.strip().splitlines()[-1]}")
         raise AssertionError(f"npm install failed: {done.stderr}")
-    for script in (TESTS / "serve_node").glob("*.mjs"):
+    for script in (TESTS / "helpers" / "serve_node").glob("*.mjs"):
         shutil.copy(script, folder / script.name)
     return folder
 
@@ -154,7 +154,7 @@ def test_mcp_client_over_stdio(tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "alpineagents", "serve", "--mcp", "serve_agents:chat", "--store", str(db)],
-        env={**os.environ, "PYTHONPATH": str(TESTS)},
+        env={**os.environ, "PYTHONPATH": str(TESTS / "helpers")},
         cwd=str(tmp_path),
     )
 

@@ -14,8 +14,8 @@ import pytest
 from alpineagents import FileStore
 from alpineagents.testing import tool_call
 from alpineagents.types import Request, ToolResultBlock, result_text
-from scriptload import load_script
-from serve_agents import Streaming, reply_forever, serving
+from helpers.scriptload import load_script
+from helpers.serve_agents import Streaming, reply_forever, serving
 
 CHROMIUM = "/usr/bin/chromium"
 WAIT_MS = 20_000

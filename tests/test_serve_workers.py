@@ -3,6 +3,7 @@ worker process runs them, and the stream follows each run through the store to i
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import httpx
 import pytest
 
 from alpineagents import serve
-from serve_agents import WAIT, serving
+from helpers.serve_agents import WAIT, serving
 from test_serve import native, text_of
 
 pytestmark = pytest.mark.timeout(300)  # a real worker process over a real queue
@@ -31,13 +32,13 @@ def app_module(tmp_path: Path) -> Iterator[Any]:
         "WORKER_DATABASE": f"sqlite:///{tmp_path / 'queue.sqlite'}",
     }
     os.environ.update(env)
-    sys.modules.pop("worker_app", None)
-    import worker_app
+    sys.modules.pop("helpers.worker_app", None)
+    worker_app = importlib.import_module("helpers.worker_app")
 
     log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the child's
     worker = subprocess.Popen(
         [sys.executable, "-m", "alpineagents", "worker", "worker_app:workers", "--id", "w1"],
-        env={**os.environ, **env, "PYTHONPATH": f"{TESTS}{os.pathsep}{TESTS.parent / 'src'}"},
+        env={**os.environ, **env, "PYTHONPATH": f"{TESTS / 'helpers'}{os.pathsep}{TESTS.parent / 'src'}"},
         stdout=log,
         stderr=subprocess.STDOUT,
     )
