@@ -1,7 +1,7 @@
 """The viewer's web app (Starlette): the runs list, one run's page, and the JSON a live page polls.
 
 Pages: `/` (the runs list; `q` searches the id and first message, `sort=updated` or `updated_asc`),
-`/runs/{id}` (one run), `/api/runs/{id}/entries?after=N` (what a live page adds: the entries after the first N,
+`/runs/{id}` (one run), `/compare?a=ID&b=ID` (two runs side by side), `/api/runs/{id}/entries?after=N` (what a live page adds: the entries after the first N,
 the header and the charts), `/api/runs` (the list as JSON). Every response forbids scripts other than the
 viewer's own, as a second guard behind the escaping.
 """
@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from alpineagents.store import Store
 from alpineagents.viewer import page
+from alpineagents.viewer.compare import compare_endpoint
 from alpineagents.viewer.runs import first_line, matches, summarize
 
 
@@ -73,6 +74,7 @@ def create_app(store: Store) -> Starlette:
         routes=[
             Route("/", runs_list),
             Route("/runs/{state_id}", run_view),
+            Route("/compare", compare_endpoint(store)),
             Route("/api/runs", runs_json),
             Route("/api/runs/{state_id}/entries", run_entries),
         ],
