@@ -16,6 +16,7 @@ from alpineagents._replay.fork import fork_onto, forked_model
 from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
 from alpineagents.cli.diffing import diff
+from alpineagents.cli.evaluate import evaluate
 from alpineagents.cli.output import note, outcome_json, print_json, print_table
 from alpineagents.cli.replay import Replay, usage_line
 from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
@@ -196,5 +197,6 @@ def rm(state_id: str, store: str | None) -> None:
 
 main.add_command(export)
 main.add_command(diff)
+main.add_command(evaluate)
 main.add_command(view)
 main.add_command(worker)
