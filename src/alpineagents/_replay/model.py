@@ -150,7 +150,8 @@ class Replay(Model):
         """The recorded requests not replayed yet."""
         return len(self._requests) - self._next
 
-    def _take(self, kinds: tuple[str, ...], request: Request) -> Recorded:
+    def _take(self, kinds: tuple[str, ...], request: Request) -> tuple[Recorded, int]:
+        """The next recorded request (and its number, from 1), which must be of one of `kinds`."""
         with self._lock:
             number = self._next + 1
             if self._next >= len(self._requests):
@@ -166,7 +167,7 @@ class Replay(Model):
                     f"{number} (history entry {recorded.index}) was a {recorded.kind}"
                 )
             self._next += 1
-        return recorded
+        return recorded, number
 
     def _check(self, recorded: Recorded, request: Request, number: int, ignore: frozenset[str]) -> None:
         found = first_difference(recorded, request, self._settings, ignore)
@@ -181,8 +182,7 @@ class Replay(Model):
     def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
         """The recorded reply to `request`, after checking `request` against the recorded one."""
         kinds = ("turn", "ask") if request.tool_choice == "none" else ("turn",)
-        recorded = self._take(kinds, request)
-        number = self._requests.index(recorded) + 1
+        recorded, number = self._take(kinds, request)
         if recorded.kind == "ask":
             return self._ask(recorded, request, number)
         self._check(recorded, request, number, self.ignore)
@@ -211,8 +211,8 @@ class Replay(Model):
 
     def compact(self, request: Request, instructions: str | None = None, on_event: OnEvent | None = None) -> Reply:
         """The recorded summary of a compaction, after checking the messages it summarizes."""
-        recorded = self._take(("compact",), request)
-        self._check(recorded, request, self._requests.index(recorded) + 1, self.ignore | {"settings"})
+        recorded, number = self._take(("compact",), request)
+        self._check(recorded, request, number, self.ignore | {"settings"})
         assert recorded.reply is not None  # a compact is recorded only with its summary
         return recorded.reply
 
