@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +201,35 @@ slow = Agent(
 )
 
 
+HOSTILE = "ok\x1b[2K\rforged\x07 \x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b31m"
+"""Text that would erase a line, ring the bell, open a link and switch colours on a terminal that acted on it."""
+
+
+@tool
+def shout(text: str) -> str:
+    """Fail with a message that holds terminal escapes.
+
+    Args:
+        text: What to say.
+    """
+    raise ToolError(HOSTILE)
+
+
+@tool
+def crash() -> str:
+    """Raise an exception whose text holds terminal escapes."""
+    raise RuntimeError(HOSTILE)
+
+
+hostile = Agent(
+    FakeModel([[HOSTILE, tool_call("shout", text=HOSTILE), tool_call("no\x1b[1Asuch")], HOSTILE], price=PRICE),
+    name="hostile",
+    tools=[shout],
+    **QUIET,
+)
+hostile_crash = Agent(FakeModel([tool_call("crash")]), name="hostile", tools=[crash], **QUIET)
+
+
 def red_square_png(size: int = 8) -> bytes:
     """A real PNG file: a red square of `size` pixels."""
 
@@ -260,10 +289,11 @@ def has_entry(store: Store, state_id: str, kind: str) -> bool:
 
 
 @contextlib.contextmanager
-def viewer(store: str, cwd: Path, deadline: float = 60) -> Iterator[str]:
-    """Runs `alpineagents view --port 0` on `store` and yields the address it prints (within `deadline` seconds)."""
+def viewer(store: str, cwd: Path, deadline: float = 60, extra: Sequence[str] = ()) -> Iterator[str]:
+    """Runs `alpineagents view --port 0` on `store` (with the `extra` options) and yields the address it prints
+    (within `deadline` seconds)."""
     process = subprocess.Popen(
-        command("view", "--port", "0", "--store", store),
+        command("view", "--port", "0", "--store", store, *extra),
         cwd=cwd,
         env=command_env(),
         stdout=subprocess.PIPE,

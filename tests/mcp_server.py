@@ -27,6 +27,32 @@ def greeting() -> str:
 
 
 @server.tool()
+def sleep_then_mark(mark: str, seconds: float) -> str:
+    """Write this server's pid to `mark`, block for `seconds` (time.sleep), then write `mark`.done."""
+    import time
+
+    with open(mark, "w") as file:
+        file.write(str(os.getpid()))
+    time.sleep(seconds)
+    with open(mark + ".done", "w") as file:
+        file.write("done")
+    return "slept"
+
+
+@server.tool()
+async def await_then_mark(mark: str, seconds: float) -> str:
+    """The same, waiting with `await anyio.sleep` (the server's event loop stays free)."""
+    import anyio
+
+    with open(mark, "w") as file:
+        file.write(str(os.getpid()))
+    await anyio.sleep(seconds)
+    with open(mark + ".done", "w") as file:
+        file.write("done")
+    return "slept"
+
+
+@server.tool()
 def die() -> str:
     """Make the server exit."""
     os._exit(3)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -363,6 +364,35 @@ def test_export_writes_one_self_contained_html_file(calc_run: str, tmp_path: Pat
     assert to_stdout.stdout == html
 
 
+def test_export_keeps_an_existing_file_unless_forced_and_never_writes_through_a_link(
+    calc_run: str, tmp_path: Path
+) -> None:
+    kept = tmp_path / "notes.html"
+    kept.write_text("my notes", encoding="utf-8")
+    refused = cli("export", "r1", "-o", str(kept), "--store", calc_run, cwd=tmp_path)
+    assert refused.returncode == 1 and "--force" in one_error_line(refused)
+    assert kept.read_text(encoding="utf-8") == "my notes"
+    secret = tmp_path / "elsewhere.txt"
+    secret.write_text("do not touch", encoding="utf-8")
+    link = tmp_path / "link.html"
+    link.symlink_to(secret)
+    dangling = tmp_path / "dangling.html"
+    dangling.symlink_to(tmp_path / "created-through-the-link.html")
+    for target in (link, dangling):
+        result = cli("export", "r1", "-o", str(target), "--store", calc_run, cwd=tmp_path)
+        assert result.returncode == 1 and "symbolic link" in one_error_line(result)
+    assert not (tmp_path / "created-through-the-link.html").exists()
+    default = cli("export", "r1", "--store", calc_run, cwd=tmp_path)
+    assert default.returncode == 0 and (tmp_path / "r1.html").exists()
+    assert cli("export", "r1", "--store", calc_run, cwd=tmp_path).returncode == 1
+    for target in (kept, link):
+        forced = cli("export", "r1", "-o", str(target), "--force", "--store", calc_run, cwd=tmp_path)
+        assert forced.returncode == 0, forced.stderr
+        assert not target.is_symlink() and "The sum is 5." in target.read_text(encoding="utf-8")
+    assert secret.read_text(encoding="utf-8") == "do not touch"
+    assert not [name for name in files_under(tmp_path) if name.endswith(".tmp")]
+
+
 def test_export_escapes_a_script_in_the_content(tmp_path: Path) -> None:
     assert cli("run", "cli_agents:xss", "show it", "--id", "x1", cwd=tmp_path).returncode == 0
     html = cli("export", "x1", "-o", "-", cwd=tmp_path).stdout
@@ -404,9 +434,63 @@ def test_a_damaged_store_is_one_error_line(tmp_path: Path) -> None:
     folder = tmp_path / "runs"
     assert cli("run", "cli_agents:calc", "hi", "--id", "x1", "--store", str(folder), cwd=tmp_path).returncode == 0
     (folder / "x1" / "info.json").write_text("{", encoding="utf-8")
-    for command in (["ls"], ["show", "x1"]):
+    for command in (["show", "x1"], ["export", "x1"], ["fork", "x1"]):
         result = cli(*command, "--store", str(folder), cwd=tmp_path)
         assert result.returncode == 1 and "damaged" in one_error_line(result)
+
+
+def damage_info(url: str, state_id: str) -> None:
+    """Makes the saved info of `state_id` unreadable: not JSON in a FileStore or SQLiteStore, an info without its
+    keys in a PostgresStore."""
+    if url.startswith("postgresql:"):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE alpineagents.states SET info = %s WHERE id = %s", ('{"v": 5}', state_id))
+    elif url.endswith(".db"):
+        with sqlite3.connect(url) as conn:
+            conn.execute("UPDATE alpine_states SET info = '{' WHERE id = ?", (state_id,))
+        conn.close()
+    else:
+        (Path(url) / state_id / "info.json").write_text("{", encoding="utf-8")
+
+
+def check_one_damaged_run_hides_nothing(url: str, tmp_path: Path) -> None:
+    for state_id in ("ok1", "bad1", "ok2"):
+        made = cli("run", "cli_agents:calc", "please add 2 and 3", "--id", state_id, "--store", url, cwd=tmp_path)
+        assert made.returncode == 0, made.stderr
+    damage_info(url, "bad1")
+    listed = cli("ls", "--store", url, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["ok2", "ok1", "bad1"]
+    assert "cannot load: saved State 'bad1' is damaged" in lines[3] and "waiting_for_user" in lines[1]
+    rows = {row["id"]: row for row in json.loads(cli("ls", "--json", "--store", url, cwd=tmp_path).stdout)}
+    assert rows["bad1"]["status"].startswith("cannot load: ") and rows["ok1"]["status"] == "stopped by waiting_for_user"
+    filtered = cli("ls", "--filter", "bad", "--store", url, cwd=tmp_path).stdout.splitlines()
+    assert [line.split()[0] for line in filtered[1:]] == ["bad1"]
+    exported = cli("export", "ok1", "-o", "-", "--store", url, cwd=tmp_path)
+    assert exported.returncode == 0 and "The sum is 5." in exported.stdout
+    assert cli("show", "ok2", "--store", url, cwd=tmp_path).returncode == 0
+    with viewer(url, tmp_path) as address:
+        with urllib.request.urlopen(address, timeout=30) as response:
+            page = response.read().decode("utf-8")
+        assert 'data-id="ok1"' in page and 'data-id="ok2"' in page and 'data-id="bad1"' in page
+        assert "cannot load: saved State &#39;bad1&#39; is damaged" in page
+        with urllib.request.urlopen(address + "api/runs", timeout=30) as response:
+            assert {row["id"] for row in json.loads(response.read())} == {"ok1", "ok2", "bad1"}
+        with urllib.request.urlopen(address + "runs/ok1", timeout=30) as response:
+            assert response.status == 200 and "The sum is 5." in response.read().decode("utf-8")
+
+
+def test_one_damaged_info_does_not_hide_the_healthy_runs(store_url: str, tmp_path: Path) -> None:
+    check_one_damaged_run_hides_nothing(store_url, tmp_path)
+
+
+def test_one_damaged_info_does_not_hide_the_healthy_runs_of_a_postgres_store(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    check_one_damaged_run_hides_nothing(postgres_database, tmp_path)
 
 
 def test_a_postgresql_url_is_a_postgres_store(tmp_path: Path, postgres_database: str) -> None:
@@ -453,3 +537,30 @@ def test_view_prints_its_address_on_127_0_0_1_and_serves_the_runs(calc_run: str,
         with urllib.request.urlopen(address, timeout=30) as response:
             assert response.status == 200
             assert "r1" in response.read().decode("utf-8")
+
+
+def test_text_from_a_model_a_tool_or_a_store_never_reaches_the_terminal_as_control_characters(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    prompt = "first \x1b]0;title\x07message\x1b[31m"
+    ran = cli("run", "cli_agents:hostile", prompt, "--id", "h1", "--store", store, cwd=tmp_path)
+    crashed = cli("run", "cli_agents:hostile_crash", prompt, "--id", "h2", "--store", store, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert crashed.returncode == 1 and "RuntimeError: ok\\x1b[2K" in crashed.stderr
+    outputs = [ran, crashed]
+    for args in (["show", "h1"], ["show", "h2"], ["ls"], ["ls", "--json"], ["show", "h1", "--json"]):
+        result = cli(*args, "--store", store, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        outputs.append(result)
+    outputs.append(cli("export", "h1", "-o", "/no/such/dir\x1b[2J/x.html", "--store", store, cwd=tmp_path))
+    for result in outputs:
+        for text in (result.stdout, result.stderr):
+            assert not any(char in text for char in ("\x1b", "\x07", "\r", "\x9b")), (result.args, text)
+    shown = outputs[2].stdout
+    assert "run h1: first \\x1b]0;title\\x07message\\x1b[31m" in shown
+    assert "ok\\x1b[2K\\rforged\\x07 \\x1b]8;;http://evil.example" in shown  # the model's text, shown
+    assert "error shout: ok\\x1b[2K" in shown and "tool no\\x1b[1Asuch()" in shown
+    assert "first \\x1b]0;title\\x07message" in outputs[4].stdout  # ls
+    listed = json.loads(outputs[5].stdout)
+    assert {row["first_message"] for row in listed} == {prompt}  # the same JSON value, only written safely
+    assert "\\u009b31m" in outputs[6].stdout
+    assert "\\x1b[2J" in outputs[7].stderr

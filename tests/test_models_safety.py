@@ -1,7 +1,8 @@
 """What a misbehaving provider can put into a State, through each adapter and the real SDK, with a store.
 
 - A provider (or proxy) that echoes the API key in an error body: the key never reaches the error's text, the
-  `error` entry, or the store's files.
+  `error` entry, or the store's files; nor anything an error reporter reaches from the raised error (the SDK
+  exception behind it, its HTTP request and response, their chains).
 - Tool-call arguments that are not strict JSON (`NaN`, `Infinity`, `-Infinity`, as vLLM and Ollama can emit):
   the call is closed as an input error the model can read, and the run goes on and saves.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,12 +27,15 @@ from alpineagents.types import ErrorEntry, Message, Request, ToolResultEntry
 from conftest import results, task
 from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.provider import (
+    Action,
     FnCall,
     ProviderServer,
+    Recorded,
     ToolUse,
     anthropic_stream,
     echo_key,
     openai_stream,
+    status,
 )
 from servers.responses import FunctionCallOut, responses_stream
 
@@ -180,3 +185,101 @@ def test_the_redaction_rule_replaces_each_secret_whole_and_ignores_short_values(
     text = f"key {KEY} and its prefix {KEY[:12]} and the placeholder k"
     assert redact(text, [KEY[:12], KEY, "k", None]) == f"key {REDACTED} and its prefix {REDACTED} and the placeholder k"
     assert redact("nothing here", [KEY]) == "nothing here"
+
+
+# -- nothing reachable from a provider error holds the key ---------------------------------------------------------
+
+_LEAVES = (str, bytes, bytearray, int, float, bool, type(None))
+_NOT_FOLLOWED = (
+    types.ModuleType,
+    type,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.FrameType,  # a traceback's frames hold the adapter, which holds its key by design
+    types.TracebackType,
+    types.CodeType,
+)
+
+
+def holders_of(secret: str, root: object, limit: int = 100_000) -> list[str]:
+    """The paths from `root` to every string or bytes holding `secret`, following what an error reporter that
+    serialises an exception would: `args`, `__cause__`, `__context__`, `__notes__`, attributes (`__dict__` and
+    slots) and the items of containers, down any depth; not tracebacks, modules, classes or functions."""
+    found: list[str] = []
+    seen: set[int] = set()
+    todo: list[tuple[object, str]] = [(root, "error")]
+    while todo and len(seen) < limit:
+        value, path = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, str):
+            found += [path] if secret in value else []
+        elif isinstance(value, (bytes, bytearray)):
+            found += [path] if secret.encode() in value else []
+        elif isinstance(value, _LEAVES + _NOT_FOLLOWED):
+            continue
+        elif isinstance(value, dict):
+            todo += [(key, f"{path}.<key>") for key in value] + [(v, f"{path}[{k!r}]") for k, v in value.items()]
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            todo += [(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        else:
+            if isinstance(value, BaseException):
+                todo += [(value.args, f"{path}.args"), (value.__cause__, f"{path}.__cause__")]
+                todo += [(value.__context__, f"{path}.__context__")]
+                todo += [(getattr(value, "__notes__", None), f"{path}.__notes__")]
+            todo += [(v, f"{path}.{k}") for k, v in (getattr(value, "__dict__", None) or {}).items()]
+            for cls in type(value).__mro__:
+                slots = cls.__dict__.get("__slots__", ())
+                for name in (slots,) if isinstance(slots, str) else slots:
+                    if hasattr(value, name):
+                        todo.append((getattr(value, name), f"{path}.{name}"))
+    return found
+
+
+def _echo_key_with_request_id(code: int) -> Action:
+    """An error whose body echoes the key the request carried, in the shape of the API it was sent to, with the
+    provider's request id in the response headers."""
+
+    def act(handler: Any, request: Recorded) -> None:
+        header = request.headers.get("authorization") or request.headers.get("x-api-key") or ""
+        key = header.split(" ", 1)[1] if header.lower().startswith("bearer ") else header
+        message = f"Incorrect API key provided: {key}."
+        kind = "authentication_error" if request.path.endswith("/messages") else "invalid_request_error"
+        body: dict[str, Any] = {"error": {"type": kind, "message": message}}
+        if request.path.endswith("/messages"):
+            body["type"] = "error"
+        status(code, body, headers={"request-id": "req_echo_1", "x-request-id": "req_echo_1"})(handler, request)
+
+    return act
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("code", [401, 400, 500])
+@pytest.mark.parametrize("adapter", list(ADAPTERS))
+def test_nothing_reachable_from_a_provider_error_holds_the_key(
+    server: ProviderServer,  # noqa: F811
+    adapter: str,
+    code: int,
+    mode: str,
+) -> None:
+    server.script(_echo_key_with_request_id(code))
+    model = ADAPTERS[adapter](server)
+    request = Request(None, (Message.user("hi"),))
+    with pytest.raises(ProviderError) as info:
+        if mode == "sync":
+            model.respond(request)
+        else:
+            asyncio.run(model.arespond(request))
+    sent = server.posts[-1].headers
+    assert KEY in (sent.get("authorization", "") + sent.get("x-api-key", "")), "the server got the key"
+    assert holders_of(KEY, info.value) == []
+    cause = info.value.__cause__
+    assert type(cause).__module__.split(".")[0] in ("anthropic", "openai"), "the SDK exception stays the cause"
+    assert getattr(cause, "status_code", None) == code
+    assert getattr(cause, "request_id", None) == "req_echo_1"
+    assert "Incorrect API key provided: [REDACTED]" in str(cause)
+    response = getattr(cause, "response", None)
+    assert response is not None and response.status_code == code
+    assert "[REDACTED]" in response.text and response.headers.get("request-id") == "req_echo_1"

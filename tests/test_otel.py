@@ -38,6 +38,7 @@ from alpineagents.agent import Agent
 from alpineagents.errors import ToolError
 from alpineagents.models import Anthropic, OpenAICompatible, Retry
 from alpineagents.models.openai_responses import OpenAIResponses
+from alpineagents.otel._tracing import NOT_CAPTURED
 from alpineagents.permissions import DecideByHuman, DenyByName
 from alpineagents.reporter import Reporter
 from alpineagents.state import State
@@ -261,7 +262,7 @@ def test_a_failing_model_gives_error_statuses(telemetry: Telemetry) -> None:
     for span in telemetry.spans():
         assert span.status.status_code is StatusCode.ERROR
         assert span.attributes["error.type"] == "RuntimeError"
-        assert span.status.description == "RuntimeError: the model broke"
+        assert span.status.description == f"RuntimeError: {NOT_CAPTURED}"
     durations = telemetry.points("gen_ai.client.operation.duration")
     assert {point.attributes.get("error.type") for point in durations} == {"RuntimeError"}
 
@@ -350,6 +351,58 @@ def _everything(spans: list[ReadableSpan]) -> str:
     return "\n".join(parts)
 
 
+@tool
+def quotes(secret: str) -> str:
+    """A tool whose error quotes its arguments."""
+    raise ToolError(f"no such file: {secret}")
+
+
+@tool
+def crashes_quoting(secret: str) -> str:
+    """A tool whose exception quotes its arguments."""
+    raise ValueError(f"cannot open {secret}")
+
+
+def test_no_error_text_reaches_a_span_with_content_capture_off(telemetry: Telemetry, server: ProviderServer) -> None:  # noqa: F811
+    secret = "the-patients-name-Jane-Roe"
+    tools = [quotes, crashes_quoting]
+    agent = Agent(FakeModel([tool_call("quotes", secret=secret), "ok"]), tools=tools, name="main", reporter=None)
+    agent.run("Go")
+    agent = Agent(FakeModel([tool_call("crashes_quoting", secret=secret)]), tools=tools, name="main", reporter=None)
+    with pytest.raises(ValueError, match=secret):
+        agent.run("Go")
+    prompt = f"summarise the file of {secret}"
+    echo = status(400, {"type": "error", "error": {"type": "invalid_request_error", "message": f"bad: {prompt}"}})
+    server.script(echo)
+    model = Anthropic("claude-x", base_url=server.url, api_key=KEY, max_tokens=100, retries=0)
+    with pytest.raises(Exception, match=secret):
+        Agent(model, name="main", reporter=None).run(prompt)
+    spans = telemetry.spans()
+    failed = [span for span in spans if span.status.status_code is StatusCode.ERROR]
+    assert {span.name for span in failed} == {
+        "execute_tool quotes",
+        "execute_tool crashes_quoting",
+        "invoke_agent main",
+        "chat claude-x",
+    }
+    assert secret not in _everything(spans)
+    described = {span.name: span.status.description for span in failed if span.name != "invoke_agent main"}
+    assert described == {
+        "execute_tool quotes": "error",  # the outcome: the ToolError is the result the model reads
+        "execute_tool crashes_quoting": f"ValueError: {NOT_CAPTURED}",
+        "chat claude-x": f"ProviderError: {NOT_CAPTURED}",
+    }
+    assert {span.attributes["error.type"] for span in failed} == {"ToolError", "ValueError", "ProviderError"}
+
+    telemetry.exporter.clear()
+    otel.instrument(telemetry.tracer_provider, telemetry.meter_provider, capture_content=True)
+    server.script(echo)
+    with pytest.raises(Exception, match=secret):
+        Agent(model, name="main", reporter=None).run(prompt)
+    chat = telemetry.named("chat claude-x")[0]
+    assert secret in (chat.status.description or ""), "with capture on the error's text is recorded"
+
+
 def test_no_api_key_reaches_a_span(telemetry: Telemetry, server: ProviderServer) -> None:  # noqa: F811
     otel.instrument(telemetry.tracer_provider, telemetry.meter_provider, capture_content=True)
     model = Anthropic("claude-x", base_url=server.url, api_key=KEY, max_tokens=100, temperature=0.5)
@@ -391,7 +444,14 @@ def test_retries_are_events_of_the_request_span(telemetry: Telemetry, server: Pr
     Agent(model, reporter=None).run("Hi")
     chat = telemetry.named("chat claude-x")[0]
     assert [event.name for event in chat.events] == ["alpineagents.model.retry"]
-    assert "alpineagents.event.message" in chat.events[0].attributes
+    retry = chat.events[0].attributes or {}
+    assert retry["alpineagents.event.error"] == "ProviderError" and retry["alpineagents.event.attempt"] == 2
+    assert "alpineagents.event.message" not in retry, "the message quotes the error's text: content"
+    otel.instrument(telemetry.tracer_provider, telemetry.meter_provider, capture_content=True)
+    server.script(status(529), anthropic_stream(["Hello"]))
+    Agent(model, reporter=None).run("Hi")
+    retry = telemetry.named("chat claude-x")[1].events[0].attributes or {}
+    assert "failed (ProviderError: " in str(retry["alpineagents.event.message"])
     assert KEY not in _everything(telemetry.spans())
 
 

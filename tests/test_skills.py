@@ -508,3 +508,43 @@ def test_a_saved_run_resumes_in_another_process_with_the_loaded_instructions(ski
     assert again.answer == "Resumed with the skill."
     programs = [e for e in again.history if isinstance(e, ModelReplyEntry) and e.content.model == PROGRAM]
     assert len(programs) == 1
+
+
+def test_a_nul_byte_or_an_over_long_path_is_an_input_error_the_model_reads(skills: Path) -> None:
+    paths = ("references/fields.md\x00.png", "references/" + "x" * 5_000, "references/" + "y" * 300 + ".md")
+    fake = FakeModel([[tool_call("read_skill_resource", name="pdf-forms", path=path) for path in paths], "Done."])
+    agent = Agent(fake, skills=[skills], reporter=None)
+    state = task()
+    assert agent.run(state) == "Done.", "the run goes on"
+    by_path = {entry.call.args["path"]: entry for entry in results(state)}
+    assert set(by_path) == set(paths)
+    for entry in by_path.values():
+        assert entry.outcome is ToolOutcomeKind.INPUT_ERROR
+        assert str(entry.content).startswith("(input error: ")
+    assert "NUL character" in str(by_path[paths[0]].content)
+    assert "5011 characters, more than the 1024" in str(by_path[paths[1]].content)
+    assert "cannot name a file (OSError: File name too long)" in str(by_path[paths[2]].content)
+    assert len(fake.requests) == 2, "the model read the three errors"
+
+
+def test_a_skill_md_is_held_to_the_limits_of_the_other_skill_files(tmp_path: Path) -> None:
+    long = write_skill(tmp_path / "a", "long-one", body="y" * 150_000)
+    agent = agent_with([long])
+    text = agent.tool_map["load_skill"].run({"name": "long-one"}, task())
+    assert "y" * 100_000 in text and "y" * 100_001 not in text
+    assert "(cut: the file has 150000 characters; only the first 100000 are shown)" in text
+
+    huge = write_skill(tmp_path / "b", "huge-one", body="z" * 10_000_001)
+    with pytest.raises(ValueError, match=r"huge-one/SKILL.md has 10000\d{3} bytes, more than the 10000000"):
+        agent_with([huge])
+
+    elsewhere = write_skill(tmp_path / "c", "linked", body="the instructions of another folder")
+    linked = tmp_path / "d" / "linked"
+    linked.mkdir(parents=True)
+    (linked / "SKILL.md").symlink_to(elsewhere / "SKILL.md")
+    with pytest.raises(ValueError, match=r"linked/SKILL.md is a link to .*c/linked/SKILL.md, outside the skill's"):
+        agent_with([linked])
+    inner = write_skill(tmp_path / "e", "inner-link", files={"real.md": "---\nname: inner-link\ndescription: d\n---\n"})
+    (inner / "SKILL.md").unlink()
+    (inner / "SKILL.md").symlink_to(inner / "real.md")
+    assert agent_with([inner]).skills == ("inner-link",), "a link that stays inside the folder is fine"

@@ -203,6 +203,37 @@ def test_a_newer_schema_is_refused_and_a_missing_one_without_create(
         PostgresStore(postgres.dsn, schema=postgres_schema).list()
 
 
+@pytest.mark.parametrize(
+    ("schema", "says"),
+    [
+        ("a" * 64, "PostgreSQL cuts names to 63 bytes"),
+        ("agents_" + "x" * 60, "so two such names would share one schema"),
+        ("pg_agents", "reserved by PostgreSQL"),
+        ("pg_catalog", "reserved by PostgreSQL"),
+        ("pg_toast", "reserved by PostgreSQL"),
+        ("information_schema", "a system schema"),
+        ("ägents", "lowercase letters, digits and underscores"),
+    ],
+)
+def test_schema_names_postgresql_would_cut_or_owns_are_refused(
+    postgres: pgserver.Server, schema: str, says: str
+) -> None:
+    with pytest.raises(ValueError, match=says) as raised:
+        PostgresStore(postgres.dsn, schema=schema)
+    assert "Fix:" in str(raised.value)
+
+
+def test_a_schema_name_of_63_bytes_is_kept_whole(postgres: pgserver.Server) -> None:
+    schema = "s" * 63
+    store = PostgresStore(postgres.dsn, schema=schema)
+    state = task()
+    agent_for(store, "done").run(state)
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        found = conn.execute("SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s", (schema,))
+        assert found.fetchone() == (1,)
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")  # pyright: ignore[reportArgumentType]
+
+
 # -- connections ------------------------------------------------------------------------------------------------
 
 
@@ -285,6 +316,52 @@ def test_a_server_restart_between_save_points_loses_nothing() -> None:
 
 
 # -- one writer per State ---------------------------------------------------------------------------------------
+
+
+def test_a_server_restart_mid_use_leaves_stderr_clean() -> None:
+    """The store reports the outage (or rides it out) itself: psycopg's own complaints about the pipeline that
+    died with the connection are not printed on the user's terminal."""
+    if os.environ.get("ALPINEAGENTS_TEST_POSTGRES"):
+        pytest.skip("restarts its own server; a server named by ALPINEAGENTS_TEST_POSTGRES is left alone")
+    server = pgserver.start()
+    try:
+        process = child(
+            server.dsn,
+            "alpineagents",
+            """
+            from alpineagents.state import State
+            from alpineagents.types import Message
+            state = State(id="restart", messages=[Message.user("hi")])
+            store.save(state)
+            print("saved", flush=True)
+            for round in range(3):
+                sys.stdin.readline()
+                for attempt in range(3):
+                    state.add_message(Message.user(f"round {round}"))
+                    try:
+                        store.save(state)
+                        store.load("restart")
+                        store.list()
+                    except OSError as error:
+                        print("outage:", error, file=sys.stdout, flush=True)
+                print("next", flush=True)
+            print("done", len(store.load("restart").history), flush=True)
+            """,
+        )
+        assert read_line(process) == "saved"
+        for _ in range(3):
+            server.restart()
+            process.stdin.write("go\n")  # type: ignore[union-attr]
+            process.stdin.flush()  # type: ignore[union-attr]
+            while (line := read_line(process, 60)) != "next":
+                assert line.startswith("outage:") and "could not reach its database" in line, line
+        assert read_line(process, 60).startswith("done")
+        process.stdin.close()  # type: ignore[union-attr]
+        assert process.wait(30) == 0
+        stderr = process.stderr.read()  # type: ignore[union-attr]
+        assert stderr == "", stderr
+    finally:
+        pgserver.stop(server)
 
 
 def test_a_second_process_gets_state_locked_and_the_lock_frees_when_the_holder_is_killed(

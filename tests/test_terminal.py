@@ -717,3 +717,39 @@ def test_a_process_without_stdout_runs_with_the_default_terminal(monkeypatch: py
     monkeypatch.setattr(sys, "stdout", None)  # pythonw, or a service detached from any console
     agent = Agent(FakeModel(["Hello"]), reporter=Terminal(), human=None)
     assert agent.run("go") == "Hello"
+
+
+HOSTILE = "ok\x1b[2K\rforged line\x07 \x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b31m \u202eevil"
+"""Text a model, a tool or a store could hold: erase the line, return to its start, ring the bell, an OSC 8 link, an
+8-bit CSI and a right-to-left override."""
+
+ACTED_ON = ("\x1b", "\r", "\x07", "\x9b", "\u202e")
+
+
+def test_control_characters_from_a_model_a_tool_or_a_store_are_shown_not_acted_on():
+    t, out = make()
+    hostile = Stub(turn=2, depth=1, name="agent" + HOSTILE, stopped=StoppedByFinish())
+    t.on_text(Stub(), "thinking " + HOSTILE + "\nnext line")
+    t.on_think_end(Stub(), reply())
+    t.on_tool_start(Stub(), ToolCall("tool\x1b[1A", {"text": HOSTILE}, "c1"))
+    for kind in ("error", "input_error", "aborted", "denied", "cancelled"):
+        t.on_tool_end(Stub(), call(), HOSTILE, ToolOutcome(ToolOutcomeKind(kind)))
+    t.on_tool_end(Stub(), call(), (TextBlock(HOSTILE),), ToolOutcome(ToolOutcomeKind.ERROR))
+    t.on_model_event(Stub(), ModelEvent("retry", HOSTILE))
+    t.on_run_start(hostile)
+    t.on_think_start(hostile)
+    t.on_run_end(hostile, RuntimeError(HOSTILE))
+    asked: list[str] = []
+    Terminal(output=out, input=lambda prompt: asked.append(prompt) or "yes").ask(Stub(), HOSTILE, returns=bool)
+    text = out.getvalue()
+    for char in ACTED_ON:
+        assert char not in text and char not in asked[0]
+    assert "thinking ok\\x1b[2K\\rforged line\\x07 \\x1b]8;;http://evil.example\\x1b\\link" in text
+    assert "\\x9b31m \\u202eevil\nnext line\n" in text  # newlines stay, the rest is shown as escapes
+    assert "  tool tool\\x1b[1A(" in text
+    assert "  model: ok\\x1b[2K\\rforged" in text
+    assert "done: error RuntimeError: ok\\x1b[2K" in text
+    assert asked[0].startswith("ok\\x1b[2K\\rforged line\\x07")
+    tab = Terminal(output=io.StringIO())
+    tab.on_text(Stub(), "a\tb")
+    assert tab._output.getvalue() == "a\tb"  # pyright: ignore[reportAttributeAccessIssue]

@@ -237,3 +237,104 @@ def test_a_subagent_runs_inside_its_parents_workflow(setup: Setup) -> None:
         child = app.workers.store.load(info.id)
         assert child.answer == f"helped with {child.messages[0].text}"
     assert setup.notes() == Counter({f"helper: job {n}": 1 for n in range(3)})
+
+
+def test_a_state_submitted_while_the_caller_still_holds_it_runs(setup: Setup) -> None:
+    from alpineagents.state import State
+    from alpineagents.types import Message
+
+    app = setup.workers_module()
+    saved = State(id="held", messages=[Message.user("task held")])
+    app.workers.store.save(saved)  # this process writes it, and keeps the State object
+    run = app.workers.submit("noter", saved)
+    fresh = State(id="held-new", messages=[Message.user("task new")])
+    other = app.workers.submit("noter", fresh)  # never saved before: held by the caller too
+    workers = [setup.start_worker()]
+    try:
+        answers = wait_all(setup, [run, other], 60)
+    finally:
+        stop(workers)
+    assert answers == ["done: task held", "done: task new"]
+    assert saved.id == "held" and fresh.id == "held-new"  # both were held by the caller all along
+    assert app.workers.store.load("held").answer == "done: task held"
+
+
+def test_a_cancelled_run_can_be_submitted_again(setup: Setup) -> None:
+    app = setup.workers_module()
+    first = app.workers.submit("noter", "task again", state_id="again")
+    app.workers._client().cancel_workflow(first.id)  # noqa: SLF001 - before any worker took it
+    assert first.status() == "cancelled"
+    retry = app.workers.submit("noter", app.workers.store.load("again"))
+    assert retry.id != first.id, "a new run, not the cancelled one"
+    workers = [setup.start_worker()]
+    try:
+        assert wait_all(setup, [retry], 60) == ["done: task again"]
+    finally:
+        stop(workers)
+    assert first.status() == "cancelled" and retry.status() == "done"
+    assert setup.notes() == Counter({"task again": 1})
+
+
+def test_a_retried_submit_queues_one_run_on_its_state(setup: Setup) -> None:
+    from alpineagents.workers import StateBusyError
+
+    app = setup.workers_module()
+    first = app.workers.submit("noter", "task once", state_id="once")
+    again = app.workers.submit("noter", "task once", state_id="once")  # a retry: the same run
+    assert again.id == first.id
+    with pytest.raises(StateBusyError, match="State 'once' has the run 'once.1' queued or running"):
+        app.workers.submit("noter", "another task", state_id="once")
+    workers = [setup.start_worker()]
+    try:
+        assert wait_all(setup, [first], 60) == ["done: task once"]
+    finally:
+        stop(workers)
+    state = app.workers.store.load("once")
+    assert [m.text for m in state.messages if m.role == "user" and m.text] == ["task once"]
+    assert sum(entry.kind == "run_start" for entry in state.history) == 1
+    assert setup.notes() == Counter({"task once": 1})
+
+
+_SUBMITTER = """
+import os, sys, time, json
+import worker_app
+start = float(sys.argv[1])
+time.sleep(max(0.0, start - time.time()))
+runs = [worker_app.workers.submit("noter", f"task {n}", state_id=f"race-{n}") for n in range(int(sys.argv[2]))]
+print(json.dumps([run.id for run in runs]))
+"""
+
+
+def test_submits_of_one_state_from_several_processes_at_once_queue_one_run(setup: Setup) -> None:
+    import json
+
+    app = setup.workers_module()
+    app.workers._migrate()  # noqa: SLF001 - the queue's tables, before the submitters race
+    states = 5
+    workers = [setup.start_worker()]
+    try:
+        start = time.time() + 3  # every submitter imported and ready by then
+        env = {**os.environ, **setup.env, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT / 'src'}"}
+        submitters = [
+            subprocess.Popen(
+                [sys.executable, "-c", _SUBMITTER, str(start), str(states)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for _ in range(3)
+        ]
+        outputs = [submitter.communicate(timeout=120) for submitter in submitters]
+        for submitter, (_out, err) in zip(submitters, outputs, strict=True):
+            assert submitter.returncode == 0, err.decode(errors="replace")[-3000:]
+        ids = [json.loads(out) for out, _ in outputs]
+        assert ids[0] == ids[1] == ids[2], "every retry got the one run of its State"
+        runs = [app.workers.run(run_id, f"race-{n}") for n, run_id in enumerate(ids[0])]
+        assert wait_all(setup, runs, 120) == [f"done: task {n}" for n in range(states)]
+    finally:
+        stop(workers)
+    for n in range(states):
+        state = app.workers.store.load(f"race-{n}")
+        assert [m.text for m in state.messages if m.role == "user" and m.text] == [f"task {n}"]
+        assert sum(entry.kind == "run_start" for entry in state.history) == 1
+    assert setup.notes() == Counter({f"task {n}": 1 for n in range(states)})

@@ -21,18 +21,27 @@ import contextvars
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from alpineagents.models.base import Model
     from alpineagents.permissions import Decision
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
     from alpineagents.types import ToolCall
 
-__all__ = ["Observer", "OBSERVER", "observed", "RESPONSE", "response_id"]
+__all__ = ["ObservedAgent", "Observer", "OBSERVER", "observed", "RESPONSE", "response_id"]
+
+
+class ObservedAgent(Protocol):
+    """What an observer reads of an Agent (the turn machinery's Agent seam has it): its model and its system text.
+    An Agent's ``name`` and ``description`` are read when it has them."""
+
+    _model: Model
+    _system: str | None
 
 
 class Observer(Protocol):
     """What the machinery tells an observer (see the module docstring)."""
 
-    def reporter(self, agent: Any, reporter: Reporter | None, above: Reporter | None) -> Reporter | None:
+    def reporter(self, agent: ObservedAgent, reporter: Reporter | None, above: Reporter | None) -> Reporter | None:
         """The reporter to use for a run (or a call) of ``agent`` whose own reporter is ``reporter``."""
         ...
 
@@ -58,7 +67,7 @@ OBSERVER: Observer | None = None
 """The observer, or ``None`` when nothing observes (set by ``alpineagents.otel.instrument``)."""
 
 
-def observed(agent: Any, reporter: Reporter | None, above: Reporter | None = None) -> Reporter | None:
+def observed(agent: ObservedAgent, reporter: Reporter | None, above: Reporter | None = None) -> Reporter | None:
     """``reporter`` as the observer wants it used for ``agent`` (``reporter`` itself when nothing observes)."""
     observer = OBSERVER
     if observer is None:

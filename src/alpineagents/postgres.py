@@ -42,8 +42,10 @@ from __future__ import annotations
 import builtins
 import collections
 import contextlib
+import contextvars
 import errno
 import hashlib
+import logging
 import os
 import threading
 import weakref
@@ -53,6 +55,7 @@ from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
 
 from alpineagents._serial import time_from_str
 from alpineagents._stores import batch, damage, lines, locks
+from alpineagents._stores.listing import Unlisted, listing
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Record, StateInfo, Store
@@ -98,6 +101,45 @@ def _psycopg() -> Any:
             )
         ) from None
     return psycopg
+
+
+_SYSTEM_SCHEMAS = frozenset({"information_schema"})
+"""The system schema PostgreSQL makes itself besides the `pg_*` ones (`pg_catalog`, `pg_toast`, ...), whose prefix it
+reserves: never a store's own."""
+_MAX_NAME_BYTES = 63
+"""PostgreSQL cuts longer names to this many bytes (NAMEDATALEN - 1), so two longer names would share one schema."""
+
+
+def _check_schema(schema: object) -> None:
+    """A schema name this store may create and own: a plain lowercase identifier of at most 63 bytes, neither
+    reserved by PostgreSQL (`pg_*`) nor one of its system schemas.
+
+    Raises:
+        ValueError: The name is not one of those (with what was wrong).
+    """
+    example = 'store = PostgresStore(dsn, schema="agents")'
+    if not isinstance(schema, str) or not schema.isidentifier() or schema != schema.lower() or not schema.isascii():
+        problem = f"PostgresStore takes a schema name of lowercase letters, digits and underscores (got: {schema!r})"
+        raise ValueError(fix_message(problem, "pass a plain identifier", example))
+    size = len(schema.encode())
+    if size > _MAX_NAME_BYTES:
+        raise ValueError(
+            fix_message(
+                f"PostgresStore got a schema name of {size} bytes ({schema[:20]!r}...), and PostgreSQL cuts names "
+                f"to {_MAX_NAME_BYTES} bytes, so two such names would share one schema",
+                f"pass a name of at most {_MAX_NAME_BYTES} characters",
+                example,
+            )
+        )
+    if schema.startswith("pg_") or schema in _SYSTEM_SCHEMAS:
+        kind = "reserved by PostgreSQL for its own schemas" if schema.startswith("pg_") else "a system schema"
+        raise ValueError(
+            fix_message(
+                f"PostgresStore cannot keep its tables in the schema {schema!r}: it is {kind}",
+                "pass a schema of the store's own (the default is alpineagents)",
+                example,
+            )
+        )
 
 
 def _lock_key(schema: str, state_id: str) -> int:
@@ -219,6 +261,36 @@ class _Locks:
         self._wake = threading.Event()
 
 
+_IN_PIPELINE: contextvars.ContextVar[bool] = contextvars.ContextVar("alpineagents_pg_pipeline", default=False)
+
+
+class _QuietLostPipeline(logging.Filter):
+    """Drops psycopg's "error ignored terminating <Pipeline [BAD]>" warning for this store's own pipelines: when the
+    connection dies inside one (a restarted server), the error raised in the block is what the store reports (or
+    recovers from by sending the write again), and the second error psycopg meets while closing the dead pipeline
+    says nothing more. Other pipelines of the process, and every other message, are left alone."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_IN_PIPELINE.get() and record.msg == "error ignored terminating %r: %s")
+
+
+_QUIET = _QuietLostPipeline()
+
+
+@contextlib.contextmanager
+def _pipeline(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """`conn.pipeline()`, without psycopg's warning when the connection is lost inside it (see _QuietLostPipeline)."""
+    logger = logging.getLogger("psycopg")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
+    token = _IN_PIPELINE.set(True)
+    try:
+        with conn.pipeline():
+            yield
+    finally:
+        _IN_PIPELINE.reset(token)
+
+
 def _open(conninfo: str) -> psycopg.Connection[Any]:
     """A new connection: autocommit (transactions are opened by the statements sent), no server-side prepared
     statements (PgBouncer in transaction mode), TCP keepalives unless the conninfo sets its own."""
@@ -260,14 +332,7 @@ class PostgresStore(Store):
         lock_conninfo: str | None = None,
     ) -> None:
         _psycopg()
-        if not isinstance(schema, str) or not schema.isidentifier() or schema != schema.lower():
-            raise ValueError(
-                fix_message(
-                    f"PostgresStore takes a schema name of lowercase letters, digits and underscores (got: {schema!r})",
-                    "pass a plain identifier",
-                    'store = PostgresStore(dsn, schema="agents")',
-                )
-            )
+        _check_schema(schema)
         if isinstance(conninfo_or_pool, str):
             self._pool: ConnectionPool[Any] | None = None
             self._conninfo = conninfo_or_pool
@@ -525,7 +590,7 @@ class PostgresStore(Store):
         info_text = lines.json_line(info).decode()
         updated = _updated(info)
         with self._connection() as conn:
-            with conn.pipeline():  # round trip 1: open the transaction, check the lock, read (or create) the row
+            with _pipeline(conn):  # round trip 1: open the transaction, check the lock, read (or create) the row
                 conn.execute("BEGIN")
                 held = self._lock_held(conn, state_id)
                 if create and not again:
@@ -549,7 +614,7 @@ class PostgresStore(Store):
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            with conn.pipeline():  # round trip 2: the new entries, the row, the commit
+            with _pipeline(conn):  # round trip 2: the new entries, the row, the commit
                 if new:
                     conn.cursor().executemany(
                         self._q("INSERT INTO {schema}.entries (state_id, seq, line) VALUES (%s, %s, %s)"),
@@ -641,6 +706,12 @@ class PostgresStore(Store):
         if infos is None:  # an info that is not a JSON object: read them one by one to name it
             infos = [self._info(state_id, text) for state_id, text in rows]
         return [StateInfo.from_info(state_id, info) for (state_id, _), info in zip(rows, infos, strict=True)]
+
+    def survey(self) -> builtins.list[StateInfo | Unlisted]:
+        """`list()`, with each State whose info cannot be read reported as an `Unlisted` (after the others, by id)
+        instead of raising, so one damaged State does not hide the rest."""
+        rows = self._again_if_lost(lambda again: self._list_rows())
+        return listing(rows, lambda state_id, text: StateInfo.from_info(state_id, self._info(state_id, text)))
 
     def _delete(self, state_id: str) -> None:
         with self._connection() as conn, conn.transaction():

@@ -35,8 +35,10 @@ from alpineagents._history.decode import entries_from_dicts
 from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
 from alpineagents._stores import files
 from alpineagents._stores.batch import Lines, check_write, entries_to_add
+from alpineagents._stores.damage import damaged_error
 from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, log_bytes, log_text
+from alpineagents._stores.listing import Unlisted, listing, raise_damage
 from alpineagents._stores.locks import SAVING, at_fork_in_child, drop_lock, hold_lock, settle_lock
 from alpineagents._stores.locks import StateLockedError as StateLockedError  # alpineagents.store.StateLockedError
 from alpineagents._stores.paths import check_path
@@ -362,7 +364,13 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
             return None
 
         with _collector_paused():
-            entries = entries_from_dicts(record.entries, bad_seq, consume=fresh)  # seqs are checked first
+            try:
+                entries = entries_from_dicts(record.entries, bad_seq, consume=fresh)  # seqs are checked first
+            except ValueError as error:
+                if str(error).startswith(f"saved State {state_id!r} "):
+                    raise
+                # An entry the decoder cannot read (an unknown kind, a missing key): the saved State is damaged.
+                raise damaged_error(state_id, str(error)) from error
             return State._from_saved(state_id, entries, self)  # pyright: ignore[reportPrivateUsage]
 
 
@@ -620,6 +628,9 @@ class FileStore(Store):
         folder = self._root / state_id
         with self._lock(state_id):
             if not folder.is_dir():
+                if os.path.lexists(folder):
+                    raise files.a_file(state_id, folder)
+                self._check_root()
                 return None
             entries, info = files.read_folder(folder, state_id)
         return Record(entries, info)
@@ -633,18 +644,47 @@ class FileStore(Store):
         Raises:
             ValueError: An info file is not valid JSON, or is from another format version, or misses a key.
         """
+        return raise_damage(self.survey())
+
+    def survey(self) -> builtins.list[StateInfo | Unlisted]:
+        """`list()`, with each State whose info cannot be read reported as an `Unlisted` (after the others, by id)
+        instead of raising, so one damaged State does not hide the rest."""
         try:
             items = builtins.list(os.scandir(self._root))
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:
             return []
-        infos: builtins.list[StateInfo] = []
-        for item in items:
-            if item.name.startswith(".") or not item.is_dir():
-                continue
-            info = files.read_info(item.name, Path(item.path), old=False)
-            if info is not None:
-                infos.append(StateInfo.from_info(item.name, info))
-        return files.newest_first(infos)
+        except NotADirectoryError:
+            raise self._not_a_store() from None
+        # another program's file, or the store's own (a name starting with "."), is not a State; a State's folder
+        # replaced by a file is listed, as damaged
+        names = [
+            (item.name, None)
+            for item in items
+            if not item.name.startswith(".") and (item.is_dir() or files.is_state_name(item.name))
+        ]
+        found = listing(names, lambda state_id, _: self._listed_info(state_id))
+        infos = [item for item in found if isinstance(item, StateInfo)]
+        return [*files.newest_first(infos), *(item for item in found if isinstance(item, Unlisted))]
+
+    def _listed_info(self, state_id: str) -> StateInfo | None:
+        """The `StateInfo` of a State folder from its `info.json` (`None` without one)."""
+        info = files.read_info(state_id, self._root / state_id, old=False)
+        return None if info is None else StateInfo.from_info(state_id, info)
+
+    def _check_root(self) -> None:
+        """Raises:
+        ValueError: The root is a file, so this is not a store."""
+        if os.path.lexists(self._root) and not os.path.isdir(self._root):
+            raise self._not_a_store()
+
+    def _not_a_store(self) -> ValueError:
+        return ValueError(
+            fix_message(
+                f"{self._given} is not a store of alpineagents: it is a file, and a FileStore is a folder",
+                "point the store at the folder that holds the saved States, or at a new folder for a new store",
+                'store = FileStore(".agent-runs")',
+            )
+        )
 
     def delete(self, state_id: str) -> None:
         """Remove the State's folder (renamed aside first, so a half-deleted State is never visible). Nothing

@@ -1,7 +1,9 @@
 """The Terminal: the default Reporter and the default Human.
 
 It prints one line per event (turn headers, tool lines, final lines), streams the model's text of top-level runs,
-and asks questions in a text terminal. Subagent runs are indented four spaces per depth level and labelled with
+and asks questions in a text terminal. Every text it writes goes through ``_values.visible``: a control character
+(ESC, BEL, CR, ...) in a model's text, a tool's result or a stored run is shown as its escape (``\x1b``), never acted
+on by the terminal. Subagent runs are indented four spaces per depth level and labelled with
 their Agent's name. Lines are written whole under an output lock (thread-safe); questions are serialized by a
 separate question lock that is not the output lock, so other threads keep writing while a person types.
 
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from alpineagents._values.content import format_size
+from alpineagents._values.visible import visible
 from alpineagents.human import Human, describe_choices, parse_answer
 from alpineagents.reporter import Reporter
 from alpineagents.types import Image, StoppedByLimit, TextBlock, format_call, result_text
@@ -85,8 +88,11 @@ _NOWHERE = _Nowhere()
 
 
 def _write(out: TextIO | io.TextIOBase, text: str) -> None:
-    """Write ``text``; characters the stream's encoding cannot hold are written as ``?``, so that a model's emoji
-    never ends a run whose output is a console or a file with a narrow encoding (cp1252, ascii)."""
+    """Write ``text`` with its control characters made visible (``visible``: text from a model, a tool or a store
+    never moves the cursor, rewrites a line or sends a terminal command); characters the stream's encoding cannot
+    hold are written as ``?``, so that a model's emoji never ends a run whose output is a console or a file with a
+    narrow encoding (cp1252, ascii)."""
+    text = visible(text)
     try:
         out.write(text)
     except UnicodeEncodeError:
@@ -327,7 +333,7 @@ class Terminal(Reporter, Human):
                 if not self._at_line_start:
                     self._end_line(out)
                     out.flush()
-            return self._input(full)
+            return self._input(visible(full))
         with self._lock:
             out = self._stream()
             self._end_line(out)

@@ -24,10 +24,13 @@ run.result(timeout=60)                                   # the answer, or Worker
 How the two halves share the work. The store is the one journal of a run: every model request, reply and tool
 result is saved there at the Agent's save points, and a State that was left half-way resumes from it (a finished,
 saved tool call never runs again; a call that was running gets an "unknown" result the model reads). DBOS decides
-which worker runs which State and keeps the status of each run: `submit` saves the State, then enqueues one DBOS
-workflow whose id is derived from the State id and its length, so submitting the same run twice enqueues it once.
-The workflow loads the State from the store and runs the named Agent on it. Model requests and tool calls are not
-DBOS steps (a step that DBOS runs again after a crash would run a tool a second time).
+which worker runs which State and keeps the status of each run: `submit` enqueues one DBOS workflow whose id is
+derived from the State id and its length, so submitting the same run twice enqueues it once, then saves the State
+and lets go of it. A State has one run queued or running at a time: the workflow holds the State's id as its DBOS
+deduplication id until it ends, so a second submit learns that the State is taken before it writes anything. The
+workflow waits for its submit's save, loads the State from the store and runs the named Agent on it. Model
+requests and tool calls are not DBOS steps (a step that DBOS runs again after a crash would run a tool a second
+time).
 
 A worker that dies (kill -9, a lost machine) leaves its runs pending. Every live worker looks, once a second, for
 pending runs of other workers whose State no process holds any more: the store's one-writer lock is the proof that
@@ -51,6 +54,7 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._stores.locks import let_go_of
 from alpineagents.errors import AlpineAgentsError, fix_message
 from alpineagents.state import State
 from alpineagents.store import StateLockedError, Store
@@ -59,7 +63,7 @@ from alpineagents.types import Message, StopEntry
 if TYPE_CHECKING:
     from alpineagents.agent import Agent
 
-__all__ = ["Workers", "Run", "WorkerRunError", "WORKFLOW"]
+__all__ = ["Workers", "Run", "WorkerRunError", "StateBusyError", "WORKFLOW"]
 
 WORKFLOW = "alpineagents.run"
 """The name of the one DBOS workflow every run is."""
@@ -72,6 +76,22 @@ _SERVING: Workers | None = None
 
 class WorkerRunError(AlpineAgentsError):
     """A run on a worker ended with an exception: its type and message (the State keeps the whole record)."""
+
+
+class StateBusyError(AlpineAgentsError):
+    """The State has a run queued or running (one at a time): submit its next message when that run has ended."""
+
+
+class _Conflict(Exception):
+    """The State changed while this process was submitting it: another submit's run (`run_id`, when known)."""
+
+    def __init__(self, run_id: str | None) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
+_SUBMIT_WAIT = 10.0
+"""How long (seconds) a submit waits for another submit of the same State to save it, and a worker for a submit."""
 
 
 def _dbos() -> Any:
@@ -114,7 +134,7 @@ class Run:
             status = client.retrieve_workflow(self.id).get_status()
             if status.status == "SUCCESS":
                 return (status.output or {}).get("answer")
-            if status.status in ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+            if status.status in _FAILED:
                 raise WorkerRunError(f"run {self.id!r} of State {self.state_id!r} ended: {status.error}")
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"run {self.id!r} of State {self.state_id!r} did not end within {timeout} s")
@@ -130,6 +150,12 @@ _STATUS = {
     "CANCELLED": "cancelled",
     "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "error",
 }
+
+_WAITING = frozenset({"ENQUEUED", "DELAYED", "PENDING"})
+"""The DBOS statuses of a run that has not ended."""
+
+_FAILED = frozenset({"ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+"""The DBOS statuses of a run that ended without an outcome (it may be submitted again)."""
 
 
 @dataclass(repr=False, eq=False)
@@ -179,11 +205,35 @@ class Workers:
     # -- any process --------------------------------------------------------------------------------------------
 
     def submit(self, agent: str, prompt: str | State, *, state_id: str | None = None) -> Run:
-        """Save the run's State to the store and put the run on the queue; returns at once.
+        """Put the run on the queue and save its State to the store; returns at once.
 
         `prompt` is the user's message (a new State, or the next message of the saved State `state_id`), or a State
-        to run as it is. The same run submitted twice is queued once.
+        to run as it is. The State is handed over: this process lets go of its writer lock, so that the worker can
+        write it (a State object you keep is a copy from then on: load it anew to see the run).
+
+        A State has one run queued or running at a time. A submit while it has one gives that run when it is the
+        same submit again (a retry, from this process or another: the same State, or the same message as the one
+        that run answers), and raises `StateBusyError` otherwise. A run that ended in error or was cancelled can be
+        submitted again: that submit is a new run.
+
+        Raises:
+            ValueError: no Agent of that name.
+            TypeError: `prompt` is neither a str nor a State.
+            StateBusyError: the State has a run queued or running, for another message.
         """
+        self._check_agent(agent)
+        self._migrate()
+        deadline = time.monotonic() + _SUBMIT_WAIT
+        while True:
+            state = self._state_for(prompt, state_id)
+            try:
+                return self._submit(agent, prompt, state, deadline)
+            except _Conflict as conflict:  # the State changed meanwhile (another submit's run): look again
+                if isinstance(prompt, State) or time.monotonic() > deadline:
+                    raise StateBusyError(_busy_message(state.id, conflict.run_id)) from None
+                time.sleep(0.05)
+
+    def _check_agent(self, agent: str) -> None:
         if agent not in self.agents:
             raise ValueError(
                 fix_message(
@@ -192,23 +242,64 @@ class Workers:
                     f'workers.submit("{next(iter(self.agents))}", "the task")',
                 )
             )
-        state = self._state_for(prompt, state_id)
-        self.store.save(state)
+
+    def _submit(self, agent: str, prompt: str | State, state: State, deadline: float) -> Run:
+        """One try of `submit`: claim the State's one run slot on the queue, then save the State.
+
+        The slot is claimed first (DBOS lets one workflow hold a deduplication id, the State's id, while it is
+        queued or running), so a second submit learns that the State is taken before it writes anything."""
         state_id, length = state.id, len(state.history)
-        del state  # the submitting process holds the State's lock only while it holds the State
-        run_id = self._run_id(state_id, length)
-        self._migrate()
-        self._client().enqueue(
-            {
-                "queue_name": self.queue,
-                "workflow_name": WORKFLOW,
-                "workflow_id": run_id,
-                "app_version": self.app_version,
-            },
-            agent,
-            state_id,
-        )
+        run_id = self._new_run_id(state_id, length)
+        if run_id is None:  # this very run was queued before and did not fail: the same submit again
+            return Run(self._run_id(state_id, length), state_id, self)
+        held = self._enqueue(agent, state_id, length, run_id)
+        if held is not None:
+            if _repeats(held, state, prompt, self.store, deadline):
+                return Run(held, state_id, self)
+            if not isinstance(prompt, State) and self._changed(state_id, length - 1):
+                raise _Conflict(held)
+            raise StateBusyError(_busy_message(state_id, held))
+        try:
+            self.store.save(state)
+        except BaseException as error:
+            self._client().cancel_workflow(run_id)  # its worker waits for the save; it ends without running
+            if isinstance(error, (StateLockedError, ValueError)) and not isinstance(prompt, State):
+                if self._changed(state_id, length - 1):
+                    raise _Conflict(None) from None
+            raise
+        finally:
+            let_go_of(state)  # the worker writes it from now on
         return Run(run_id, state_id, self)
+
+    def _enqueue(self, agent: str, state_id: str, length: int, run_id: str) -> str | None:
+        """Queue the run `run_id`; `None` when queued, else the id of the run of the State that is queued or
+        running already."""
+        from dbos._error import DBOSQueueDeduplicatedError, DBOSWorkflowIDInUseError
+
+        try:
+            self._client().enqueue(
+                {
+                    "queue_name": self.queue,
+                    "workflow_name": WORKFLOW,
+                    "workflow_id": run_id,
+                    "workflow_id_reuse_policy": "reject",
+                    "deduplication_id": state_id,
+                    "app_version": self.app_version,
+                },
+                agent,
+                state_id,
+                length,
+            )
+        except DBOSWorkflowIDInUseError:
+            return run_id  # another submit of the very same run queued it a moment ago
+        except DBOSQueueDeduplicatedError:
+            return self._pending(state_id) or run_id
+        return None
+
+    def _changed(self, state_id: str, length: int) -> bool:
+        """Whether the store's State `state_id` has more than `length` entries (someone wrote it meanwhile)."""
+        record = self.store.read(state_id)
+        return record is not None and len(record.entries) > length
 
     def run(self, run_id: str, state_id: str) -> Run:
         """The handle of a run submitted earlier (by this process or another)."""
@@ -232,9 +323,34 @@ class Workers:
         return State(id=state_id, messages=[Message.user(prompt)])
 
     @staticmethod
-    def _run_id(state_id: str, length: int) -> str:
-        """The workflow id of the run that continues `state_id` from a history of `length` entries."""
-        return f"{state_id}.{length}"
+    def _run_id(state_id: str, length: int, attempt: int = 1) -> str:
+        """The workflow id of the `attempt`-th run that continues `state_id` from a history of `length` entries
+        (State ids have no dots, so the id says whose run it is and from which length)."""
+        return f"{state_id}.{length}" if attempt == 1 else f"{state_id}.{length}.{attempt}"
+
+    def _new_run_id(self, state_id: str, length: int) -> str | None:
+        """The id of a new run of `state_id` from `length` entries: the first attempt, or the one after those that
+        ended in error or were cancelled; `None` when an attempt of it exists that did not fail."""
+        base = self._run_id(state_id, length)
+        found = self._client().list_workflows(workflow_id_prefix=base, load_input=False, load_output=False)
+        statuses = {status.workflow_id: status.status for status in found}
+        attempt = 1
+        while (run_id := self._run_id(state_id, length, attempt)) in statuses:
+            if statuses[run_id] not in _FAILED:
+                return None
+            attempt += 1
+        return run_id
+
+    def _pending(self, state_id: str) -> str | None:
+        """The id of the run of `state_id` that is queued or running, if any."""
+        found = self._client().list_workflows(
+            workflow_id_prefix=f"{state_id}.",
+            status=sorted(_WAITING),
+            name=WORKFLOW,
+            load_input=False,
+            load_output=False,
+        )
+        return found[0].workflow_id if found else None
 
     def _client(self) -> Any:
         with self._guard:
@@ -311,8 +427,10 @@ class Workers:
             return False
         return True
 
-    def execute(self, agent: str, state_id: str) -> dict[str, Any]:
-        """The body of a run on a worker: load the State, run the Agent on it, give back the outcome."""
+    def execute(self, agent: str, state_id: str, length: int = 0) -> dict[str, Any]:
+        """The body of a run on a worker: load the State (once its submit saved its `length` entries), run the
+        Agent on it, give back the outcome."""
+        self._wait_for_submit(state_id, length)
         state = self._load(state_id)
         if not _waiting_for_a_run(state):
             return _outcome(state)  # a run taken over after it had ended: nothing to do again
@@ -330,6 +448,20 @@ class Workers:
             except Exception as error:
                 raise WorkerRunError(f"{type(error).__name__}: {error}") from None
         return _outcome(state)
+
+    def _wait_for_submit(self, state_id: str, length: int) -> None:
+        """Wait until the store holds the State as its submit saves it (the submit queues the run first)."""
+        deadline = time.monotonic() + _SUBMIT_WAIT
+        while True:
+            record = self.store.read(state_id)
+            if record is not None and len(record.entries) >= length:
+                return
+            if time.monotonic() > deadline:
+                raise WorkerRunError(
+                    f"the submit of this run did not save State {state_id!r} ({length} entries) within "
+                    f"{_SUBMIT_WAIT:g} s: nothing was run; submit it again"
+                )
+            time.sleep(0.05)
 
     def _load(self, state_id: str) -> State:
         return self.store.load(state_id)
@@ -353,9 +485,39 @@ def _with_store(name: str, agent: Agent, store: Store) -> Agent:
 def _state_id_of(inputs: Any) -> str | None:
     """The State id a run was enqueued with (its second argument)."""
     args = inputs.get("args") if isinstance(inputs, Mapping) else getattr(inputs, "args", None)
-    if isinstance(args, (list, tuple)) and len(args) == 2 and isinstance(args[1], str):
+    if isinstance(args, (list, tuple)) and len(args) >= 2 and isinstance(args[1], str):
         return args[1]
     return None
+
+
+def _repeats(held: str, state: State, prompt: str | State, store: Store, deadline: float) -> bool:
+    """Whether a submit of `state` (built from `prompt`) is the submit that queued the run `held` again: the same
+    State as it was queued (a State object), or the same message as the one that run answers (which its submit
+    saves right after queueing it: waited for until `deadline`)."""
+    parts = held.split(".")
+    length = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else -1
+    if isinstance(prompt, State):
+        return len(state.history) == length
+    while True:
+        record = store.read(state.id)
+        entries = record.entries if record is not None else []
+        if len(entries) >= length > 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not 0 < length <= len(entries):
+        return False
+    queued = State(history=store.load(state.id).history[:length]).messages  # the messages that run answers
+    return bool(queued) and queued[-1].role == "user" and queued[-1].text == prompt
+
+
+def _busy_message(state_id: str, pending: str | None) -> str:
+    which = f"the run {pending!r}" if pending else "a run another process is queueing"
+    return fix_message(
+        f"State {state_id!r} has {which} queued or running, and a State has one run at a time",
+        "wait for that run to end (run.result()), then submit the next message",
+        f'workers.run("{pending or "RUN_ID"}", "{state_id}").result(timeout=60)\n'
+        f'workers.submit("support", "the next message", state_id="{state_id}")',
+    )
 
 
 def _waiting_for_a_run(state: State) -> bool:
@@ -374,10 +536,10 @@ def _outcome(state: State) -> dict[str, Any]:
     }
 
 
-def _workflow(agent: str, state_id: str) -> dict[str, Any]:
+def _workflow(agent: str, state_id: str, length: int = 0) -> dict[str, Any]:
     if _SERVING is None:
         raise RuntimeError("a run reached a process that serves no Workers")
-    return _SERVING.execute(agent, state_id)
+    return _SERVING.execute(agent, state_id, length)
 
 
 def _register() -> None:

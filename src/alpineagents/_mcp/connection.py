@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import errno
 import os
 import shlex
+import shutil
+import sys
 import threading
 import time
 import weakref
@@ -207,7 +210,34 @@ async def _target(server: MCP, stack: AsyncExitStack) -> Any:
     from mcp import StdioServerParameters
 
     words = shlex.split(server.command)
-    return StdioServerParameters(command=words[0], args=words[1:], env=server.env, cwd=server.cwd)
+    if os.name != "posix":
+        return StdioServerParameters(command=words[0], args=words[1:], env=server.env, cwd=server.cwd)
+    _check_command(words[0], server)
+    # Through the launcher, so that the server dies with this process (see _mcp/launcher.py).
+    launcher = [sys.executable, "-I", "-S", _LAUNCHER, str(os.getpid()), *words]
+    return StdioServerParameters(command=launcher[0], args=launcher[1:], env=server.env, cwd=server.cwd)
+
+
+_LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
+
+
+def _check_command(command: str, server: MCP) -> None:
+    """The error starting `command` directly would give (a missing or not executable program), raised here: the
+    launcher would only exit with it.
+
+    Raises:
+        FileNotFoundError: No such program on the server's PATH (or at its path).
+        PermissionError: The file is not executable.
+    """
+    path = (server.env or {}).get("PATH", os.environ.get("PATH", os.defpath))
+    if os.sep in command:
+        found = os.path.join(server.cwd or ".", command)
+        if not os.path.isfile(found):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+        if not os.access(found, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
+    elif shutil.which(command, path=path) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
 
 
 def not_connected(server: MCP, lost: BaseException | None) -> MCPConnectionError:

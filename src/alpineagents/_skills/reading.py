@@ -9,7 +9,9 @@ read only when the model asks for it.
 
 Each item of `Agent(skills=...)` is a skill folder, or a folder whose sub-folders are skills (hidden folders and
 folders starting with `_` are skipped). Everything is read and checked when the Agent is built; a problem raises
-a `ValueError` that names the file and says how to fix it. The front matter is read with PyYAML's safe loader, so
+a `ValueError` that names the file and says how to fix it. A `SKILL.md` is held to the limits of the other files
+of a skill: at most `MAX_BYTES` bytes, cut at `MAX_TEXT` characters when the model reads it, and inside its
+folder (a link to a file elsewhere is refused). The front matter is read with PyYAML's safe loader, so
 quoting, multi-line descriptions and nested `metadata` work as in any YAML file.
 """
 
@@ -23,10 +25,17 @@ from typing import Any
 
 from alpineagents.errors import fix_message
 
-__all__ = ["Skill", "SKILL_FILE", "read_skills", "skill_error"]
+__all__ = ["Skill", "SKILL_FILE", "MAX_TEXT", "MAX_BYTES", "read_skills", "skill_error", "inside", "cut"]
 
 SKILL_FILE = "SKILL.md"
 """The file that makes a folder a skill."""
+
+MAX_TEXT = 100_000
+"""A skill's text (its instructions, a text resource) longer than this many characters reaches the model cut there,
+with a note saying so."""
+
+MAX_BYTES = 10_000_000
+"""A skill file (its `SKILL.md`, a resource) larger than this many bytes is refused."""
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
@@ -45,13 +54,26 @@ class Skill:
         name: its name (the folder's name).
         description: what it does and when to use it, as written.
         folder: the real path of its folder (symlinks resolved), which no resource may leave.
-        instructions: the Markdown after the front matter, stripped.
+        instructions: the Markdown after the front matter, stripped (whole: `load_skill` cuts it at `MAX_TEXT`
+            characters).
     """
 
     name: str
     description: str
     folder: str
     instructions: str
+
+
+def inside(root: str, real: str) -> bool:
+    """Whether the real path `real` is the folder `root` (a real path) or lies inside it."""
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def cut(text: str) -> str:
+    """`text` as the model reads it: whole up to `MAX_TEXT` characters, else its start with a note saying so."""
+    if len(text) <= MAX_TEXT:
+        return text
+    return f"{text[:MAX_TEXT]}\n\n(cut: the file has {len(text)} characters; only the first {MAX_TEXT} are shown)"
 
 
 def skill_error(problem: str, fix: str, example: str | None = _EXAMPLE) -> ValueError:
@@ -133,7 +155,22 @@ def read_skill(folder: Path) -> Skill:
         ValueError: the `SKILL.md` cannot be read, or breaks a rule (the message names the file).
     """
     file = folder / SKILL_FILE
+    root = os.path.realpath(folder)
+    if not inside(root, os.path.realpath(file)):
+        raise skill_error(
+            f"{file} is a link to {os.path.realpath(file)}, outside the skill's folder",
+            "copy the file into the folder instead of linking to it: a skill's files stay inside its folder",
+            None,
+        )
     try:
+        size = file.stat().st_size
+        if size > MAX_BYTES:
+            raise skill_error(
+                f"{file} has {size} bytes, more than the {MAX_BYTES} a skill file may have",
+                "keep the instructions short and move the details into files of the skill's folder, which the "
+                "model reads one at a time when it needs them",
+                None,
+            )
         text = file.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise skill_error(f"{file} is not UTF-8 text ({error})", "save it as UTF-8") from error
@@ -143,7 +180,7 @@ def read_skill(folder: Path) -> Skill:
     data = _front_matter(front, file)
     name = _name(data, file, folder)
     description = _description(data, file)
-    return Skill(name, description, os.path.realpath(folder), body.strip())
+    return Skill(name, description, root, body.strip())
 
 
 def _split(text: str, file: Path) -> tuple[str, str]:

@@ -14,8 +14,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from alpineagents._skills.reading import SKILL_FILE, Skill, read_skills
-from alpineagents.errors import ToolError, fix_message
+from alpineagents._skills.reading import MAX_BYTES, MAX_TEXT, SKILL_FILE, Skill, cut, inside, read_skills
+from alpineagents.errors import ToolError, ToolInputError, fix_message
 from alpineagents.tool import Tool, collect_tools, tool
 from alpineagents.types import Image
 
@@ -35,11 +35,8 @@ __all__ = [
 SKILL_TOOLS = ("load_skill", "read_skill_resource")
 """The names of the built-in skill tools."""
 
-MAX_TEXT = 100_000
-"""A text resource longer than this many characters is cut there (with a note saying so)."""
-
-MAX_BYTES = 10_000_000
-"""A resource larger than this many bytes is refused."""
+MAX_PATH = 1024
+"""A resource path longer than this many characters is an input error (no file of a skill has one)."""
 
 MAX_LISTED = 100
 """At most this many files of a skill are listed after its instructions."""
@@ -87,8 +84,9 @@ def _files(skill: Skill) -> list[str]:
 
 
 def instructions_text(skill: Skill) -> str:
-    """What `load_skill` returns: the skill's instructions, then where it is and which other files it has."""
-    parts = [f'Instructions of the skill "{skill.name}":', "", skill.instructions or "(no instructions)"]
+    """What `load_skill` returns: the skill's instructions (cut at `MAX_TEXT` characters), then where it is and
+    which other files it has."""
+    parts = [f'Instructions of the skill "{skill.name}":', "", cut(skill.instructions) or "(no instructions)"]
     files = _files(skill)
     parts += ["", "---", f"Skill folder: {skill.folder}"]
     if files:
@@ -149,17 +147,24 @@ def resource_path(skill: Skill, path: str) -> Path:
     """The real path of the file `path` names inside the skill's folder.
 
     Raises:
+        ToolInputError: a path with a NUL character, or longer than `MAX_PATH` characters.
         ToolError: an empty path, an absolute one, one with `..`, or one whose real path (symlinks resolved)
             leaves the skill's folder.
     """
+    example = "give the path of a file inside the skill's folder, such as references/guide.md"
+    if "\0" in path:
+        raise ToolInputError(f"path holds a NUL character, which no file name has: {example}")
+    if len(path) > MAX_PATH:
+        raise ToolInputError(
+            f"path has {len(path)} characters, more than the {MAX_PATH} a skill file's path may have: {example}"
+        )
     if not path.strip():
-        raise ToolError("path is empty: give the path of a file inside the skill's folder, such as references/guide.md")
+        raise ToolError(f"path is empty: {example}")
     relative = PurePosixPath(path.replace("\\", "/"))
     if relative.is_absolute() or PureWindowsPath(path).drive or ".." in relative.parts:
         raise _outside(skill, path)
-    root = skill.folder
-    real = os.path.realpath(os.path.join(root, *relative.parts))
-    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+    real = os.path.realpath(os.path.join(skill.folder, *relative.parts))
+    if not inside(skill.folder, real):
         raise _outside(skill, path)
     return Path(real)
 
@@ -168,16 +173,21 @@ def read_resource(skill: Skill, path: str) -> str | Image:
     """One file of a skill: its text (cut at `MAX_TEXT` characters), or an image as an `Image`.
 
     Raises:
+        ToolInputError: a path no file can have (a NUL character, too long, refused by the file system).
         ToolError: the path leaves the folder, names nothing or a folder, or the file is too large, binary or
             unreadable.
     """
     file = resource_path(skill, path)
-    if file.is_dir():
+    try:
+        kind = "folder" if file.is_dir() else "file" if file.is_file() else None
+    except OSError as error:  # a name the file system refuses (one part too long, say)
+        raise ToolInputError(f"{path!r} cannot name a file ({type(error).__name__}: {error.strerror})") from None
+    if kind == "folder":
         relative = Path(os.path.relpath(file, skill.folder)).as_posix()
         prefix = "" if relative == "." else f"{relative}/"
         inside = [name for name in _files(skill) if name.startswith(prefix)]
         raise ToolError(f"{path!r} is a folder of the skill {skill.name!r}; its files: {', '.join(inside) or '(none)'}")
-    if not file.is_file():
+    if kind is None:
         names = ", ".join(_files(skill)[:MAX_LISTED]) or "(none)"
         raise ToolError(f"The skill {skill.name!r} has no file {path!r}. Its files: {names}")
     try:
@@ -196,9 +206,7 @@ def read_resource(skill: Skill, path: str) -> str | Image:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ToolError(f"{path!r} is a binary file, which cannot be shown as text") from None
-    if len(text) > MAX_TEXT:
-        return f"{text[:MAX_TEXT]}\n\n(cut: the file has {len(text)} characters; only the first {MAX_TEXT} are shown)"
-    return text
+    return cut(text)
 
 
 def add_skill_tools(tools: dict[str, Tool], items: tuple[object, ...]) -> dict[str, Skill]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -45,6 +46,8 @@ __all__ = [
     "log_lines",
     "read_folder",
     "read_info",
+    "a_file",
+    "is_state_name",
     "remove_folder",
     "newest_first",
 ]
@@ -194,12 +197,15 @@ def lock_folder(folder: str | os.PathLike[str], state_id: str, store: object) ->
 
     Raises:
         LookupError: The folder does not exist (the State was deleted).
+        ValueError: A file is where the folder should be (damaged).
         StateLockedError: Another process holds the lock.
     """
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
+    except FileNotFoundError:
         raise not_saved_error(state_id, store) from None
+    except NotADirectoryError:
+        raise a_file(state_id, folder) from None
     try:
         _flock(fd)
     except OSError as error:
@@ -370,13 +376,33 @@ def _a_folder(state_id: str, path: str | os.PathLike[str]) -> ValueError:
 
 
 def _read_bytes(path: Path, state_id: str) -> bytes | None:
-    """The bytes of a file of a State's folder, `None` when it is missing."""
+    """The bytes of a file of a State's folder, `None` when it is missing.
+
+    Raises:
+        ValueError: The file is a folder, or the State's folder is a file (damaged).
+    """
     try:
         return path.read_bytes()
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise _a_folder(state_id, path) from None
+    except NotADirectoryError:
+        raise a_file(state_id, path.parent) from None
+
+
+def a_file(state_id: str, folder: str | os.PathLike[str]) -> ValueError:
+    """The damaged error of a State whose folder was replaced by a file."""
+    return damaged_error(state_id, f"{folder} is a file, not the State's folder")
+
+
+def is_state_name(name: str) -> bool:
+    """Whether a name in a store's root is a State's (a valid id), not a file of the store's own (`.`-names) or of
+    someone else's (`notes.txt`)."""
+    return _STATE_NAME.fullmatch(name) is not None
+
+
+_STATE_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 def _parse_log(data: bytes, state_id: str, log: Path) -> list[Any]:

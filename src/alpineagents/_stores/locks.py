@@ -32,6 +32,7 @@ __all__ = [
     "hold_lock",
     "settle_lock",
     "drop_lock",
+    "let_go_of",
     "at_fork_in_child",
 ]
 
@@ -130,34 +131,38 @@ def settle_lock(key: str, state: State | None) -> None:
                 if claimed.get(key) is not hold:
                     claimed[key] = hold
                     hold.claims += 1
-                    weakref.finalize(state, _unclaim, key, hold)
+                    weakref.finalize(state, _unclaim, key, hold, claimed)
                 return
         if hold.claims == 0:
             del _HOLDS[key]
             hold.release()
 
 
-_UNCLAIMED: collections.deque[tuple[str, _Hold]] = collections.deque()
+_UNCLAIMED: collections.deque[tuple[str, _Hold, dict[str, _Hold]]] = collections.deque()
 """Claims of States collected while another thread held the table: let go at the table's next use."""
 
 
-def _unclaim(key: str, hold: _Hold) -> None:
+def _unclaim(key: str, hold: _Hold, claimed: dict[str, _Hold]) -> None:
     """A State that claimed `hold` is gone (a finalizer: it runs in whichever thread collected the State).
 
     It never waits for the table: another thread may hold it while it waits for this one (it started this thread
     and waits for it to start, say), so a finalizer that waited could deadlock both. It leaves the claim for the
     table's next use instead."""
     if not _HOLDS_LOCK.acquire(blocking=False):
-        _UNCLAIMED.append((key, hold))
+        _UNCLAIMED.append((key, hold, claimed))
         return
     try:
-        _let_go(key, hold)
+        _let_go(key, hold, claimed)
         _let_go_unclaimed()
     finally:
         _HOLDS_LOCK.release()
 
 
-def _let_go(key: str, hold: _Hold) -> None:
+def _let_go(key: str, hold: _Hold, claimed: dict[str, _Hold]) -> None:
+    """With the table held: a State's claim of `hold` ends (once: `claimed` is that State's table of claims)."""
+    if claimed.get(key) is not hold:
+        return  # already let go (`let_go_of`), or replaced by a later claim
+    del claimed[key]
     if _HOLDS.get(key) is not hold:
         return
     hold.claims -= 1
@@ -170,6 +175,19 @@ def _let_go_unclaimed() -> None:
     """With the table held: the claims of States collected while another thread held it."""
     while _UNCLAIMED:
         _let_go(*_UNCLAIMED.popleft())
+
+
+def let_go_of(state: State) -> None:
+    """`state` no longer claims the writer locks it took: each goes when no other State of this process claims it.
+    A later write of `state` takes its lock again (`StateLockedError` if another process has it by then)."""
+    with _HOLDS_LOCK:
+        _let_go_unclaimed()
+        try:
+            claimed = _CLAIMED.get(state)
+        except TypeError:  # a State that cannot be weakly referenced claims nothing
+            return
+        for key, hold in builtins.list((claimed or {}).items()):
+            _let_go(key, hold, claimed or {})
 
 
 def drop_lock(key: str) -> None:

@@ -35,6 +35,7 @@ from alpineagents._stores.batch import Lines, already_saved_error, check_write, 
 from alpineagents._stores.damage import check_count
 from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, parse_all, parse_each
+from alpineagents._stores.listing import Unlisted, listing, raise_damage
 from alpineagents._stores.locks import Release, at_fork_in_child, drop_lock, hold_lock, locked_error, settle_lock
 from alpineagents._stores.paths import check_path
 from alpineagents.errors import fix_message
@@ -55,6 +56,8 @@ CREATE TABLE IF NOT EXISTS alpine_entries (
     state_id TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL, PRIMARY KEY (state_id, seq)
 ) WITHOUT ROWID;
 """
+_HEADER = b"SQLite format 3\x00"
+"""The first bytes of every SQLite database file."""
 _TABLES = {"alpine_states": ("id", "count", "info", "updated"), "alpine_entries": ("state_id", "seq", "line")}
 
 _INHERITED: builtins.list[sqlite3.Connection] = []
@@ -153,6 +156,7 @@ class SQLiteStore(Store):
         self._memory = self._given == ":memory:"
         self._resolved: str | None = None
         self._conn: sqlite3.Connection | None = None
+        self._tables_made = False  # whether the connection's database has this store's tables
         self._mutex = threading.RLock()
         self._group = GroupCommit(self._flush, "alpineagents-sqlite-commit")
         at_fork_in_child(self, SQLiteStore._forget_connection)
@@ -194,38 +198,102 @@ class SQLiteStore(Store):
             self._conn = None
 
     def _connect(self, *, create: bool) -> sqlite3.Connection | None:
-        if self._conn is not None:
-            return self._conn
-        if not self._memory:
-            path = self._real()
-            if not os.path.exists(path):
-                if not create:
-                    return None
-                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        """The store's connection, opened on first use. Reading (`create=False`) never creates or changes a file: a
+        missing file is `None`, and a file without this store's tables is refused as not a store (or as damaged,
+        when this store wrote it). Only a write makes the file and the tables, and switches the file to WAL."""
+        conn = self._conn
+        if conn is None:
+            if not self._memory and not self._check_file(create):
+                return None
+            conn = self._open()
+        if not (create or self._memory or self._tables_made):
+            conn.close()
+            raise self._not_a_store(
+                "it is a SQLite database without this store's tables (alpine_states, alpine_entries)"
+            )
+        if not self._tables_made:
+            try:
+                if not self._memory:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+            except BaseException:
+                if conn is not self._conn:
+                    conn.close()
+                raise
+            self._tables_made = True
+        self._conn = conn
+        return conn
+
+    def _check_file(self, create: bool) -> bool:
+        """Whether the database file is there to open (a write creates it, with its parent folders).
+
+        Raises:
+            ValueError: The file is not a SQLite database; it is empty and was written by this store (damaged).
+        """
+        path = self._real()
+        try:
+            with open(path, "rb") as file:
+                header = file.read(len(_HEADER))
+        except FileNotFoundError:
+            if not create:
+                return False
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            return True
+        except IsADirectoryError:
+            raise self._not_a_store("it is a folder") from None
+        if header == _HEADER:
+            return True
+        if header:
+            raise self._not_a_store("the file is not a SQLite database")
+        if os.path.exists(path + "-lock"):  # the lock file is made by this store's first write
+            raise self._damaged("the file is empty (0 bytes), though this store wrote States in it")
+        if not create:
+            raise self._not_a_store("the file is empty")
+        return True
+
+    def _open(self) -> sqlite3.Connection:
+        """A new connection, checked to hold this store's tables (or none of them, which only a write accepts)."""
         import sqlite3  # here, not at the top: importing alpineagents does not load sqlite3
 
         conn = sqlite3.connect(self._given, timeout=30.0, isolation_level=None, check_same_thread=False)
         try:
-            if not self._memory:
-                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-            self._check_tables(conn)
-            conn.executescript(_SCHEMA)
+            self._tables_made = self._check_tables(conn)
         except BaseException:
             conn.close()
             raise
-        self._conn = conn
         return conn
 
-    def _check_tables(self, conn: sqlite3.Connection) -> None:
-        """Tables of these names that exist must be this store's: another program's table is damage, not I/O."""
+    def _check_tables(self, conn: sqlite3.Connection) -> bool:
+        """Whether the database holds this store's tables. Tables of these names must be this store's (another
+        program's table is damage, not I/O), and one without the other is damage too.
+
+        Raises:
+            ValueError: A table has other columns, or one of the two is missing.
+        """
+        found_tables: builtins.list[str] = []
         for table, columns in _TABLES.items():
             found = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
             if found and found != columns:
                 raise self._damaged(
                     f"its table {table} has the columns ({', '.join(found)}), not ({', '.join(columns)})"
                 )
+            if found:
+                found_tables.append(table)
+        if len(found_tables) == 1:
+            (missing,) = set(_TABLES) - set(found_tables)
+            raise self._damaged(f"it has the table {found_tables[0]} but not {missing}")
+        return bool(found_tables)
+
+    def _not_a_store(self, why: str) -> ValueError:
+        return ValueError(
+            fix_message(
+                f"{self._given} is not a store of alpineagents: {why}",
+                "point the store at the database file a SQLiteStore wrote, or at a new file for a new store",
+                'store = SQLiteStore("runs.db")',
+            )
+        )
 
     def _damaged(self, what: str) -> ValueError:
         return ValueError(
@@ -473,6 +541,11 @@ class SQLiteStore(Store):
         Raises:
             ValueError: An info is not valid JSON, is from another format version, or misses a key.
         """
+        return raise_damage(self.survey())
+
+    def survey(self) -> builtins.list[StateInfo | Unlisted]:
+        """`list()`, with each State whose info cannot be read reported as an `Unlisted` (after the others, by id)
+        instead of raising, so one damaged State does not hide the rest."""
         with self._mutex, self._errors():
             conn = self._connect(create=False)
             if conn is None:
@@ -480,7 +553,7 @@ class SQLiteStore(Store):
             rows = _texts(
                 conn, "SELECT id, {} FROM alpine_states ORDER BY updated IS NULL, updated DESC, id", "info", ()
             )
-        return [StateInfo.from_info(state_id, self._parse_info(state_id, text)) for state_id, text in rows]
+        return listing(rows, lambda state_id, text: StateInfo.from_info(state_id, self._parse_info(state_id, text)))
 
     def delete(self, state_id: str) -> None:
         """Remove the State's rows in one transaction; nothing happens when it does not exist.

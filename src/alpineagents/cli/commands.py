@@ -13,11 +13,12 @@ from typing import Any
 import click
 
 from alpineagents._replay.fork import fork_onto, forked_model
+from alpineagents._values.visible import visible
 from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
 from alpineagents.cli.diffing import diff
 from alpineagents.cli.evaluate import evaluate
-from alpineagents.cli.output import note, outcome_json, print_json, print_table
+from alpineagents.cli.output import note, outcome_json, print_json, print_table, say
 from alpineagents.cli.replay import Replay, usage_line
 from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
 from alpineagents.cli.web import export, view
@@ -26,10 +27,24 @@ from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import Terminal
 from alpineagents.types import Message, RunStartEntry
-from alpineagents.viewer.runs import UNFINISHED, first_line, matches, open_run, summarize
+from alpineagents.viewer.runs import UNFINISHED, first_line, matches, open_run, stored_runs, summarize, unlisted_summary
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """The command group; an error line it prints shows control characters as escapes, since it may quote text
+    from a model, a tool or a store."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as error:
+            shown = visible(error.message)
+            if shown == error.message:
+                raise
+            raise (Misuse(shown) if error.exit_code == Misuse.exit_code else click.ClickException(shown)) from None
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @store_option
 def main(store: str | None) -> None:
     """Run agents and look at their stored runs.
@@ -123,10 +138,13 @@ def list_runs(limit: int | None, text: str | None, top: bool, as_json: bool, sto
     """List the stored runs, newest first: id, first message, turns, updated, status and cost."""
     opened = chosen_store(store)
     with store_errors():
-        infos = [info for info in opened.list() if (not top or info.parent_id is None)]
+        runs = stored_runs(opened)
+        infos = [info for info in runs.infos if (not top or info.parent_id is None)]
         if text:
             infos = [info for info in infos if matches(info, text)]
-        rows = [summarize(opened, info) for info in infos[:limit]]
+        rows = [summarize(opened, info) for info in infos]
+        rows += [unlisted_summary(gone) for gone in runs.unlisted if (text or "").casefold() in gone.id.casefold()]
+        rows = rows[:limit]
     if as_json:
         print_json([row.to_json() for row in rows])
     elif rows:
@@ -147,7 +165,7 @@ def show(state_id: str, as_json: bool, store: str | None) -> None:
         if as_json:
             print_json(list(found.raw))
             return
-        click.echo(f"run {found.id}: {found.info.first_message or '(no first message)'}")
+        say(f"run {found.id}: {found.info.first_message or '(no first message)'}")
         Replay(opened, sys.stdout).history(found.history)
     if found.unfinished:
         click.echo(UNFINISHED)

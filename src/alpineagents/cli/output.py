@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from alpineagents._values.visible import json_visible, visible
 from alpineagents.state import State
 from alpineagents.types import Usage
 from alpineagents.viewer.runs import Summary
@@ -20,8 +21,15 @@ FIRST_MESSAGE_WIDTH = 48
 
 
 def print_json(value: Any) -> None:
-    """`value` as indented JSON on standard output (values JSON cannot hold are written with `str`)."""
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """`value` as indented JSON on standard output (values JSON cannot hold are written with `str`; control
+    characters escaped, so the text is safe on a terminal)."""
+    click.echo(json_visible(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
+
+
+def say(text: str) -> None:
+    """A line on standard output of text that may come from a model, a tool or a store: control characters are
+    shown as escapes (see `_values.visible`), never acted on by the terminal."""
+    click.echo(visible(text))
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
@@ -52,8 +60,8 @@ def cost_text(cost: float | None) -> str:
 
 
 def one_line(text: str | None, width: int) -> str:
-    """The text on one line, cut to `width` characters with an ellipsis."""
-    flat = " ".join((text or "").split())
+    """The text on one line (control characters shown as escapes), cut to `width` characters with an ellipsis."""
+    flat = " ".join(visible(text or "").split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
@@ -61,13 +69,16 @@ def print_table(rows: Sequence[Summary]) -> None:
     """The `ls` table: id, first message, turns, updated, status, cost."""
     header = ("ID", "FIRST MESSAGE", "TURNS", "UPDATED", "STATUS", "COST")
     cells = [
-        (
-            row.id if row.parent_id is None else row.id + " (sub)",
-            one_line(row.first_message, FIRST_MESSAGE_WIDTH),
-            str(row.turns),
-            when(row.updated_at),
-            row.status,
-            cost_text(row.cost),
+        tuple(
+            visible(cell)
+            for cell in (
+                row.id if row.parent_id is None else row.id + " (sub)",
+                one_line(row.first_message, FIRST_MESSAGE_WIDTH),
+                str(row.turns),
+                when(row.updated_at),
+                row.status,
+                cost_text(row.cost),
+            )
         )
         for row in rows
     ]

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import TextIO, cast
 
 from alpineagents._turn.program import PROGRAM
+from alpineagents._values.visible import visible
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import Terminal
@@ -79,7 +80,7 @@ class Replay:
 
     def _typed(self, prompt: str) -> str:
         """The person's recorded answer, shown after the question as they typed it."""
-        self.output.write(prompt + self.answer + "\n")
+        self.output.write(visible(prompt + self.answer) + "\n")
         return self.answer
 
     def _human(self, shown: _Shown, entry: ExchangeEntry) -> None:

@@ -15,8 +15,10 @@ What is traced:
 - the metrics ``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration`` and ``alpineagents.client.cost``
   (when the model has a ``Price``).
 
-Message content (messages, system prompt, tool arguments and results, Human answers) is recorded only with
-``capture_content=True`` or the environment variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+Message content (messages, system prompt, tool arguments and results, Human answers, permission reasons, and the
+texts of errors, which may quote any of these) is recorded only with ``capture_content=True`` or the environment
+variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``; without it a failed span records the error's
+type and a fixed text.
 Credentials are never recorded: nothing here reads a Model's keys.
 
 When tracing is off, a run does no tracing work: the turn machinery only reads one module attribute (when a run
@@ -26,7 +28,7 @@ starts, when a tool call starts, on a few rare paths) and finds it ``None``.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from alpineagents.errors import fix_message
 
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
+    from alpineagents.agent import Agent
+
 __all__ = ["instrument", "uninstrument", "is_instrumented", "CAPTURE_CONTENT_ENV", "SCOPE"]
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -68,7 +72,7 @@ def instrument(
     meter_provider: MeterProvider | None = None,
     *,
     capture_content: bool = False,
-    agent: Any = None,
+    agent: Agent | None = None,
     currency: str = "USD",
 ) -> None:
     """Turn tracing on: for every Agent in the process, or with ``agent=`` for that one Agent (and the subagent runs
@@ -105,7 +109,7 @@ def instrument(
     _observe.OBSERVER = tracing
 
 
-def uninstrument(agent: Any = None) -> None:
+def uninstrument(agent: Agent | None = None) -> None:
     """Turn tracing off: everywhere (and forget every per-Agent choice), or with ``agent=`` for that one Agent.
 
     Runs already going on finish their spans. With tracing off everywhere, runs do no tracing work at all.
@@ -121,7 +125,7 @@ def uninstrument(agent: Any = None) -> None:
     _CHOICES.excluded.clear()
 
 
-def is_instrumented(agent: Any = None) -> bool:
+def is_instrumented(agent: Agent | None = None) -> bool:
     """Whether runs of ``agent`` are traced (outside any other run); without ``agent``, whether tracing is on for
     every Agent."""
     if _observe.OBSERVER is None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from alpineagents.reporter import Reporter
 
 if TYPE_CHECKING:
+    from alpineagents._observe import ObservedAgent
     from alpineagents.otel._tracing import Tracing
     from alpineagents.state import State
     from alpineagents.types import ContextChange, ModelEvent, Reply, ToolCall, ToolOutcome, ToolResultContent
@@ -54,7 +55,7 @@ class TracingReporter(Reporter):
 
     __slots__ = ("tracing", "agent", "inner")
 
-    def __init__(self, tracing: Tracing, agent: Any, inner: Reporter | None) -> None:
+    def __init__(self, tracing: Tracing, agent: ObservedAgent, inner: Reporter | None) -> None:
         self.tracing = tracing
         self.agent = agent
         self.inner = inner

@@ -10,6 +10,10 @@ tree is the same whichever thread or task reports: a model request and a tool ca
 subagent's run is a child of the tool call that started it, and a run with no parent is a child of whatever span
 is current where ``run`` was called.
 
+With content capture off, no span holds content, error texts included: a failed run, request or tool call
+records the error's type (``error.type``) and a status description made of that type and a fixed text; a model
+event keeps its structured data (model names, counts, the error's type) but not its message.
+
 Nothing here reads a Model's credentials: the attributes come from the Model's public settings (name, provider,
 max_tokens, temperature), the Reply, the tool call and, when content capture is on, the messages.
 """
@@ -41,9 +45,11 @@ from alpineagents.types import (
 )
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, SpanContext, TracerProvider
 
+    from alpineagents._observe import ObservedAgent
     from alpineagents.permissions import Decision
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
@@ -78,10 +84,10 @@ class Choices:
 
     def __init__(self) -> None:
         self.all = False
-        self.included: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.excluded: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.included: weakref.WeakSet[ObservedAgent] = weakref.WeakSet()
+        self.excluded: weakref.WeakSet[ObservedAgent] = weakref.WeakSet()
 
-    def traces(self, agent: Any, inside_traced: bool) -> bool:
+    def traces(self, agent: ObservedAgent, inside_traced: bool) -> bool:
         if agent in self.excluded:
             return False
         return self.all or inside_traced or agent in self.included
@@ -108,7 +114,7 @@ class Track:
 
     def __init__(self) -> None:
         self.run: Span | None = None
-        self.run_context: Any = None  # the context with `run` as its span: the parent of the run's spans
+        self.run_context: Context | None = None  # the context with `run` as its span: the parent of the run's spans
         self.run_start = 0
         self.run_attributes: dict[str, Any] = {}
         self.usage = Usage()
@@ -116,7 +122,7 @@ class Track:
         self.chat_start = 0
         self.chat_attributes: dict[str, Any] = {}
         self.response: dict[str, str] = {}
-        self.current: tuple[Any, object] | None = None  # (context made current for the request, its token)
+        self.current: tuple[Context, object] | None = None  # (context made current for the request, its token)
         self.tools: dict[str, tuple[Span, int]] = {}
         self.decisions: dict[str, list[tuple[str, dict[str, Any], int]]] = {}
 
@@ -140,7 +146,16 @@ def _set_error(span: Span, error_type: str, description: str | None) -> None:
     span.set_status(Status(StatusCode.ERROR, description))
 
 
-def _describe(error: BaseException) -> str:
+NOT_CAPTURED = "its text is recorded only with content capture on"
+"""What a span's error status says after the error's type when content capture is off: an error's text may quote
+a tool's arguments or echo a prompt, so it is content."""
+
+
+def _describe(error: BaseException, capture: bool) -> str:
+    """The status description of a span that ended with ``error``: its type and text with content capture on, its
+    type and the fixed ``NOT_CAPTURED`` without."""
+    if not capture:
+        return f"{_error_type(error)}: {NOT_CAPTURED}"
     text = str(error)
     return f"{_error_type(error)}: {text}" if text else _error_type(error)
 
@@ -216,7 +231,7 @@ class Tracing:
 
     # --- the observer seam -------------------------------------------------------------------------------------
 
-    def reporter(self, agent: Any, reporter: Reporter | None, above: Reporter | None) -> Reporter | None:
+    def reporter(self, agent: ObservedAgent, reporter: Reporter | None, above: Reporter | None) -> Reporter | None:
         """The tracing reporter of a run of ``agent`` (passing events on to ``reporter``), or ``reporter`` itself
         when ``agent`` is not traced."""
         if type(reporter) is TracingReporter:
@@ -285,7 +300,7 @@ class Tracing:
         if track.idle() and self.tracks.get(state_id) is track:
             del self.tracks[state_id]
 
-    def _parent(self, state: State) -> Any:
+    def _parent(self, state: State) -> Context | None:
         """The context a new span of ``state`` starts in: its run's span, else (a subagent run) the tool call that
         started it, else the caller's current context."""
         track = self.tracks.get(state.id)
@@ -313,7 +328,7 @@ class Tracing:
             return [Link(invalid, {"gen_ai.conversation.id": state.id, "alpineagents.link": "continues"})]
         return []
 
-    def run_start(self, agent: Any, state: State) -> None:
+    def run_start(self, agent: ObservedAgent, state: State) -> None:
         name = getattr(agent, "name", None)
         model = agent._model
         attributes: dict[str, Any] = {
@@ -358,7 +373,7 @@ class Tracing:
             span.set_attribute("alpineagents.run.stop_reason", _STOPS.get(type(stopped), type(stopped).__name__))
         span.set_attribute("alpineagents.run.finished", state.finished)
         if error is not None:
-            _set_error(span, _error_type(error), _describe(error))
+            _set_error(span, _error_type(error), _describe(error, self.capture))
         attributes = dict(track.run_attributes)
         if error is not None:
             attributes["error.type"] = _error_type(error)
@@ -373,7 +388,7 @@ class Tracing:
 
     # --- model requests -----------------------------------------------------------------------------------------
 
-    def think_start(self, agent: Any, state: State) -> None:
+    def think_start(self, agent: ObservedAgent, state: State) -> None:
         track = self._track(state.id)
         if track.chat is not None:  # the previous request failed where no one told us (a user's loop caught it)
             self._end_chat(state.id, track, error=RuntimeError("no reply"))
@@ -444,7 +459,7 @@ class Tracing:
         if metric is None:
             metric = dict(track.chat_attributes)
         if error is not None:
-            _set_error(span, _error_type(error), _describe(error))
+            _set_error(span, _error_type(error), _describe(error, self.capture))
             metric["error.type"] = _error_type(error)
         self.duration.record((time.monotonic_ns() - track.chat_start) / 1e9, metric)
         span.end()
@@ -456,7 +471,8 @@ class Tracing:
         if span is None:
             return
         attributes = {f"alpineagents.event.{key}": _plain(value) for key, value in event.data.items()}
-        attributes["alpineagents.event.message"] = event.message
+        if self.capture:  # a retry's or fallback's message quotes the error's text
+            attributes["alpineagents.event.message"] = event.message
         span.add_event(f"alpineagents.model.{event.kind}", attributes)
 
     # --- tool calls ---------------------------------------------------------------------------------------------
@@ -528,7 +544,7 @@ class Tracing:
         if error_type is None and error is not None:
             error_type = _error_type(error)
         if error_type is not None:
-            _set_error(span, error_type, _describe(error) if error is not None else outcome)
+            _set_error(span, error_type, _describe(error, self.capture) if error is not None else outcome)
             metric["error.type"] = error_type
         self.duration.record(duration, metric)
         span.end()

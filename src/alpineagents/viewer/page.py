@@ -22,7 +22,7 @@ from markupsafe import Markup
 from alpineagents.store import StateInfo, Store
 from alpineagents.types import RunStartEntry
 from alpineagents.viewer import charts, timeline
-from alpineagents.viewer.runs import Run, Summary, TreeNode, open_run, status, subagent_tree
+from alpineagents.viewer.runs import Run, Summary, TreeNode, open_run, status, stored_runs, subagent_tree
 
 ENV = Environment(
     loader=PackageLoader("alpineagents.viewer", "templates"),
@@ -109,7 +109,7 @@ def run_page(store: Store, state_id: str, infos: Sequence[StateInfo] | None = No
     items = timeline.build(run.history, run.raw)
     turns = charts.turns(run.history)
     drawn = [charts.token_chart(turns), charts.cost_chart(turns), charts.duration_chart(items)]
-    listing = store.list() if infos is None else infos
+    listing = stored_runs(store).infos if infos is None else infos
     return RunPage(
         run,
         items,
@@ -165,7 +165,7 @@ def fragments(page: RunPage, after: int) -> dict[str, Any]:
 
 def export_html(store: Store, state_id: str) -> str:
     """One self-contained page of run `state_id` and every subagent run under it, for a browser with no server."""
-    infos = store.list()
+    infos = stored_runs(store).infos
     first = run_page(store, state_id, infos)
     pages = [first]
     if first.tree is not None:

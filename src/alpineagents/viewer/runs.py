@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from alpineagents._stores.listing import Unlisted
 from alpineagents.state import State
 from alpineagents.store import StateInfo, Store
 from alpineagents.types import ErrorEntry, HistoryEntry, ModelRequestEntry, RunStartEntry
@@ -134,6 +135,42 @@ def status(run: Run) -> str:
     if not any(isinstance(entry, RunStartEntry) for entry in run.history):
         return "not run yet"
     return "no stop recorded"
+
+
+@runtime_checkable
+class Surveyed(Protocol):
+    """A store that lists past a damaged State (the built-in stores): `survey()` is `list()` with each State
+    whose info cannot be read reported as an `Unlisted` instead of raising."""
+
+    def survey(self) -> list[StateInfo | Unlisted]: ...
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The runs of a store: those whose info reads, newest first, and those whose info is damaged."""
+
+    infos: list[StateInfo]
+    unlisted: list[Unlisted]
+
+    def __len__(self) -> int:
+        return len(self.infos) + len(self.unlisted)
+
+
+def stored_runs(store: Store) -> Listing:
+    """The store's runs; with a built-in store, a damaged info does not hide the others (it is in `unlisted`). A
+    store of another kind lists through `list()`, which raises `ValueError` on damage."""
+    if not isinstance(store, Surveyed):
+        return Listing(store.list(), [])
+    items = store.survey()
+    return Listing(
+        [item for item in items if not isinstance(item, Unlisted)],
+        [item for item in items if isinstance(item, Unlisted)],
+    )
+
+
+def unlisted_summary(gone: Unlisted) -> Summary:
+    """The listing row of a run whose info cannot be read: its id and the reason, as its status."""
+    return Summary(gone.id, None, 0, None, None, "cannot load: " + first_line(gone.error), False, None, 0, 0, None)
 
 
 def summarize(store: Store, info: StateInfo) -> Summary:
