@@ -12,6 +12,7 @@ from alpineagents import Agent, FileStore, State, tool
 from alpineagents._serial import entry_to_dict
 from alpineagents.testing import FakeModel, Recorder, Replay, ReplayMismatch, tool_call
 from alpineagents.types import Message
+from scriptload import load_script
 
 SIDE_EFFECTS: list[str] = []
 
@@ -181,3 +182,10 @@ def test_a_compaction_and_an_ask_replay_from_their_recorded_summary_and_answer()
 
 def test_replay_under_arun(recorded: State) -> None:
     assert asyncio.run(agent_with(Replay(recorded)).arun(task())) == "It is 3 and sunny."
+
+
+def test_the_replay_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load_script("benchmarks", "replay")
+    bench.main(sizes=(3, 6), rounds=1)
+    out = capsys.readouterr().out
+    assert out.count("µs/turn at 6") == 4 and "replayed run" in out

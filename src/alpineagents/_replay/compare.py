@@ -122,9 +122,10 @@ def _message_difference(number: int, recorded: Message, now: Message) -> str | N
     return None
 
 
-def _messages(recorded: Sequence[Message], now: Sequence[Message]) -> str | None:
-    for number, (old, new) in enumerate(zip(recorded, now, strict=False), start=1):
-        found = _message_difference(number, old, new)
+def _messages(recorded: Sequence[Message], now: Sequence[Message], skip: int = 0) -> str | None:
+    """The first message that differs; the first `skip` are known to be the same."""
+    for number in range(skip + 1, min(len(recorded), len(now)) + 1):
+        found = _message_difference(number, recorded[number - 1], now[number - 1])
         if found is not None:
             return found
     if len(recorded) != len(now):
@@ -191,14 +192,15 @@ def _settings(recorded: Recorded, request: Request, settings: Mapping[str, Any] 
 
 
 def first_difference(
-    recorded: Recorded, request: Request, settings: Mapping[str, Any] | None, ignore: frozenset[str]
+    recorded: Recorded, request: Request, settings: Mapping[str, Any] | None, ignore: frozenset[str], skip: int = 0
 ) -> str | None:
-    """Where `request` first differs from `recorded` and how (both sides shown), or `None` when it does not."""
+    """Where `request` first differs from `recorded` and how (both sides shown), or `None` when it does not. The
+    first `skip` messages are known to be the same (checked with an earlier request)."""
     checks = (
         ("settings", lambda: _settings(recorded, request, settings)),
         ("system", lambda: _system(recorded, request)),
         ("tools", lambda: _tools(recorded, request, ignore)),
-        ("messages", lambda: _messages(recorded.messages, request.messages)),
+        ("messages", lambda: _messages(recorded.messages, request.messages, skip)),
     )
     for name, check in checks:
         if name not in ignore:

@@ -129,6 +129,8 @@ class Replay(Model):
         self._real = model
         self._next = 0
         self._lock = threading.Lock()
+        # The last request whose messages all matched: (recorded source list, its count, that request's messages).
+        self._matched: tuple[list[Message], int, tuple[Message, ...]] | None = None
         first = next((entry.content for entry in self.stored.history if isinstance(entry, ModelRequestEntry)), None)
         provider, _, name = (first or "replay/replay").partition("/")
         self.provider, self.name = provider, name or provider  # the model string the stored run recorded
@@ -169,8 +171,24 @@ class Replay(Model):
             self._next += 1
         return recorded, number
 
+    def _known_same(self, recorded: Recorded, request: Request) -> int:
+        """How many leading messages of `request` are known to match: those of the previous request, when it
+        matched, the recorded messages extend the same list and this request's messages start with the very same
+        objects (a tuple comparison that stops at identity: no message is compared field by field again). This
+        keeps a long replay linear instead of comparing every message again at every request."""
+        matched = self._matched
+        if matched is None:
+            return 0
+        source, count, messages = matched
+        if recorded.source is not source or recorded.count < count or request.messages[: len(messages)] != messages:
+            return 0
+        return count
+
     def _check(self, recorded: Recorded, request: Request, number: int, ignore: frozenset[str]) -> None:
-        found = first_difference(recorded, request, self._settings, ignore)
+        skip = self._known_same(recorded, request) if "messages" not in ignore else 0
+        found = first_difference(recorded, request, self._settings, ignore, skip)
+        if found is None and "messages" not in ignore:
+            self._matched = (recorded.source, recorded.count, request.messages)
         if found is not None:
             raise ReplayMismatch(
                 f"Replay of {self.stored.id!r}: request {number} (turn {recorded.turn}, history entry "

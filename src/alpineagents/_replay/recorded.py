@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from alpineagents._frozen import thaw
 from alpineagents._history.fold import Accumulator
+from alpineagents._history.snapshot import prefix_tuple
 from alpineagents.models.base import Model
 from alpineagents.types import (
     AgentInfo,
@@ -72,18 +73,21 @@ def request_facts(request: Request, model: Model | None) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Recorded:
     """One request of a stored run and what answered it.
 
     `kind` is `"turn"` (a `think`), `"compact"` (a compaction a model made) or `"ask"` (an `ask`, whose replies
-    are not kept: only its answer). `index` is the position in history of the entry that opened it.
+    are not kept: only its answer). `index` is the position in history of the entry that opened it. Its messages
+    are the first `count` items of `source`, a list the fold only ever appends to (shared by the requests of a
+    run, so that reading a long run keeps one list, not one tuple per request).
     """
 
     kind: Literal["turn", "compact", "ask"]
     index: int
     turn: int
-    messages: tuple[Message, ...]
+    source: list[Message] = field(repr=False)
+    count: int
     agent: AgentInfo | None
     facts: Mapping[str, Any] | None = None
     events: tuple[ModelEvent, ...] = ()
@@ -91,6 +95,11 @@ class Recorded:
     error: str | None = None
     answer: Any = None
     question: str = ""
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The messages the request carried."""
+        return prefix_tuple(self.source, self.count)
 
 
 def _facts(events: Sequence[ModelEvent]) -> Mapping[str, Any] | None:
@@ -105,15 +114,15 @@ def recorded_requests(history: Sequence[HistoryEntry]) -> list[Recorded]:
     found: list[Recorded] = []
     acc = Accumulator()
     agent: AgentInfo | None = None
-    open_turn: tuple[int, ModelRequestEntry, tuple[Message, ...]] | None = None
+    open_turn: tuple[int, ModelRequestEntry, list[Message], int] | None = None
     events: list[ModelEvent] = []
     for index, entry in enumerate(history):
-        before = acc.messages_now()
+        before = (acc.messages, acc.messages_len)
         acc.apply(entry)
         if isinstance(entry, RunStartEntry):
             agent = entry.content
         elif isinstance(entry, ModelRequestEntry):
-            open_turn, events = (index, entry, acc.messages_now()), []
+            open_turn, events = (index, entry, acc.messages, acc.messages_len), []
         elif isinstance(entry, ModelEventEntry) and open_turn is not None:
             events.append(entry.content)
         elif (
@@ -121,25 +130,25 @@ def recorded_requests(history: Sequence[HistoryEntry]) -> list[Recorded]:
             and open_turn is not None
             and not (isinstance(entry, ErrorEntry) and entry.call is not None)
         ):
-            start, request, messages = open_turn
+            start, request, source, count = open_turn
             reply = entry.content if isinstance(entry, ModelReplyEntry) else None
             error = entry.content if isinstance(entry, ErrorEntry) else None
             found.append(
-                Recorded("turn", start, request.turn, messages, agent, _facts(events), tuple(events), reply, error)
+                Recorded("turn", start, request.turn, source, count, agent, _facts(events), tuple(events), reply, error)
             )
             open_turn = None
         elif isinstance(entry, ContextChangeEntry) and entry.content.kind == "compact":
             change = entry.content
             if change.usage is not None and change.summary is not None:  # a model wrote it (not state.compact)
                 reply = Reply(Message.assistant(change.summary), change.usage)
-                found.append(Recorded("compact", index, entry.turn, before, agent, reply=reply))
+                found.append(Recorded("compact", index, entry.turn, *before, agent, reply=reply))
         elif isinstance(entry, ExchangeEntry) and entry.kind == "ask":
             found.append(
                 Recorded(
                     "ask",
                     index,
                     entry.turn,
-                    before,
+                    *before,
                     agent,
                     answer=entry.content.answer,
                     question=entry.content.question,
