@@ -58,7 +58,9 @@ def test_eval_exits_1_under_the_threshold_and_compares_two_agents(tmp_path: Path
     store = setup(tmp_path)
     under = cli("eval", "evalset:dataset", "--agent", "evalset:half", "--store", store, cwd=tmp_path)
     assert under.returncode == 1
-    assert under.stderr.strip() == "Error: pass rate under the threshold 100%: half 50%"
+    note, error = under.stderr.strip().splitlines()
+    assert note.startswith("half: runs saved as eval-") and "/evals/eval-" in note
+    assert error == "Error: pass rate under the threshold 100%: half 50%"
     assert (
         cli(
             "eval", "evalset:cases", "--agent", "evalset:half", "--threshold", "0.5", "--store", store, cwd=tmp_path

@@ -20,6 +20,8 @@ from alpineagents.evals import (
     Dataset,
     Judge,
     run_evals,
+    stored_evals,
+    stored_report,
 )
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import ToolResultBlock
@@ -177,6 +179,21 @@ def test_twenty_cases_with_every_check_concurrency_8_repeat_3_give_the_right_rep
     assert f"calc on cases: {passed / 60:.0%} of 60 runs passed (1 flaky cases)" in table
     data = json.loads(json.dumps(report.to_json()))
     assert data["runs"] == 60 and data["passed"] == passed and data["flaky"] == ["flaky"]
+
+    # the report reads back from the runs the store keeps (what the viewer's /evals pages show)
+    assert stored_report(store, report.eval_id).to_json() == report.to_json()
+    assert stored_evals(store) == [
+        {
+            "eval": report.eval_id,
+            "agent": "calc",
+            "dataset": "cases",
+            "runs": 60,
+            "passed": passed,
+            "updated_at": max(info.updated_at for info in infos),  # type: ignore[type-var]
+        }
+    ]
+    with pytest.raises(LookupError, match="no eval 'eval-nope'"):
+        stored_report(store, "eval-nope")
 
 
 def test_jsonl_datasets_python_checks_and_failing_runs() -> None:

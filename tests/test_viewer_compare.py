@@ -1,5 +1,5 @@
-"""The viewer's compare page in a real headless browser (Playwright driving Debian's chromium): two stored runs
-side by side, the first divergence highlighted and scrolled to."""
+"""The viewer's compare page and eval reports in a real headless browser (Playwright driving Debian's chromium):
+two stored runs side by side, the first divergence highlighted; the evals a store keeps, each run linked."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from alpineagents import Agent, Price, State, tool
 from alpineagents.store import SQLiteStore
+from alpineagents.evals import Case, Contains, Dataset, run_evals
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import Message
 from cli_agents import XSS, viewer
@@ -42,6 +43,10 @@ def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     saved(store, "a1", [tool_call("add", a=1, b=2), "It is 3."])
     saved(store, "a2", [tool_call("add", a=1, b=2), "It is 3."])
     saved(store, "b1", [tool_call("add", a=1, b=3), f"It is 4. {XSS}"])
+    flip = iter(["Paris.", "Lyon.", "Paris.", "4", "4", "4"])
+    agent = Agent(model=FakeModel([lambda request: next(flip)] * 6), name="geo", reporter=None)
+    cases = [Case("Capital of France?", checks=[Contains("Paris")], name="capital"), Case("2+2?", expected="4")]
+    run_evals(agent, Dataset(cases, name="basics"), concurrency=1, repeat=3, store=store)
     with viewer(str(folder / "runs.db"), folder) as found:
         yield found.rstrip("/")
 
@@ -101,4 +106,24 @@ def test_identical_runs_and_an_unknown_run(page: Any, address: str) -> None:
     response = page.goto(address + "/compare?a=a1&b=nope")
     assert response.status == 404
     assert "nope" in page.locator("#problem").inner_text()
-    assert page.locator("datalist option").count() == 3
+    assert page.locator("datalist option").count() == 9
+
+
+def test_the_evals_a_store_keeps_are_listed_and_each_report_links_its_runs(page: Any, address: str) -> None:
+    page.goto(address + "/evals")
+    rows = page.locator("tr.eval-row")
+    assert rows.count() == 1
+    assert rows.locator("td").all_inner_texts()[1:4] == ["geo", "basics", "5/6"]
+    rows.locator("a").click()
+    page.wait_for_url("**/evals/eval-*")
+    assert "83% of 6 runs passed" in page.locator(".total").inner_text()
+    capital = page.locator('tr.case[data-case="capital"]')
+    assert "flaky" in capital.get_attribute("class") and capital.locator(".rate").inner_text() == "2/3"
+    assert "contains: 'Paris' is not in 'Lyon.'" in capital.locator(".reason").inner_text()
+    assert page.locator('tr.case[data-case="case-2"] .rate').inner_text() == "3/3"
+    failed = capital.locator("a.run.failed")
+    assert failed.count() == 1
+    failed.click()
+    page.wait_for_url("**/runs/eval-*-capital-2")
+    assert "Lyon." in page.inner_text("body")
+    assert page.goto(address + "/evals/eval-nope").status == 404

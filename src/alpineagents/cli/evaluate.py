@@ -116,6 +116,10 @@ def evaluate(
         click.echo("\n\n".join(report.table() for report in reports))
         if len(reports) == 2:
             click.echo("\n" + _comparison(reports))
+    for report in reports:
+        note(
+            f"{report.agent}: runs saved as {report.eval_id}-*; alpineagents view shows the report at /evals/{report.eval_id}"
+        )
     if html_path:
         note(f"report written to {html_path}")
     if not ok:

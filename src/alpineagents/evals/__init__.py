@@ -24,12 +24,22 @@ from alpineagents.evals.checks import (
     Regex,
 )
 from alpineagents.evals.dataset import Case, Dataset, check_from_spec
-from alpineagents.evals.running import EVAL_KEY, CaseSummary, Report, RunResult, run_evals
+from alpineagents.evals.running import (
+    EVAL_KEY,
+    CaseSummary,
+    Report,
+    RunResult,
+    run_evals,
+    stored_evals,
+    stored_report,
+)
 
 __all__ = [
     "Case",
     "Dataset",
     "run_evals",
+    "stored_report",
+    "stored_evals",
     "Report",
     "RunResult",
     "CaseSummary",

@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._frozen import thaw
+from alpineagents._serial import usage_from_dict, usage_to_dict
 from alpineagents.errors import fix_message
 from alpineagents.evals.checks import CaseRun, CheckResult
 from alpineagents.evals.dataset import Case, Dataset
@@ -29,7 +31,7 @@ from alpineagents.types import Message, Usage
 if TYPE_CHECKING:
     from alpineagents.agent import Agent
 
-__all__ = ["EVAL_KEY", "RunResult", "CaseSummary", "Report", "run_evals"]
+__all__ = ["EVAL_KEY", "RunResult", "CaseSummary", "Report", "run_evals", "stored_report", "stored_evals"]
 
 EVAL_KEY = "eval"
 """The extra-data key under which a run of an eval keeps its case, repeat, verdict and checks."""
@@ -104,6 +106,7 @@ class Report:
     agent: str
     dataset: str
     results: tuple[RunResult, ...]
+    eval_id: str = ""
 
     @property
     def cases(self) -> tuple[CaseSummary, ...]:
@@ -150,6 +153,7 @@ class Report:
         """The report as JSON values (what `alpineagents eval --json` prints per agent)."""
         usage = self.usage
         return {
+            "eval": self.eval_id,
             "agent": self.agent,
             "dataset": self.dataset,
             "pass_rate": self.pass_rate,
@@ -203,39 +207,62 @@ def _failure(run: RunResult) -> str:
     return "" if failed is None else f"{failed.name}: {failed.reason}"
 
 
+@dataclass(frozen=True)
+class _Batch:
+    """What every run of one `run_evals` shares: the eval's id (the prefix of its State ids), the Agent to run and
+    its label, the dataset's name, the store and the judge."""
+
+    eval_id: str
+    agent: Agent
+    label: str
+    dataset: str
+    store: Store | None
+    judge: Model | None
+
+
 def _state_id(prefix: str, case: Case, repeat: int) -> str:
     name = re.sub(r"[^A-Za-z0-9_-]", "-", case.name or "case")[:80]
     return f"{prefix}-{name}-{repeat}"
 
 
-def _one(agent: Agent, case: Case, repeat: int, prefix: str, store: Store | None, judge: Model | None) -> RunResult:
-    state = State(id=_state_id(prefix, case, repeat), messages=[Message.user(case.text)])
-    started = time.perf_counter()
-    error: str | None = None
-    try:
-        agent.run(state)
-    except Exception as raised:  # a failed run is a failed case; the other runs go on
-        error = f"{type(raised).__name__}: {raised}".splitlines()[0]
-    seconds = time.perf_counter() - started
-    run = CaseRun(case, state, error, seconds, judge)
+def _grade(run: CaseRun) -> list[CheckResult]:
     results: list[CheckResult] = []
-    for check in case.checks:
+    for check in run.case.checks:
         try:
             results.append(check(run))
         except Exception as raised:  # a check that breaks fails its run, with the reason
             results.append(CheckResult(check.name, False, f"the check raised {type(raised).__name__}: {raised}"))
+    return results
+
+
+def _one(batch: _Batch, number: int, case: Case, repeat: int) -> RunResult:
+    state = State(id=_state_id(batch.eval_id, case, repeat), messages=[Message.user(case.text)])
+    started = time.perf_counter()
+    error: str | None = None
+    try:
+        batch.agent.run(state)
+    except Exception as raised:  # a failed run is a failed case; the other runs go on
+        error = f"{type(raised).__name__}: {raised}".splitlines()[0]
+    seconds = time.perf_counter() - started
+    results = _grade(CaseRun(case, state, error, seconds, batch.judge))
     passed = error is None and all(result.passed for result in results)
+    judged = sum((result.usage for result in results if result.usage is not None), Usage())
     with state.edit_extra_data() as data:
         data[EVAL_KEY] = {
+            "eval": batch.eval_id,
+            "agent": batch.label,
+            "dataset": batch.dataset,
             "case": case.name,
+            "number": number,
             "repeat": repeat,
             "passed": passed,
             "error": error,
+            "seconds": seconds,
             "checks": [result.to_json() for result in results],
+            "judge_usage": usage_to_dict(judged),
         }
-    if store is not None:
-        store.save(state)
-    judged = sum((result.usage for result in results if result.usage is not None), Usage())
+    if batch.store is not None:
+        batch.store.save(state)
     return RunResult(case.name or "", repeat, state.id, passed, tuple(results), error, seconds, state.usage, judged)
 
 
@@ -251,7 +278,8 @@ def run_evals(
     """Run every case of `dataset` `repeat` times, each run its own State (saved in `store` when given), at most
     `concurrency` at once, grade each run with its checks, and return the `Report`.
 
-    `judge` is the Model that grades the `Judge` checks that have none of their own.
+    `judge` is the Model that grades the `Judge` checks that have none of their own. The runs' ids start with the
+    report's `eval_id`, and `stored_report(store, eval_id)` reads the report back from the store.
     """
     if not isinstance(concurrency, int) or concurrency < 1 or not isinstance(repeat, int) or repeat < 1:
         raise ValueError(
@@ -262,11 +290,80 @@ def run_evals(
             )
         )
     cases = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
-    grader = None if judge is None else resolve_model(judge)
     runner = agent.copy(reporter=None) if store is None else agent.copy(reporter=None, store=store)
-    prefix = "eval-" + uuid.uuid4().hex[:8]
-    jobs = [(case, number) for case in cases for number in range(1, repeat + 1)]
+    label = agent.name or repr(agent.model)
+    grader = None if judge is None else resolve_model(judge)
+    batch = _Batch("eval-" + uuid.uuid4().hex[:8], runner, label, cases.name, store, grader)
+    jobs = [(number, case, count) for number, case in enumerate(cases) for count in range(1, repeat + 1)]
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="alpineagents-eval") as pool:
-        futures = [pool.submit(_one, runner, case, number, prefix, store, grader) for case, number in jobs]
+        futures = [pool.submit(_one, batch, *job) for job in jobs]
         results = tuple(future.result() for future in futures)
-    return Report(agent.name or repr(agent.model), cases.name, results)
+    return Report(label, cases.name, results, batch.eval_id)
+
+
+def _stored_result(state: State) -> tuple[int, RunResult] | None:
+    """The result a stored eval run keeps in its extra data (with its case's place), or `None` for another run."""
+    data = thaw(state.extra_data.get(EVAL_KEY))
+    if not isinstance(data, dict):
+        return None
+    try:
+        checks = tuple(
+            CheckResult(item["name"], bool(item["passed"]), item.get("reason", ""), None, item.get("detail") or {})
+            for item in data["checks"]
+        )
+        judged = usage_from_dict(data.get("judge_usage") or {})
+        result = RunResult(
+            data["case"],
+            int(data["repeat"]),
+            state.id,
+            bool(data["passed"]),
+            checks,
+            data.get("error"),
+            float(data["seconds"]),
+            state.usage,
+            judged,
+        )
+        return int(data["number"]), result
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"the eval record of run {state.id!r} is damaged ({type(error).__name__}: {error})") from error
+
+
+def stored_report(store: Store, eval_id: str) -> Report:
+    """The report of the eval `eval_id` read back from the runs it saved in `store` (`LookupError` when the store
+    has none of them)."""
+    states = [store.load(info.id) for info in store.list() if info.id.startswith(eval_id + "-")]
+    found = [(state, _stored_result(state)) for state in states]
+    kept = sorted(
+        ((place, result) for _, entry in found if entry is not None for place, result in [entry]),
+        key=lambda pair: (pair[0], pair[1].repeat),
+    )
+    if not kept:
+        raise LookupError(f"no eval {eval_id!r} in {store!r}")
+    first = thaw(found[0][0].extra_data[EVAL_KEY])
+    return Report(first.get("agent", "?"), first.get("dataset", "?"), tuple(result for _, result in kept), eval_id)
+
+
+def stored_evals(store: Store) -> list[dict[str, Any]]:
+    """The evals whose runs `store` keeps, newest first: `{"eval", "agent", "dataset", "runs", "passed",
+    "updated_at"}` each."""
+    found: dict[str, dict[str, Any]] = {}
+    for info in store.list():
+        if not info.id.startswith("eval-") or info.parent_id is not None:
+            continue
+        data = thaw(store.load(info.id).extra_data.get(EVAL_KEY))
+        if not isinstance(data, dict) or "eval" not in data:
+            continue
+        entry = found.setdefault(
+            data["eval"],
+            {
+                "eval": data["eval"],
+                "agent": data.get("agent"),
+                "dataset": data.get("dataset"),
+                "runs": 0,
+                "passed": 0,
+                "updated_at": info.updated_at,
+            },
+        )
+        entry["runs"] += 1
+        entry["passed"] += bool(data.get("passed"))
+    return list(found.values())

@@ -1,8 +1,8 @@
 """The viewer's web app (Starlette): the runs list, one run's page, and the JSON a live page polls.
 
 Pages: `/` (the runs list; `q` searches the id and first message, `sort=updated` or `updated_asc`),
-`/runs/{id}` (one run), `/compare?a=ID&b=ID` (two runs side by side), `/api/runs/{id}/entries?after=N` (what a live page adds: the entries after the first N,
-the header and the charts), `/api/runs` (the list as JSON). Every response forbids scripts other than the
+`/runs/{id}` (one run), `/compare?a=ID&b=ID` (two runs side by side), `/evals` and `/evals/{id}` (eval reports),
+`/api/runs/{id}/entries?after=N` (what a live page adds: the entries after the first N, the header and the charts), `/api/runs` (the list as JSON). Every response forbids scripts other than the
 viewer's own, as a second guard behind the escaping.
 
 A request whose `Host` header is not a name the viewer listens on is refused (403) before any page is made: a web
@@ -26,6 +26,7 @@ from alpineagents.state import check_id
 from alpineagents.store import Store
 from alpineagents.viewer import page
 from alpineagents.viewer.compare import compare_endpoint
+from alpineagents.viewer.evals import eval_list_endpoint, eval_report_endpoint
 from alpineagents.viewer.runs import first_line, matches, stored_runs, summarize, unlisted_summary
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -142,6 +143,8 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
             Route("/", runs_list),
             Route("/runs/{state_id}", run_view),
             Route("/compare", compare_endpoint(store)),
+            Route("/evals", eval_list_endpoint(store)),
+            Route("/evals/{eval_id}", eval_report_endpoint(store)),
             Route("/api/runs", runs_json),
             Route("/api/runs/{state_id}/entries", run_entries),
         ],
