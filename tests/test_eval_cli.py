@@ -7,6 +7,8 @@ from pathlib import Path
 
 from alpineagents.store import SQLiteStore
 from cli_agents import cli
+from servers.fixtures import server  # noqa: F401,F811 - pytest fixture
+from servers.provider import ProviderServer, openai_stream
 
 MODULE = """
 from alpineagents import Agent, Price
@@ -147,3 +149,18 @@ def test_eval_writes_an_html_report_linking_each_run(tmp_path: Path) -> None:
     ids = [info.id for info in SQLiteStore(store).list()]
     assert all(f'href="http://127.0.0.1:8321/runs/{state_id}"' in page for state_id in ids)
     assert "<script" not in page
+
+
+def test_eval_with_another_model_runs_the_same_agent_on_it(server: ProviderServer, tmp_path: Path) -> None:  # noqa: F811
+    store = setup(tmp_path)
+    server.script(openai_stream(("Paris, of course.",)), openai_stream(("5",)))
+    env = {"OPENAI_BASE_URL": server.openai_url, "OPENAI_API_KEY": "sk-test-key-0123456789"}
+    done = cli(
+        "eval", "evalset:dataset", "--agent", "evalset:good", "--model", "openai/gpt-test", "--concurrency", "1",
+        "--json", "--store", store, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    reports = json.loads(done.stdout)["reports"]
+    assert [report["agent"] for report in reports] == ["good", "good with openai/gpt-test"]
+    assert [report["pass_rate"] for report in reports] == [1.0, 1.0]
+    assert [request.body["model"] for request in server.requests] == ["gpt-test", "gpt-test"]
