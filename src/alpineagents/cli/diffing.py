@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from alpineagents.cli.output import print_json
+from alpineagents.cli.output import print_json, say
 from alpineagents.cli.stores import chosen_store, store_errors, store_option
 from alpineagents.compare import diff as diff_runs
 from alpineagents.viewer.runs import open_run
@@ -27,6 +27,6 @@ def diff(first: str, second: str, as_json: bool, exit_code: bool, store: str | N
     if as_json:
         print_json(compared.to_json())
     else:
-        click.echo(str(compared))
+        say(str(compared))  # model and tool text: control characters shown as escapes
     if exit_code and not compared.same:
         raise SystemExit(1)

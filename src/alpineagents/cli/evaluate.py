@@ -13,7 +13,7 @@ import click
 
 from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent, load_object
-from alpineagents.cli.output import note, print_json
+from alpineagents.cli.output import note, print_json, say
 from alpineagents.cli.stores import Misuse, chosen_store, store_errors, store_option
 from alpineagents.evals import Case, Dataset, Report, run_evals
 from alpineagents.viewer.runs import first_line
@@ -113,9 +113,9 @@ def evaluate(
     if as_json:
         print_json({"threshold": threshold, "ok": ok, "reports": [report.to_json() for report in reports]})
     else:
-        click.echo("\n\n".join(report.table() for report in reports))
+        say("\n\n".join(report.table() for report in reports))  # reasons quote model text: escapes shown
         if len(reports) == 2:
-            click.echo("\n" + _comparison(reports))
+            say("\n" + _comparison(reports))
     for report in reports:
         note(
             f"{report.agent}: runs saved as {report.eval_id}-*; alpineagents view shows the report at /evals/{report.eval_id}"
