@@ -168,7 +168,9 @@ class JSONSchema(Check):
         try:
             import jsonschema
         except ImportError:  # pragma: no cover - the evals extra installs it
-            raise ImportError("JSONSchema needs the jsonschema package: pip install 'alpineagents[evals]'") from None
+            raise ImportError(
+                "JSONSchema needs the jsonschema package: the evals extra (pip install -e '.[evals]' in the clone)"
+            ) from None
         self.schema = dict(schema)
         self._validator = jsonschema.Draft202012Validator(self.schema)
 
