@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from alpineagents import Agent, Price, State, tool
-from alpineagents.store import SQLiteStore
 from alpineagents.evals import Case, Contains, Dataset, run_evals
+from alpineagents.store import SQLiteStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import Message
 from cli_agents import XSS, viewer
