@@ -1,3 +1,3 @@
 """Replaying stored runs: what a stored history says each request was and got (`recorded`), how a new request is
-compared with a recorded one (`compare`), the `Replay` and `Recorder` models and the tools that serve recorded
+compared with a recorded one (`differences`), the `Replay` and `Recorder` models and the tools that serve recorded
 results (`model`), and cassette files, one State's history as JSON lines (`cassette`)."""

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._frozen import thaw
-from alpineagents._replay.compare import check_ignore, first_difference, shown
+from alpineagents._replay.differences import check_ignore, first_difference, shown
 from alpineagents._replay.recorded import REQUEST_EVENT, Recorded, model_settings, recorded_requests, request_facts
 from alpineagents._skills.tools import SKILL_TOOLS
 from alpineagents._tools.scope import CALL_SCOPE
