@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from alpineagents import Agent, FileStore, State, tool
+from alpineagents._replay.model import RecordedFailure, recorded_error
 from alpineagents._serial import entry_to_dict
+from alpineagents.errors import RateLimitError, ToolError
 from alpineagents.testing import FakeModel, Recorder, Replay, ReplayMismatch, tool_call
 from alpineagents.types import Message
 from scriptload import load_script
@@ -189,3 +191,27 @@ def test_the_replay_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture
     bench.main(sizes=(3, 6), rounds=1)
     out = capsys.readouterr().out
     assert out.count("µs/turn at 6") == 4 and "replayed run" in out
+
+
+def test_recorded_errors_replay_as_they_happened() -> None:
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        raise ToolError(f"404 for {url}")
+
+    state = task()
+    agent = agent_with(Recorder(FakeModel([tool_call("fetch", url="x.dev"), RateLimitError("slow down")])))
+    agent = agent.copy(tools=[fetch])
+    with pytest.raises(RateLimitError):
+        agent.run(state)
+    result = next(entry for entry in state.history if entry.kind == "tool_result")
+    assert result.outcome == "error" and result.content == "404 for x.dev"  # type: ignore[union-attr]
+
+    replay = Replay(state, tools="recorded")
+    again = task()
+    with pytest.raises(RateLimitError, match="slow down"):
+        replay.agent(agent.copy(model=FakeModel([]))).run(again)
+    assert without_times(again) == without_times(state)
+    assert isinstance(recorded_error("KeyError: 'x'"), RecordedFailure)
+    assert type(recorded_error("KeyError: 'x'")).__name__ == "KeyError"
+    assert str(recorded_error("(process stopped while waiting)")) == "(process stopped while waiting)"

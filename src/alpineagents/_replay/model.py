@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
+import alpineagents.errors as error_classes
 from alpineagents._frozen import thaw
 from alpineagents._replay.differences import check_ignore, first_difference, shown
 from alpineagents._replay.recorded import REQUEST_EVENT, Recorded, model_settings, recorded_requests, request_facts
@@ -42,7 +43,7 @@ from alpineagents.types import (
 if TYPE_CHECKING:
     from alpineagents.agent import Agent
 
-__all__ = ["Replay", "Recorder", "ReplayMismatch", "RecordedFailure", "RecordedTool"]
+__all__ = ["Replay", "Recorder", "ReplayMismatch", "RecordedFailure", "RecordedTool", "recorded_error"]
 
 ToolsMode = Literal["run", "recorded"]
 
@@ -53,7 +54,24 @@ class ReplayMismatch(AssertionError):
 
 
 class RecordedFailure(RuntimeError):
-    """The stored run's request failed here; replaying it raises this, with the recorded error text."""
+    """The stored run's request failed here, with an error replaying cannot rebuild; the message is the recorded
+    error text."""
+
+
+def recorded_error(text: str) -> BaseException:
+    """The exception a recorded error text (`"Type: message"`) stands for, so that replaying records the same text:
+    the library's own error class of that name (`RateLimitError`, ...) when it takes the message alone, else a
+    `RecordedFailure` subclass with that name, else a `RecordedFailure` with the whole text."""
+    name, _, message = text.partition(": ")
+    if not name.isidentifier() or not message:
+        return RecordedFailure(text)
+    known = getattr(error_classes, name, None)
+    if isinstance(known, type) and issubclass(known, Exception):
+        try:
+            return known(message)
+        except (TypeError, ValueError):
+            pass
+    return type(name, (RecordedFailure,), {"__module__": __name__})(message)
 
 
 def _source_state(source: State | Store | str | os.PathLike[str], state_id: str | None) -> State:
@@ -208,7 +226,7 @@ class Replay(Model):
             if on_event is not None:
                 on_event(event)
         if recorded.reply is None:
-            raise RecordedFailure(recorded.error or "the recorded request failed")
+            raise recorded_error(recorded.error or "the recorded request failed")
         if on_text is not None and recorded.reply.text:
             on_text(recorded.reply.text)
         return recorded.reply
@@ -279,7 +297,7 @@ class RecordedTool(Tool):
         text = content if isinstance(content, str) else " ".join(b.text for b in content if isinstance(b, TextBlock))
         if entry.outcome is ToolOutcomeKind.ERROR:
             raise ToolError(text)
-        raise RecordedFailure(f"the stored run's call {self.name} ended {entry.outcome.value}: {text}")
+        raise recorded_error(text.removeprefix("(aborted: ").removesuffix(")"))
 
 
 class Recorder(Model):
