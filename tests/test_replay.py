@@ -215,3 +215,4 @@ def test_recorded_errors_replay_as_they_happened() -> None:
     assert isinstance(recorded_error("KeyError: 'x'"), RecordedFailure)
     assert type(recorded_error("KeyError: 'x'")).__name__ == "KeyError"
     assert str(recorded_error("(process stopped while waiting)")) == "(process stopped while waiting)"
+    assert type(recorded_error("OSError")).__name__ == "OSError"  # an aborted call keeps only the type

@@ -63,7 +63,7 @@ def recorded_error(text: str) -> BaseException:
     the library's own error class of that name (`RateLimitError`, ...) when it takes the message alone, else a
     `RecordedFailure` subclass with that name, else a `RecordedFailure` with the whole text."""
     name, _, message = text.partition(": ")
-    if not name.isidentifier() or not message:
+    if not name.isidentifier():
         return RecordedFailure(text)
     known = getattr(error_classes, name, None)
     if isinstance(known, type) and issubclass(known, Exception):
