@@ -13,7 +13,7 @@ import pytest
 
 from alpineagents import State
 from alpineagents._replay.cassette import read_cassette, write_cassette
-from alpineagents.testing import FakeModel, Replay
+from alpineagents.testing import FakeModel, Replay, ReplayMismatch
 from alpineagents.types import Message
 from servers.fixtures import server  # noqa: F401,F811 - pytest fixture
 from servers.provider import ProviderServer, ToolUse, anthropic_stream
@@ -139,3 +139,36 @@ def test_a_cassette_round_trips_and_refuses_a_key(tmp_path: Path) -> None:
     path.write_text(path.read_text() + "not json\n")
     with pytest.raises(ValueError, match="is damaged: line 6 is not valid JSON"):
         read_cassette(path)
+
+
+def test_a_cassette_refuses_a_second_run_and_a_replay_that_ends_early(tmp_path: Path) -> None:
+    from alpineagents import Agent, loop
+    from alpineagents.pytest_plugin import Cassette
+    from alpineagents.testing import tool_call
+
+    path = tmp_path / "run.jsonl"
+    recording = Cassette(path, recording=True)
+    recording.agent(Agent(model=FakeModel([tool_call("nothing"), "done"]), reporter=None)).run("go")
+    recording.finish(passed=True)
+    assert read_cassette(path).answer == "done"
+
+    def never(state: State) -> bool:
+        return False
+
+    @loop(until=never, limit=1)
+    def one_turn(agent: Agent, state: State) -> None:
+        agent.think(state)
+
+    replaying = Cassette(path, recording=False)
+    replaying.agent(Agent(model=FakeModel([]), reporter=None, loop=one_turn)).run("go")
+    with pytest.raises(ReplayMismatch, match="the run made 1 requests, and the cassette .* recorded 2"):
+        replaying.finish(passed=True)
+    replaying.finish(passed=False)  # a failing test is not judged again
+
+    twice = Cassette(tmp_path / "twice.jsonl", recording=True)
+    agent = twice.agent(Agent(model=FakeModel(["a", "b"]), reporter=None))
+    agent.run("one")
+    agent.run("two")
+    with pytest.raises(ValueError, match="the test started 2 runs, and a cassette keeps one"):
+        twice.finish(passed=True)
+    assert not (tmp_path / "twice.jsonl").exists()
