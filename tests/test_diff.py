@@ -4,8 +4,10 @@ side; and `fork --model` then `resume`, the same conversation continued by anoth
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 
@@ -149,3 +151,20 @@ def test_fork_with_a_model_then_resume_continues_with_that_model(server: Provide
     assert compared["rows"][3]["a"]["text"] == "reply: The sum is 5."
     assert compared["rows"][3]["b"]["text"] == "reply: The total is 5."
     assert compared["a"]["models"] == ["fake"] and compared["b"]["models"][-1].startswith("gpt-test")
+
+
+def test_the_time_of_a_side_counts_its_runs_not_the_time_between_them() -> None:
+    start = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+    clock = iter(start + timedelta(seconds=2 * tick) for tick in range(1000))
+    with patch("alpineagents.types._now", lambda: next(clock)):
+        state = run([tool_call("add", a=1, b=2), "It is 3.", "Still 3."])
+        first_run = (state.history[-1].at - state.history[0].at).total_seconds()
+        for _ in range(100):  # the clock moves on while nobody runs it
+            next(clock)
+        state.add_message(Message.user("And now?"))
+        Agent(model=FakeModel(["Still 3."]), tools=[add], reporter=None).run(state)
+    starts = [entry.at for entry in state.history if entry.kind == "run_start"]
+    stops = [entry.at for entry in state.history if entry.kind == "stop"]
+    runs = [(stop - start).total_seconds() for start, stop in zip(starts, stops, strict=True)]
+    assert runs[0] == first_run - 2  # the first entry is the import, one tick before run_start
+    assert alpineagents.diff(state, state).a.seconds == sum(runs) < (state.history[-1].at - start).total_seconds()

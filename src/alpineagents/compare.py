@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from alpineagents._frozen import thaw
@@ -28,6 +29,7 @@ from alpineagents.types import (
     MessageEntry,
     ModelReplyEntry,
     ModelRequestEntry,
+    RunStartEntry,
     StopEntry,
     TextBlock,
     ToolCall,
@@ -72,8 +74,9 @@ class Row:
 
 @dataclass(frozen=True)
 class Side:
-    """The totals of one run: id, turns, tokens, cost (`None` when unknown), seconds from its first to its last
-    entry, the number of tool calls, the models that answered, its answer and why it stopped."""
+    """The totals of one run: id, turns, tokens, cost (`None` when unknown), seconds spent running (each run from
+    its `run_start` to its `stop`, so the time between runs is not counted), the number of tool calls, the
+    models that answered, its answer and why it stopped."""
 
     id: str
     turns: int
@@ -229,11 +232,32 @@ def steps(history: tuple[HistoryEntry, ...]) -> list[Step]:
     return [step for index, entry in enumerate(history) for step in _step(entry, index)]
 
 
+def _running_seconds(history: tuple[HistoryEntry, ...]) -> float:
+    """The seconds of each run added up: from its `run_start` to its `stop` (or, for a run that ended without
+    one, to the last entry before the next `run_start`), so the time between runs is not counted."""
+    total = 0.0
+    start: datetime | None = None
+    last: datetime | None = None
+    for entry in history:
+        if isinstance(entry, RunStartEntry):
+            if start is not None and last is not None:
+                total += (last - start).total_seconds()
+            start = last = entry.at
+        elif start is not None:
+            last = entry.at
+            if isinstance(entry, StopEntry):
+                total += (last - start).total_seconds()
+                start = last = None
+    if start is not None and last is not None:
+        total += (last - start).total_seconds()
+    return total
+
+
 def side(state: State) -> Side:
     """The totals of `state`."""
     history = state.history
     usage = state.usage
-    seconds = (history[-1].at - history[0].at).total_seconds() if history else 0.0
+    seconds = _running_seconds(history)
     models = dict.fromkeys(
         entry.content.model or "" for entry in history if isinstance(entry, ModelReplyEntry) and entry.content.model
     )
