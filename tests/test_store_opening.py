@@ -19,7 +19,7 @@ from alpineagents.state import State
 from alpineagents.store import FileStore, SQLiteStore, Store
 from alpineagents.testing import FakeModel
 from alpineagents.types import Message
-from cli_agents import cli
+from helpers.cli_agents import cli
 
 
 def saved(store: Store, state_id: str = "kept") -> State:
