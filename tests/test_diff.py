@@ -16,7 +16,7 @@ from alpineagents import Agent, FileStore, Price, State, tool
 from alpineagents.store import SQLiteStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import Message
-from cli_agents import cli
+from helpers.cli_agents import cli
 from servers.fixtures import server  # noqa: F401,F811 - pytest fixture
 from servers.provider import ProviderServer, openai_stream
 

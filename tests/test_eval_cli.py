@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from alpineagents.store import SQLiteStore
-from cli_agents import cli
+from helpers.cli_agents import cli
 from servers.fixtures import server  # noqa: F401,F811 - pytest fixture
 from servers.provider import ProviderServer, openai_stream
 

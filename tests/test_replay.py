@@ -14,7 +14,7 @@ from alpineagents._serial import entry_to_dict
 from alpineagents.errors import RateLimitError, ToolError
 from alpineagents.testing import FakeModel, Recorder, Replay, ReplayMismatch, tool_call
 from alpineagents.types import Message
-from scriptload import load_script
+from helpers.scriptload import load_script
 
 SIDE_EFFECTS: list[str] = []
 

@@ -14,7 +14,7 @@ from alpineagents.evals import Case, Contains, Dataset, run_evals
 from alpineagents.store import SQLiteStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import Message
-from cli_agents import XSS, viewer
+from helpers.cli_agents import XSS, viewer
 
 CHROMIUM = "/usr/bin/chromium"
 WAIT_MS = 20_000
