@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scriptload import load_script
+from helpers.scriptload import load_script
 
 
 def test_stream_benchmark_runs_at_a_small_size() -> None:
