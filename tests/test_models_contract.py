@@ -32,7 +32,6 @@ from alpineagents.types import (
     ToolSpec,
     Usage,
 )
-from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.kinds import KINDS, AdapterKind
 from servers.provider import ProviderServer, echo_key
 
@@ -64,7 +63,7 @@ def test_every_adapter_of_the_package_has_a_kind_and_a_row_of_providers() -> Non
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_the_adapters_own_cut_off_reasons_mark_the_last_tool_call_and_the_reply(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     kind: AdapterKind,
 ) -> None:
     model = kind.at(server)
@@ -104,7 +103,7 @@ def test_a_cut_off_word_an_adapter_declares_counts_for_every_reply() -> None:
 @pytest.mark.parametrize("code", [400, 404, 409, 500])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_a_provider_error_carries_the_http_status_and_retry_reads_it(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     kind: AdapterKind,
     code: int,
 ) -> None:
@@ -223,7 +222,7 @@ def unsigned(header: str | None) -> str | None:
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_the_raw_path_sends_what_the_sdks_create_would_send(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     kind: AdapterKind,
 ) -> None:
     """The adapters send the body they built as bytes through `client.post`; the SDK's typed call with the same
@@ -241,7 +240,7 @@ def test_the_raw_path_sends_what_the_sdks_create_would_send(
             assert raw.path == typed.path
 
 
-def test_headers_and_options_of_a_client_the_user_hands_in_reach_the_server(server: ProviderServer) -> None:  # noqa: F811
+def test_headers_and_options_of_a_client_the_user_hands_in_reach_the_server(server: ProviderServer) -> None:
     import openai
 
     client = openai.OpenAI(

@@ -24,7 +24,6 @@ from alpineagents.store import Store
 from alpineagents.tool import tool
 from alpineagents.types import ErrorEntry, Message, Request, ToolResultEntry
 from conftest import results, task
-from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.kinds import KEY, KINDS, AdapterKind
 from servers.provider import Action, ProviderServer, Recorded, echo_key, status
 
@@ -42,7 +41,7 @@ def stored_bytes(folder: Path) -> bytes:
 @pytest.mark.parametrize("code", [401, 400, 500])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_an_api_key_echoed_in_an_error_body_is_kept_out_of_the_error_and_the_store(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     tmp_path: Path,
     kind: AdapterKind,
     code: int,
@@ -80,7 +79,7 @@ def add(a: float, b: float = 0.0) -> str:
 @pytest.mark.parametrize("raw", ['{"a": NaN}', '{"a": Infinity, "b": 1}', '{"a": 1, "b": [-Infinity]}'])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_goes_on(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     tmp_path: Path,
     kind: AdapterKind,
     raw: str,
@@ -109,7 +108,7 @@ def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_a_key_read_from_the_environment_is_kept_out_of_the_error_too(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     kind: AdapterKind,
@@ -127,7 +126,7 @@ def test_a_key_read_from_the_environment_is_kept_out_of_the_error_too(
     assert KEY.encode() not in stored_bytes(tmp_path)
 
 
-def test_a_key_known_only_from_the_request_headers_is_kept_out_of_the_error(server: ProviderServer) -> None:  # noqa: F811
+def test_a_key_known_only_from_the_request_headers_is_kept_out_of_the_error(server: ProviderServer) -> None:
     import openai
 
     client = openai.AsyncOpenAI(base_url=server.openai_url, api_key=KEY, max_retries=0)
@@ -222,7 +221,7 @@ SDK_ERRORS = ("anthropic", "openai_compatible", "openai_responses")
 @pytest.mark.parametrize("code", [401, 400, 500])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_nothing_reachable_from_a_provider_error_holds_the_key(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     kind: AdapterKind,
     code: int,
     mode: str,

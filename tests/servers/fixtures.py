@@ -1,4 +1,4 @@
-"""Pytest fixtures for the fake provider server (import them into a test module to use them)."""
+"""Pytest fixtures for the fake provider server (`tests/conftest.py` registers them for every test module)."""
 
 from __future__ import annotations
 

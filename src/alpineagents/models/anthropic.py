@@ -616,7 +616,10 @@ class Anthropic(SDKClients):
         if isinstance(error, TypeError):
             lowered = str(error).lower()
             if any(hint in lowered for hint in _AUTH_HINTS):
-                return AuthError(f"Anthropic authentication failed (no credentials): {error}")
+                return AuthError(
+                    "Anthropic authentication failed (no credentials): set the ANTHROPIC_API_KEY environment "
+                    "variable, or pass Anthropic(..., api_key=...)"
+                )  # the SDK's own text, in the cause, names neither
             return ProviderError(f"Error while building the Anthropic request: {error}")
         if isinstance(error, sdk.AnthropicError):
             return ProviderError(f"Anthropic API error: {error}")

@@ -41,6 +41,7 @@ from alpineagents.types import (
     ToolResultEntry,
     format_call,
 )
+from alpineagents.viewer.approvals import approval_label
 
 FOLD_CHARS = 1500
 """Content longer than this many characters is folded (its start shows, the rest opens with a click)."""
@@ -89,6 +90,11 @@ class Item:
     raw: str = ""
     duration: float | None = None
     turn: int = 0
+
+
+def duration_text(seconds: float) -> str:
+    """A duration to the millisecond: `340 ms` under a second, else `2.481 s`."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.3f} s"
 
 
 def as_json(value: Any) -> str:
@@ -176,7 +182,7 @@ def _reply(item: Item, entry: ModelReplyEntry, asked: datetime | None) -> None:
     item.facts = _usage_fact(entry)
     if asked is not None:
         item.duration = max(0.0, (entry.at - asked).total_seconds())
-        item.facts.insert(0, f"took {item.duration:.2f} s")
+        item.facts.insert(0, f"took {duration_text(item.duration)}")
     item.pieces = message_pieces(reply.message)
     if reply.cut_off:
         item.tone, item.badge = "warn", "cut off"
@@ -191,7 +197,7 @@ def _tool(item: Item, entry: ToolResultEntry, ready: datetime | None) -> None:
     item.links = list(entry.child_ids)
     if ready is not None and outcome not in REFUSED:
         item.duration = max(0.0, (entry.at - ready).total_seconds())
-        item.facts.append(f"{item.duration:.2f} s")
+        item.facts.append(duration_text(item.duration))
     if entry.usage is not None:
         item.facts.append(f"subagents: {entry.usage.input_tokens} in, {entry.usage.output_tokens} out")
 
@@ -246,6 +252,9 @@ def _simple(item: Item, entry: HistoryEntry) -> None:
     elif isinstance(entry, ExchangeEntry):
         who = "the model" if entry.kind == "ask" else "the person"
         item.label = f"asked {who}"
+        marked = approval_label(entry)  # a call waiting for approval, or a person's decision about it
+        if marked is not None:
+            item.label, item.tone, item.badge = marked
         item.pieces = [
             Piece("question", entry.content.question),
             Piece("answer", as_json(entry.content.answer), "json"),
