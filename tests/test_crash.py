@@ -32,7 +32,7 @@ from alpineagents import _serial
 from alpineagents.state import STOPPED_WAITING, UNSAVED_RESULT, State
 from alpineagents.store import FileStore, Store
 from alpineagents.types import Message
-from store_kinds import kind_named
+from helpers.store_kinds import kind_named
 
 CHILD = Path(__file__).parent / "helpers" / "crash_child.py"
 SQLiteStore = store_module.SQLiteStore

@@ -31,7 +31,7 @@ from alpineagents.store import FileStore, SQLiteStore, Store
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message
-from store_kinds import GROUP_KINDS, kind_named
+from helpers.store_kinds import GROUP_KINDS, kind_named
 
 CHILD = Path(__file__).parent / "helpers" / "group_child.py"
 KINDS = [kind.name for kind in GROUP_KINDS]

@@ -54,7 +54,7 @@ from alpineagents.types import (
     Usage,
 )
 from conftest import slowness, timed
-from store_kinds import KINDS, LOCAL_KINDS, StoreKind, check_contract
+from helpers.store_kinds import KINDS, LOCAL_KINDS, StoreKind, check_contract
 
 SQLiteStore = store_module.SQLiteStore
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(100)

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import pytest
 
 from alpineagents.store import Record, StateInfo, Store
-from store_kinds import check_contract
+from helpers.store_kinds import check_contract
 
 
 class ShelfStore(Store):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from alpineagents.agent import Agent
 from alpineagents.blocks import CompactIfFull, acompact_if_full, compact_if_full
+from alpineagents.compare import diff
 from alpineagents.errors import (
     AlpineAgentsError,
     AuthError,
@@ -80,6 +81,7 @@ __all__ = [
     # state
     "State",
     "StateSnapshot",
+    "diff",
     # tools
     "tool",
     "Tool",

@@ -1,4 +1,6 @@
-"""Test doubles that need no API key and no network: `tool_call`, `FakeModel` and `FakeHuman`.
+"""Test doubles that need no API key and no network: `tool_call`, `FakeModel` and `FakeHuman`; and `Replay`, a
+model that answers from a stored run (checking each request against it), with `Recorder`, which records what
+`Replay` checks, and `ReplayMismatch`, what it raises.
 
 Typical use::
 
@@ -16,6 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._frozen import JSON
+from alpineagents._replay.model import Recorder, Replay, ReplayMismatch
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens, estimate_text_tokens
 from alpineagents._values.construct import maker
 from alpineagents.errors import ContextTooLongError
@@ -30,7 +33,7 @@ make_message = maker(Message)
 make_reply = maker(Reply)
 make_usage = maker(Usage)
 
-__all__ = ["FakeModel", "FakeHuman", "tool_call"]
+__all__ = ["FakeModel", "FakeHuman", "tool_call", "Replay", "Recorder", "ReplayMismatch"]
 
 
 def tool_call(name: str, /, **args: JSON) -> ToolCall:

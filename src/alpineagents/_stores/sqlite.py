@@ -59,6 +59,36 @@ _HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite database file."""
 _TABLES = {"alpine_states": ("id", "count", "info", "updated"), "alpine_entries": ("state_id", "seq", "line")}
 
+def _create_database(path: str) -> None:
+    """Make a new store's database file at `path` whole: its tables are made, in WAL mode, in a file of its own
+    beside it, which is then linked into place. So no process ever finds the store's file there but empty (which
+    would read as "not a store", or as damage), even while several processes make the same new store at once: the
+    first link wins and the others use its file."""
+    import sqlite3  # here, not at the top: importing alpineagents does not load sqlite3
+
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    new = f"{path}.new-{os.getpid()}-{threading.get_ident()}"
+    os.close(os.open(new, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
+    try:
+        conn = sqlite3.connect(new, isolation_level=None)
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.executescript(_SCHEMA)
+            conn.execute("PRAGMA journal_mode=WAL")  # kept in the file's header
+        finally:
+            conn.close()
+        with contextlib.suppress(FileExistsError):  # another process made the store first: its file is used
+            os.link(new, path)
+    finally:
+        os.unlink(new)
+    fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)  # the new name survives a power loss
+    finally:
+        os.close(fd)
+
+
 _INHERITED: builtins.list[sqlite3.Connection] = []
 """Connections a forked child inherited: never used (SQLite forbids carrying a connection across a fork) and never
 closed (closing could touch the parent's files), only kept from being garbage collected (which closes them)."""
@@ -233,8 +263,7 @@ class SQLiteStore(GroupCommitting, Store):
         except FileNotFoundError:
             if not create:
                 return False
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            _create_database(path)
             return True
         except IsADirectoryError:
             raise self._not_a_store("it is a folder") from None

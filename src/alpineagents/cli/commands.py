@@ -12,12 +12,17 @@ from typing import Any
 
 import click
 
+from alpineagents._replay.fork import fork_onto, forked_model
 from alpineagents._values.visible import visible
 from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
+from alpineagents.cli.approvals import approvals, approve, deny
+from alpineagents.cli.diffing import diff
+from alpineagents.cli.evaluate import evaluate
 from alpineagents.cli.ids import state_id
 from alpineagents.cli.output import note, outcome_json, print_json, print_table, say
 from alpineagents.cli.replay import Replay, usage_line
+from alpineagents.cli.serve import serve
 from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
 from alpineagents.cli.web import export, view
 from alpineagents.cli.worker import worker
@@ -129,7 +134,7 @@ def resume(
                 f"run {state_id} is waiting for the user: give the message to send, e.g. "
                 f'alpineagents resume {state_id} {agent_spec} "your reply"'
             )
-    _run(agent, opened, state, model, as_json)
+    _run(agent, opened, state, model or forked_model(state), as_json)  # a fork --model names its model
 
 
 @main.command(name="ls", short_help="List the stored runs, newest first.")
@@ -180,10 +185,14 @@ def show(state_id: str, as_json: bool, store: str | None) -> None:
 @click.argument("state_id", metavar="ID", callback=state_id)
 @click.option("--at", "at", type=click.IntRange(min=0), help="Keep the first N entries (default: all).")
 @click.option("--id", "new_id", callback=state_id, help="The id of the copy (default: a new random id).")
+@click.option("--model", help="The model to continue the copy with: resume uses it (e.g. openai/gpt-5).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"id", "from", "entries"} as JSON.')
 @store_option
-def fork(state_id: str, at: int | None, new_id: str | None, as_json: bool, store: str | None) -> None:
-    """Copy the run ID, up to its first N entries, under a new id in the same store."""
+def fork(
+    state_id: str, at: int | None, new_id: str | None, model: str | None, as_json: bool, store: str | None
+) -> None:
+    """Copy the run ID, up to its first N entries, under a new id in the same store; with --model, the copy
+    records that model, and resume continues it with that model."""
     opened = chosen_store(store)
     with store_errors():
         history = open_run(opened, state_id).history
@@ -192,7 +201,7 @@ def fork(state_id: str, at: int | None, new_id: str | None, as_json: bool, store
         if new_id is not None and opened.read(new_id) is not None:
             raise click.ClickException(f"the store already has a run {new_id!r}: pick another --id")
         kept = history if at is None else history[:at]
-        copy = State(id=new_id, history=kept)
+        copy = State(id=new_id, history=kept) if model is None else fork_onto(kept, state_id, model, new_id)
         opened.save(copy)
     if as_json:
         print_json({"id": copy.id, "from": state_id, "entries": len(kept)})
@@ -214,5 +223,11 @@ def rm(state_id: str, store: str | None) -> None:
 
 
 main.add_command(export)
+main.add_command(diff)
+main.add_command(evaluate)
 main.add_command(view)
 main.add_command(worker)
+main.add_command(approvals)
+main.add_command(approve)
+main.add_command(deny)
+main.add_command(serve)

@@ -2,9 +2,10 @@
 
 Pages: `/` (the runs list; `q` searches the id, first message and content, `status=` filters, `sort=updated`,
 `updated_asc`, `cost`, `turns` or `status` orders: see `search`),
-`/runs/{id}` (one run), `/api/runs/{id}/entries?after=N` (what a live page adds: the entries after the first N,
-the header and the charts), `/api/runs` (the list as JSON). Every response forbids scripts other than the
-viewer's own, as a second guard behind the escaping.
+`/runs/{id}` (one run), `/compare?a=ID&b=ID` (two runs side by side), `/evals` and `/evals/{id}` (eval reports),
+`/api/runs/{id}/entries?after=N` (what a live page adds: the entries after the first N, the header and the charts),
+`/api/runs` (the list as JSON). Every response forbids scripts other than the viewer's own, as a second guard
+behind the escaping.
 
 A request whose `Host` header is not a name the viewer listens on is refused (403) before any page is made: a web
 page on another site that points its own name at 127.0.0.1 (DNS rebinding) could otherwise read every run. By
@@ -26,6 +27,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from alpineagents.state import check_id
 from alpineagents.store import Store
 from alpineagents.viewer import page, search
+from alpineagents.viewer.compare import compare_endpoint
+from alpineagents.viewer.evals import eval_list_endpoint, eval_report_endpoint
 from alpineagents.viewer.runs import first_line, stored_runs, summarize, unlisted_summary
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -137,6 +140,9 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
         routes=[
             Route("/", runs_list),
             Route("/runs/{state_id}", run_view),
+            Route("/compare", compare_endpoint(store)),
+            Route("/evals", eval_list_endpoint(store)),
+            Route("/evals/{eval_id}", eval_report_endpoint(store)),
             Route("/api/runs", runs_json),
             Route("/api/runs/{state_id}/entries", run_entries),
         ],
