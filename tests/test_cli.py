@@ -1,6 +1,6 @@
 """The `alpineagents` command, run through its real entry point in a subprocess, against FileStore and SQLiteStore.
 
-The agents come from `tests/cli_agents.py` (scripted FakeModels), imported by the command as `cli_agents:NAME`.
+The agents come from `tests/helpers/cli_agents.py` (scripted FakeModels), imported by the command as `cli_agents:NAME`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from alpineagents.store import FileStore, SQLiteStore, Store
-from cli_agents import HERE as TESTS
-from cli_agents import cli, command_env, has_entry, viewer
-from cli_agents import command as command_line
+from helpers.cli_agents import HERE as HELPERS
+from helpers.cli_agents import cli, command_env, has_entry, viewer
+from helpers.cli_agents import command as command_line
 
 SCRIPT = Path(sys.executable).parent / "alpineagents"
 COMMANDS = ["run", "ls", "show", "resume", "fork", "rm", "export", "view"]
@@ -110,7 +110,7 @@ def test_run_json_prints_the_outcome_and_sends_progress_to_stderr(store_url: str
 
 def test_run_takes_an_agent_from_a_file_path_or_a_factory_function(tmp_path: Path) -> None:
     store = str(tmp_path / "runs.db")
-    by_path = cli("run", str(TESTS / "cli_agents.py") + ":calc", "hi", "--json", "--store", store, cwd=tmp_path)
+    by_path = cli("run", str(HELPERS / "cli_agents.py") + ":calc", "hi", "--json", "--store", store, cwd=tmp_path)
     assert json.loads(by_path.stdout)["answer"] == "Hello again."
     by_factory = cli("run", "cli_agents:make_calc", "hi", "--json", "--store", store, cwd=tmp_path)
     assert json.loads(by_factory.stdout)["answer"] == "Hello again."

@@ -31,14 +31,15 @@ from alpineagents.store import FileStore, SQLiteStore, Store
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message
+from helpers.store_kinds import GROUP_KINDS, kind_named
 
-CHILD = Path(__file__).with_name("group_child.py")
-KINDS = ["sqlite", "file"]
+CHILD = Path(__file__).parent / "helpers" / "group_child.py"
+KINDS = [kind.name for kind in GROUP_KINDS]
 
 
 def make_store(kind: str, tmp_path: Path) -> tuple[Store, str]:
-    path = str(tmp_path / ("runs.db" if kind == "sqlite" else "states"))
-    return (SQLiteStore(path) if kind == "sqlite" else FileStore(path)), path
+    """The store of `kind` in `tmp_path`, and the folder to hand the child process (which opens it the same way)."""
+    return kind_named(kind).make(None, tmp_path), str(tmp_path)
 
 
 def texts(state: State) -> list[str]:

@@ -1,6 +1,6 @@
 """The run viewer in a real headless browser: Playwright driving Debian's chromium at /usr/bin/chromium.
 
-The runs are made by the `alpineagents` command with the agents of `tests/cli_agents.py`, the viewer is
+The runs are made by the `alpineagents` command with the agents of `tests/helpers/cli_agents.py`, the viewer is
 `alpineagents view` on a free 127.0.0.1 port. The screenshots go to a temporary folder, or to docs/screenshots/ with
 `ALPINEAGENTS_SCREENSHOTS=1` (how the README's pictures are made). Without chromium the tests are skipped, except in
 CI (the CI variable is set), where they must run.
@@ -21,11 +21,10 @@ from typing import Any
 import pytest
 
 from alpineagents.store import SQLiteStore
-from cli_agents import HERE as TESTS
-from cli_agents import XSS, cli, command, command_env, has_entry, viewer
+from helpers.cli_agents import XSS, cli, command, command_env, has_entry, viewer
 
 CHROMIUM = "/usr/bin/chromium"
-ROOT = TESTS.parent
+ROOT = Path(__file__).resolve().parents[1]
 SHOTS = (
     ROOT / "docs" / "screenshots"
     if os.environ.get("ALPINEAGENTS_SCREENSHOTS") == "1"

@@ -24,11 +24,12 @@ import asyncio
 import copy
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from alpineagents._stores.locks import SAVING
 
-__all__ = ["GroupCommit", "Job"]
+__all__ = ["GroupCommit", "Job", "GroupCommitting"]
 
 _IDLE_SECONDS = 1.0
 """How long the flusher waits for more work after the queue empties before its thread ends."""
@@ -196,3 +197,46 @@ def _own_copy(error: BaseException) -> BaseException:
     own.__cause__ = error.__cause__
     own.__traceback__ = None
     return own
+
+
+class GroupCommitting:
+    """The `write` and `awrite` of a store that commits in groups (put it before `Store` in the store's bases).
+
+    The store provides `_group` (its `GroupCommit`, made with its flush) and `_job`, which checks one write and
+    encodes it into the store's `Job` in the writer's thread (so that what waits for the flush is text, not the
+    entry dicts). `write` waits for the job's group commit on the calling thread; `awrite` on the caller's event
+    loop, with no thread of its own. A subclass that overrides `write` gets it called by `awrite` on a worker
+    thread, as for any store.
+    """
+
+    _group: GroupCommit
+
+    def _job(self, state_id: str, entries: Sequence[dict[str, Any]], info: Mapping[str, Any], create: bool) -> Job:
+        raise NotImplementedError
+
+    def write(
+        self, state_id: str, entries: Sequence[dict[str, Any]], info: Mapping[str, Any], *, create: bool = False
+    ) -> None:
+        """Add the entries the store lacks and replace the info, durably, before returning.
+
+        Raises:
+            ValueError: `create=True` and the id exists; the entries leave a gap or differ from saved ones; the
+                saved data is damaged.
+            LookupError: `create=False` and the id does not exist.
+            StateLockedError: Another process is writing this State.
+            OSError: The storage refused (a full disk says so, with where and what to do); nothing of this write
+                is found by the next load.
+        """
+        self._group.commit(self._job(state_id, entries, info, create))
+
+    async def awrite(
+        self, state_id: str, entries: Sequence[dict[str, Any]], info: Mapping[str, Any], *, create: bool = False
+    ) -> None:
+        """`write` for async code: the same checks, then the save point waits for its group commit on this event
+        loop (no thread of its own)."""
+        if type(self).write is not GroupCommitting.write:  # a subclass's own write: run it as any store's
+            await super().awrite(state_id, entries, info, create=create)  # pyright: ignore[reportAttributeAccessIssue]
+            return
+        job = self._job(state_id, entries, info, create)
+        del entries, info  # the job holds their encoded form (see Store.asave)
+        await self._group.acommit(job)
