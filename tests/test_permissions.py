@@ -11,6 +11,14 @@ from typing import Any
 import pytest
 
 from alpineagents import permissions as permissions_module
+from alpineagents._turn.permission_rules import (
+    Owner,
+    PermissionList,
+    adecide,
+    check_run_start,
+    decide,
+    effective_permissions,
+)
 from alpineagents.agent import Agent
 from alpineagents.errors import NoHumanError, PermissionWarning, ToolError
 from alpineagents.human import Human, parse_answer
@@ -25,14 +33,8 @@ from alpineagents.permissions import (
     Denied,
     DenyByName,
     DenyPermission,
-    Owner,
     Permission,
-    PermissionList,
-    adecide,
-    check_run_start,
     check_verdict,
-    decide,
-    effective_permissions,
 )
 from alpineagents.reporter import Reporter
 from alpineagents.state import State
@@ -103,6 +105,8 @@ def test_the_permissions_module_exports_its_names_in_order():
         "AllowByReadOnly",
         "DecideByHuman",
         "AllowByDefault",
+        "Deferred",
+        "DeferByName",
     ]
     import alpineagents
 
@@ -460,7 +464,8 @@ def test_check_verdict_messages():
         check_verdict(WrongDecide(), True)
     text = str(info.value)
     assert (
-        "WrongDecide() returned True, and a DecidePermission may return only Allowed() or Denied(...) or None" in text
+        "WrongDecide() returned True, and a DecidePermission may return only Allowed() or Denied(...) or Deferred(...) or None"
+        in text
     )
     assert "Denied(" in text.split("Example:")[1]
     with pytest.raises(TypeError):
@@ -595,7 +600,7 @@ def test_owner_is_the_default_human_of_decide_by_human():
 
     class Probe(DecideByHuman):
         def check(self, state: Any, call: Any, tool: Any) -> Any:
-            seen.append(permissions_module._OWNER.get())
+            seen.append(permissions_module.ASKED_OWNER.get())
             return Allowed()
 
     owner_human = SyncHuman()
@@ -611,7 +616,7 @@ def test_owner_is_the_default_human_of_decide_by_human():
 
     asyncio.run(main())
     assert seen[-1] == Owner(owner_human)
-    assert permissions_module._OWNER.get() is None  # the owner is set only while a permission is asked
+    assert permissions_module.ASKED_OWNER.get() is None  # the owner is set only while a permission is asked
 
 
 def test_check_run_start_rules():

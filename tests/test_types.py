@@ -731,7 +731,8 @@ def test_types_all_in_order() -> None:
             "ToolResultEntry ExchangeEntry ContextChangeEntry RunStartEntry StopEntry ExtraDataEntry ErrorEntry "
             "Exchange ContextChangeKind ContextChange AgentInfo ModelEvent ToolOutcomeKind ToolOutcome StoppedByUntil "
             "StoppedByLimit StoppedByFinish StoppedByPermission Stopped NOTICE_PREFIX INVALID_ARGS_KEY "
-            "TRUNCATED_ARGS_MESSAGE CUT_OFF_STOP_REASONS format_call result_text IMAGE_TYPES"
+            "TRUNCATED_ARGS_MESSAGE CUT_OFF_STOP_REASONS format_call result_text IMAGE_TYPES StoppedForApproval "
+            "WaitingCall ApprovalDecision"
         ).split()
     )
     for name in types_module.__all__:
@@ -751,7 +752,13 @@ def test_constants_and_aliases() -> None:
     assert type(CUT_OFF_STOP_REASONS) is frozenset
     assert IMAGE_TYPES == ("image/png", "image/jpeg", "image/gif", "image/webp")
     assert typing.get_args(Block) == (TextBlock, Image, ToolCall, ToolResultBlock, RawBlock)
-    assert typing.get_args(Stopped) == (StoppedByUntil, StoppedByLimit, StoppedByFinish, StoppedByPermission)
+    assert typing.get_args(Stopped) == (
+        StoppedByUntil,
+        StoppedByLimit,
+        StoppedByFinish,
+        StoppedByPermission,
+        types_module.StoppedForApproval,
+    )
     assert typing.get_args(ToolResultContent)[0] is str
     assert typing.get_args(types_module.ContextChangeKind) == ("compact", "clear_tool_results", "import", "restore")
 

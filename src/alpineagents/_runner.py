@@ -33,13 +33,25 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents import _observe as observe
 from alpineagents._frozen import thaw
+from alpineagents._history.approvals import Hold, has_waits
 from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_result, is_interrupt
 from alpineagents._tools.arrivals import LoopArrivals, ThreadArrivals, yield_once
 from alpineagents._tools.scope import RunSettings, enter_call
+from alpineagents._turn.approvals import WaitingSubagent, approvals_of, child_hold, hold, settled
+from alpineagents._turn.permission_rules import adecide, decide
 from alpineagents._turn.workers import WorkerPool
 from alpineagents.errors import ToolError, ToolInputError
+from alpineagents.permissions import Allowed, Deferred
 from alpineagents.tool import Tool, format_result, invalid_args_message
-from alpineagents.types import INVALID_ARGS_KEY, ToolCall, ToolOutcome, ToolOutcomeKind, ToolResultContent, format_call
+from alpineagents.types import (
+    INVALID_ARGS_KEY,
+    StoppedForApproval,
+    ToolCall,
+    ToolOutcome,
+    ToolOutcomeKind,
+    ToolResultContent,
+    format_call,
+)
 
 if TYPE_CHECKING:
     from alpineagents.permissions import Decision
@@ -335,6 +347,9 @@ def _finish(state: State, reporter: Reporter | None, job: _Job, failures: list[_
             shown = _DONE_OUTCOME if outcome is _DONE else _ERROR_OUTCOME if outcome is _ERROR else ToolOutcome(outcome)
             reporter.on_tool_end(state, call, content, shown)
         return
+    if type(error) is WaitingSubagent:  # the call's subagent stopped for approval: the call waits with it
+        state._hold_for_approval([child_hold(call, error.child)])
+        return
     state._record_error(error, call)
     if job not in failures:
         failures.append(job)
@@ -382,13 +397,12 @@ def _apply_decision(state: State, reporter: Reporter | None, job: _Job, decision
     whole turn in one atomic step (this call denied, every other pending call cancelled, the stop recorded), and
     only then are the Reporter's `on_tool_end` calls made, the denied call first.
     """
-    from alpineagents.permissions import Allowed  # lazy: permissions imports the tool layer this module sits on
-
     if (observer := observe.OBSERVER) is not None:
         observer.decided(state, job.call, decision)
     verdict = decision.verdict
     if isinstance(verdict, Allowed):
         return True
+    assert not isinstance(verdict, Deferred)  # the phase holds those
     call = job.call
     decided_by = decision.decided_by
     denied = ToolOutcome(ToolOutcomeKind.DENIED, decision.error, decided_by)
@@ -432,7 +446,7 @@ def _steps(
     """The order of one turn: input errors, the permission phase, the parallel group, then the serial calls one
     at a time (only while no call has raised), and last the first exception in completion order."""
     jobs = _input_errors(state, tools, context, calls)
-    if jobs and context.permissions is not None:
+    if jobs and (context.permissions is not None or has_waits(state._acc)):
         jobs = yield from _permission_phase(state, context, jobs)
     if not jobs:
         return
@@ -441,25 +455,43 @@ def _steps(
         yield from _run_group(state, context, group, failures, arrivals)
         if failures:
             _raise_first(failures)
+        if type(state.stopped) is StoppedForApproval:  # a subagent waits for approval: the turn stops here
+            return
 
 
 def _permission_phase(state: State, context: RunSettings, jobs: list[_Job]) -> Generator[_Action, Any, list[_Job]]:
     """Ask about every call in request order before any tool runs; return the allowed jobs. A phase that recorded
-    anything saves before any tool starts. A permission's exception is recorded with its call, then raised."""
+    anything saves before any tool starts. A permission's exception is recorded with its call, then raised.
+
+    A call a person decided about (it waited for approval) is not asked again: the decision stands. Calls held
+    for a decision (`Deferred`) stop the turn once every call was asked: no tool of the turn runs."""
+    records = approvals_of(state)
     before = state.snapshot()
     allowed: list[_Job] = []
+    held: list[Hold] = []
     for job in jobs:
-        try:
-            decision = yield job
-        except Exception as error:
-            state._record_error(error, job.call)
-            raise
+        decision = settled(records, job.call)
+        if decision is None:
+            if context.permissions is None:
+                allowed.append(job)
+                continue
+            try:
+                decision = yield job
+            except Exception as error:
+                state._record_error(error, job.call)
+                raise
+        if isinstance(decision.verdict, Deferred):
+            held.append(hold(job.call, decision))
+            continue
         verdict = _apply_decision(state, context.reporter, job, decision)
         if verdict is None:
-            allowed = []
+            allowed, held = [], []
             break
         if verdict:
             allowed.append(job)
+    if held:
+        state._hold_for_approval(held)
+        allowed = []
     if context.store is not None and state.snapshot() is not before:
         yield _SAVE
     return allowed
@@ -721,14 +753,10 @@ def _store(context: RunSettings) -> Store:
 
 
 def _decide(state: State, context: RunSettings, job: _Job) -> Decision:
-    from alpineagents.permissions import decide  # lazy: permissions imports the tool layer this module sits on
-
     assert context.permissions is not None and job.tool is not None
     return decide(context.permissions, state, job.call, job.tool, context.owners or None)
 
 
 async def _adecide(state: State, context: RunSettings, job: _Job) -> Decision:
-    from alpineagents.permissions import adecide  # lazy: see `_decide`
-
     assert context.permissions is not None and job.tool is not None
     return await adecide(context.permissions, state, job.call, job.tool, context.owners or None)

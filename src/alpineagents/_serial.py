@@ -43,6 +43,7 @@ from alpineagents.types import (
     StoppedByLimit,
     StoppedByPermission,
     StoppedByUntil,
+    StoppedForApproval,
     TextBlock,
     ToolCall,
     ToolResultBlock,
@@ -227,6 +228,13 @@ def stopped_to_dict(stopped: Stopped | None) -> dict[str, Any] | None:
         return {"kind": "limit", "turns": stopped.turns}  # pyright: ignore[reportAttributeAccessIssue]
     if cls is StoppedByFinish:
         return {"kind": "finish", "answer": plain(stopped.answer, "the finish() answer")}  # pyright: ignore
+    if cls is StoppedForApproval:  # a permission stop to a reader that does not know "waiting"
+        return {
+            "kind": "permission",
+            "call": _call_to_dict(stopped.call),  # pyright: ignore[reportAttributeAccessIssue]
+            "permission": stopped.permission,  # pyright: ignore[reportAttributeAccessIssue]
+            "waiting": [_call_to_dict(call) for call in stopped.calls],  # pyright: ignore[reportAttributeAccessIssue]
+        }
     if cls is StoppedByPermission:
         return {
             "kind": "permission",

@@ -16,13 +16,14 @@ from alpineagents._async import blocks_event_loop
 from alpineagents._history.misuse import not_a_state_error
 from alpineagents._settings import check_human, check_loop, check_permission_items, check_reporter, check_store
 from alpineagents._skills.tools import add_skill_tools, skill_tool, system_with_catalogue
+from alpineagents._stream import AsyncEventStream, EventStream
 from alpineagents._structured import Answers, check_returns
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens
 from alpineagents._turn.context import RunContext, active_context
 from alpineagents._turn.driver import Steps, adrive, drive
 from alpineagents._turn.program import new_call, program_call_steps, program_tool, same_tool
 from alpineagents._turn.run import prepare_run, run_steps, start_run
-from alpineagents._turn.seams import DEFAULT, Default
+from alpineagents._turn.seams import DEFAULT, Default, Feed
 from alpineagents._turn.steps import ask_steps, compact_steps, think_steps, use_tools_steps
 from alpineagents._turn.subagent import SubagentTool, checked_subagent_tool
 from alpineagents.errors import fix_message
@@ -624,11 +625,11 @@ class Agent:
 
     # --- the actions: each one step sequence, driven by the sync method and awaited by its async twin --------
 
-    def _run_steps(self, prompt_or_state: str | State, method: str) -> Steps:
+    def _run_steps(self, prompt_or_state: str | State, method: str, feed: Feed | None = None) -> Steps:
         """The checks and the start of a run, then its step sequence (a plain function returning it: a generator
-        here would be one more object per run in flight)."""
+        here would be one more object per run in flight). `feed`: the stream that follows the run."""
         loop = _choose_loop(self._loop, method)
-        state, context = prepare_run(self, prompt_or_state, method)
+        state, context = prepare_run(self, prompt_or_state, method, feed)
         return run_steps(self, state, context, loop, turn_steps(loop, self, state))
 
     def run(self, prompt_or_state: str | State, /) -> Any:
@@ -647,6 +648,28 @@ class Agent:
     async def arun(self, prompt_or_state: str | State, /) -> Any:
         """The async twin of `run`: the loop must be async (`default_loop` becomes `adefault_loop`)."""
         return await adrive(self._run_steps(prompt_or_state, "arun"))
+
+    def stream(self, prompt_or_state: str | State, /, *, after: int | None = None) -> EventStream:
+        """Run the loop on a State (a prompt starts a new one) and give its events as they happen.
+
+        Returns an iterator of the events of `alpineagents.events` (the run goes on in a thread of its own, so a
+        slow reader never slows it) that is also a context manager: leaving its block early, or `close()`, stops
+        the run as Ctrl+C does (pending calls closed, the State saved). `after=N` first gives the events of the
+        history after position N (a reader that reconnects passes the position of the last event it got), then
+        those of the run. The State is `.state`; what the loop returned is `.result` once the stream ended. An
+        exception that ended the run is raised by the iterator after the last event (`RunEnded`).
+
+        Raises:
+            TypeError, ValueError: `after` is not a position (-1 or more); the argument is not a prompt or State.
+        """
+        if blocks_event_loop():
+            raise _sync_refusal("stream")
+        return EventStream(self, prompt_or_state, after)
+
+    def astream(self, prompt_or_state: str | State, /, *, after: int | None = None) -> AsyncEventStream:
+        """The async twin of `stream` (the run is `arun`, in a Task): an async iterator and async context manager.
+        Cancelling the task that reads it cancels the run."""
+        return AsyncEventStream(self, prompt_or_state, after)
 
     def think(self, state: State, tools: Iterable[Any] | None = None) -> None:
         """Send the State's messages to the model once and record the reply; its tool calls become pending.

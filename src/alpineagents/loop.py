@@ -17,7 +17,13 @@ from alpineagents._async import ASYNC_RUN
 from alpineagents._turn.driver import Steps, adrive, drive
 from alpineagents.blocks import acompact_if_full, compact_if_full
 from alpineagents.errors import fix_message
-from alpineagents.types import StoppedByFinish, StoppedByLimit, StoppedByPermission, StoppedByUntil
+from alpineagents.types import (
+    StoppedByFinish,
+    StoppedByLimit,
+    StoppedByPermission,
+    StoppedByUntil,
+    StoppedForApproval,
+)
 
 if TYPE_CHECKING:
     from alpineagents.agent import Agent  # the facade that imports this module: only its type is named here
@@ -178,7 +184,7 @@ class Loop:
 
     def _reason(self, state: LoopState, turns: int) -> Stopped | None:
         stopped = state.stopped
-        if stopped is not None and isinstance(stopped, (StoppedByFinish, StoppedByPermission)):
+        if stopped is not None and isinstance(stopped, (StoppedByFinish, StoppedByPermission, StoppedForApproval)):
             return stopped
         if state.finished:
             return StoppedByFinish()

@@ -5,9 +5,10 @@ A permission subclasses exactly one kind: ``DenyPermission`` (returns ``Denied(.
 ``check`` (sync), ``acheck`` (async) or both. Built-ins: ``DenyByName``, ``AllowByName``, ``AllowByReadOnly``,
 ``DecideByHuman``, ``AllowByDefault``.
 
-For the Agent and the runner (not in ``__all__``): ``effective_permissions`` builds a run's ``PermissionList``
-(each permission paired with its ``Owner``), ``check_run_start`` refuses a run that could not ask its list, and
-``decide``/``adecide`` ask the list about one call and return a ``Decision`` that the caller records.
+What the turn machinery does with a list of permissions (who owns each one, the effective list of a run, the
+check before a run starts, and asking the list about one call) is in ``alpineagents._turn.permission_rules``;
+this module holds what a permission is and what it may answer. ``Decision`` (what a list decided about one call)
+and ``ASKED_OWNER`` (whose permission is being asked) are the two values both sides share.
 """
 
 from __future__ import annotations
@@ -15,23 +16,15 @@ from __future__ import annotations
 import contextvars
 import inspect
 import sys
-import warnings
-from collections.abc import Generator, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._async import run_in_thread
 from alpineagents._tools.patterns import matches_any, name_patterns
-from alpineagents.errors import NoHumanError, PermissionWarning, ToolError, fix_message
-from alpineagents.human import (
-    HumanLike,
-    aask_human_with,
-    answers_async,
-    answers_only_async,
-    answers_sync,
-    ask_human_with,
-)
+from alpineagents.errors import ToolError, fix_message
+from alpineagents.human import HumanLike, aask_human_with, answers_async, answers_sync, ask_human_with
 from alpineagents.types import ToolCall, format_call
 
 if TYPE_CHECKING:
@@ -51,6 +44,8 @@ __all__ = [
     "AllowByReadOnly",
     "DecideByHuman",
     "AllowByDefault",
+    "Deferred",
+    "DeferByName",
 ]
 
 NOBODY_DECIDED = "No permission allowed this call."
@@ -111,7 +106,77 @@ class Denied:
             )
 
 
-Verdict = Allowed | Denied | None
+@dataclass(frozen=True)
+class Deferred:
+    """The verdict that holds a call for a person's decision, to be taken later, maybe in another process.
+
+    The run stops before any tool of the turn runs: the call waits (``state.awaiting_approval`` lists it,
+    ``state.stopped`` is a ``StoppedForApproval``), the State is saved, and the program may exit. A person then
+    calls ``state.approve(call_id)`` or ``state.deny(call_id, reason)``, and the next run continues: an approved
+    call runs once, a denied one gets the reason as its error result. Only a ``DecidePermission`` may return it.
+    For a person at the keyboard now, use ``DecideByHuman``.
+
+    Args:
+        question: What the person is asked; default ``Run {format_call(call)}?``.
+        expires_in: Seconds (or a ``timedelta``) after which an approval counts as a denial; ``None``: never.
+
+    Raises:
+        TypeError: ``question`` is not a string, or ``expires_in`` is not a number or ``timedelta``.
+        ValueError: ``question`` is empty, or ``expires_in`` is not positive.
+    """
+
+    question: str | None = None
+    expires_in: float | timedelta | None = None
+
+    def __post_init__(self) -> None:
+        example = 'return Deferred("Send this email to the customer?", expires_in=timedelta(days=2))'
+        if self.question is not None:
+            if not isinstance(self.question, str):
+                raise TypeError(
+                    fix_message(
+                        f"Deferred: question= takes a string, what a person is asked (got: {self.question!r})",
+                        "Pass the question as a string, or leave it out for the default question",
+                        example,
+                    )
+                )
+            if not self.question.strip():
+                raise ValueError(
+                    fix_message("Deferred got an empty question", "Say what the person decides about", example)
+                )
+        expires = self.expires_in
+        if expires is None:
+            return
+        if isinstance(expires, bool) or not isinstance(expires, (int, float, timedelta)):
+            raise TypeError(
+                fix_message(
+                    f"Deferred: expires_in= takes seconds or a timedelta (got: {expires!r})",
+                    "Pass how long an approval stays valid, or leave it out for no expiry",
+                    example,
+                )
+            )
+        seconds = expires.total_seconds() if isinstance(expires, timedelta) else expires
+        if not seconds > 0:
+            raise ValueError(
+                fix_message(
+                    f"Deferred: expires_in= must be positive (got: {expires!r})",
+                    "Pass how long an approval stays valid, or leave it out for no expiry",
+                    example,
+                )
+            )
+
+    def question_for(self, call: ToolCall) -> str:
+        """The question for a person about ``call``: ``question``, or ``Run {format_call(call)}?``."""
+        return self.question if self.question is not None else f"Run {format_call(call)}?"
+
+    def lifetime(self) -> timedelta | None:
+        """How long an approval stays valid after the call starts waiting, or ``None``."""
+        expires = self.expires_in
+        if expires is None:
+            return None
+        return expires if isinstance(expires, timedelta) else timedelta(seconds=expires)
+
+
+Verdict = Allowed | Denied | Deferred | None
 
 
 # --- the base class and the three kinds ----------------------------------------------------------------------
@@ -129,7 +194,7 @@ class Permission:
         _check_class(cls)
         return super().__new__(cls)
 
-    def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | None:
+    def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | Deferred | None:
         """Decide about one call: a verdict, or ``None`` for no opinion.
 
         ``call.args`` are parsed but not validated; ``tool`` is the Tool the call would run. ``ToolError``
@@ -147,7 +212,7 @@ class Permission:
             )
         )
 
-    async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | None:
+    async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | Deferred | None:
         """Async twin of ``check``, used by ``arun``/``ause_tools``.
 
         Default: runs ``check`` on a daemon worker thread with a copy of the contextvars, so a blocking check
@@ -234,8 +299,8 @@ _VERDICT_RULES: dict[type[Permission], tuple[tuple[type, ...], str, str, str]] =
         'return Allowed() if call.name.startswith("read_") else None',
     ),
     DecidePermission: (
-        (Allowed, Denied),
-        "a DecidePermission may return only Allowed() or Denied(...) or None",
+        (Allowed, Denied, Deferred),
+        "a DecidePermission may return only Allowed() or Denied(...) or Deferred(...) or None",
         "Return one of those",
         'return Allowed() if call.name == "read_file" else Denied("Only reading is allowed")',
     ),
@@ -376,263 +441,43 @@ class AllowByDefault(AllowPermission):
         return Allowed()
 
 
-class _AllowUndenied(AllowByDefault):
-    """Closes an effective list made only of the denials of the runs above: another Agent without a list of its
-    own, working inside a subagent's run, lets through every call those denials do not refuse."""
-
-
-# --- owners and the effective list ---------------------------------------------------------------------------
-
-
-class Owner(NamedTuple):
-    """Who owns a permission in an effective list: the effective human of the run whose Agent wrote it.
-
-    ``inherited`` is true when that run is a subagent run that inherited its human (for ``NoHumanError`` texts).
-    """
-
-    human: HumanLike | None
-    inherited: bool = False
-
-
-Owners = Iterable[Owner | HumanLike | None] | None
-"""The owners given to the checks, one per permission (an ``Owner``, or a plain Human), or ``None`` to take them
-from a ``PermissionList``."""
-
-
-class PermissionList(tuple[Permission, ...]):
-    """The effective permission list of a run: a tuple of permissions plus ``owners``, one ``Owner`` per
-    permission, in the same order."""
-
-    owners: tuple[Owner, ...]
-
-    def __new__(cls, permissions: Iterable[Permission], owners: Iterable[Owner]) -> PermissionList:
-        self = super().__new__(cls, permissions)
-        self.owners = tuple(owners)
-        if len(self.owners) != len(self):
-            raise ValueError("PermissionList needs one owner per permission")
-        return self
-
-    def pairs(self) -> Iterator[tuple[Permission, Owner]]:
-        """The (permission, owner) pairs in list order."""
-        return zip(self, self.owners, strict=True)
-
-    def denials(self) -> PermissionList:
-        """The ``DenyPermission``s of this list with their owners, in order."""
-        kept = [(p, o) for p, o in self.pairs() if isinstance(p, DenyPermission)]
-        return PermissionList((p for p, _ in kept), (o for _, o in kept))
-
-
-def _as_list(permissions: Iterable[Permission], owner: Owner) -> PermissionList:
-    if isinstance(permissions, PermissionList):
-        return permissions
-    items = tuple(permissions)
-    return PermissionList(items, (owner,) * len(items))
-
-
-def effective_permissions(
-    own: Iterable[Permission] | None,
-    human: HumanLike | None = None,
-    *,
-    inherited: bool = False,
-    above: Iterable[Permission] | None = None,
-    subagent: bool = False,
-) -> PermissionList | None:
-    """The effective list asked for a run or a ``use_tools``, or ``None`` for no check phase.
+class DeferByName(DecidePermission):
+    """Hold calls whose name matches a shell-style pattern for a person's decision later (``Deferred``); say
+    nothing about the others.
 
     Args:
-        own: The Agent's own ``permissions=`` (``None`` or a tuple; ``()`` is "checks on, empty").
-        human: The effective human of the run (owner of ``own``); ``inherited`` as in ``Owner``.
-        above: The effective list of the run above (``None`` at top level or when that run had no checks).
-            For a subagent run: the list of the run that started it. For another Agent working inside a
-            subagent's run: the list of the run above that subagent.
-        subagent: True for a subagent run (started inside a tool call), False otherwise.
+        patterns: Name patterns, e.g. ``["send_email", "deploy_*"]``.
+        question: What the person is asked; default ``Run {format_call(call)}?``.
+        expires_in: Seconds (or a ``timedelta``) after which an approval counts as a denial; ``None``: never.
 
-    Rules: no ``above`` -> ``own`` (owner ``human``) or ``None``. A subagent with ``own=None`` inherits
-    ``above`` whole. Otherwise the denials of ``above`` come first, then ``own``; another Agent with
-    ``own=None`` gets only those denials (a call none of them refuses is allowed), or ``None`` without any.
+    Raises:
+        TypeError, ValueError: as ``Deferred`` and ``DenyByName`` say.
     """
-    owner = Owner(human, inherited)
-    if above is None:
-        return None if own is None else _as_list(own, owner)
-    above_list = _as_list(above, Owner(None))
-    if own is None and subagent:
-        return above_list
-    denials = above_list.denials()
-    if own is None:
-        if not denials:
-            return None
-        return PermissionList((*denials, _AllowUndenied()), (*denials.owners, Owner(None)))
-    own_list = _as_list(own, owner)
-    return PermissionList((*denials, *own_list), (*denials.owners, *own_list.owners))
+
+    patterns: tuple[str, ...]
+    deferred: Deferred
+
+    def __init__(
+        self, patterns: Iterable[str], question: str | None = None, expires_in: float | timedelta | None = None
+    ) -> None:
+        self.patterns = name_patterns("DeferByName", patterns)
+        self.deferred = Deferred(question, expires_in)
+
+    def check(self, state: State, call: ToolCall, tool: Tool) -> Deferred | None:
+        """``Deferred(...)`` on a match, else ``None``."""
+        return self.deferred if matches_any(self.patterns, call.name) else None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self.patterns)!r})"
 
 
-def _pairs(
-    permissions: Iterable[Permission], owners: Owners, default: Owner | None
-) -> list[tuple[Permission, Owner | None]]:
-    """Pair each permission with its owner: from a ``PermissionList``, else from ``owners`` (``Owner`` items or
-    plain Humans), else ``default``."""
-    if isinstance(permissions, PermissionList) and owners is None:
-        return list(permissions.pairs())
-    items = tuple(permissions)
-    if owners is None:
-        return [(p, default) for p in items]
-    shown = [o if isinstance(o, Owner) else Owner(o) for o in owners]
-    if len(shown) != len(items):
-        raise ValueError("owners= needs one owner per permission")
-    return list(zip(items, shown, strict=True))
+# --- what the turn machinery and the permissions share -------------------------------------------------------
 
-
-def check_run_start(
-    permissions: Iterable[Permission] | None,
-    *,
-    method: Literal["run", "arun"] = "run",
-    owners: Owners = None,
-    human: HumanLike | None = None,
-    inherited: bool = False,
-) -> None:
-    """The checks made before a run starts (before anything is recorded), over the effective list, in list order.
-
-    For each permission: (``run`` only) an acheck-only permission -> ``TypeError``; a ``DecideByHuman`` without
-    its own human whose owner's human is ``None`` -> ``NoHumanError``; (``run`` only) a ``DecideByHuman`` (check
-    not overridden) whose Human answers only asynchronously -> ``TypeError``. Owners come from ``owners``
-    (one ``Owner`` or plain Human per permission), else from a ``PermissionList``, else ``Owner(human, inherited)``
-    for every item.
-    """
-    if permissions is None:
-        return
-    sync = method == "run"
-    for permission, owner in _pairs(permissions, owners, Owner(human, inherited)):
-        assert owner is not None
-        if sync and _async_only(permission):
-            raise TypeError(
-                fix_message(
-                    f"{permission!r} in permissions= checks calls only asynchronously (it implements acheck, "
-                    "not check), so this Agent cannot run with run()",
-                    "Start the run with arun() (answer = await agent.arun(...)), or give the permission a sync check",
-                    "answer = await agent.arun(state)",
-                )
-            )
-        if not isinstance(permission, DecideByHuman):
-            continue
-        chosen = permission.human if permission.human is not None else owner.human
-        if chosen is None:
-            if owner.inherited:
-                problem = (
-                    f"{permission!r} in permissions= asks the Agent's human, and this subagent has no human to ask "
-                    "(it was not given a human and the run that started it has human=None)"
-                )
-                fix = "give one to the Agent that runs it, or to the permission itself: DecideByHuman(human=...)"
-            else:
-                problem = f"{permission!r} in permissions= asks the Agent's human, and this Agent has human=None"
-                fix = "Give the Agent a human, or give the permission its own: DecideByHuman(human=...)"
-            raise NoHumanError(
-                fix_message(problem, fix, "Agent(model, permissions=[DecideByHuman()], human=Terminal())")
-            )
-        if sync and type(permission).check is DecideByHuman.check and answers_only_async(chosen):
-            raise TypeError(
-                fix_message(
-                    f"{permission!r} in permissions= asks {type(chosen).__name__}, which answers only "
-                    "asynchronously (it implements aask, not ask), so this Agent cannot run with run()",
-                    "Start the run with arun(), or give the human a sync ask method",
-                    "answer = await agent.arun(state)",
-                )
-            )
-
-
-def _async_only(permission: Permission) -> bool:
-    """True for a permission that implements only ``acheck`` (for a ``DecideByHuman``: a subclass that overrides
-    ``acheck`` but not ``check``)."""
-    cls = type(permission)
-    if isinstance(permission, DecideByHuman):
-        return cls.check is DecideByHuman.check and cls.acheck is not DecideByHuman.acheck
-    return cls.check is Permission.check
-
-
-# --- asking the list about one call --------------------------------------------------------------------------
-
-_OWNER: contextvars.ContextVar[Owner | None] = contextvars.ContextVar("alpineagents_permission_owner", default=None)
-"""The owner of the permission being asked, while the runner asks a list (the default Human of DecideByHuman)."""
-
-
-@contextmanager
-def _owner_scope(owner: Owner | None) -> Iterator[None]:
-    if owner is None:
-        yield
-        return
-    token = _OWNER.set(owner)
-    try:
-        yield
-    finally:
-        _OWNER.reset(token)
-
-
-def _passes(permissions: Iterable[Permission], owners: Owners) -> list[tuple[Permission, Owner | None]]:
-    pairs = _pairs(permissions, owners, None)
-    first = [pair for pair in pairs if isinstance(pair[0], DenyPermission)]
-    second = [pair for pair in pairs if not isinstance(pair[0], DenyPermission)]
-    return first + second
-
-
-def _note(error: BaseException, permission: Permission, call: ToolCall) -> None:
-    error.add_note(f"exception raised in permission {permission!r} checking {format_call(call)}")
-
-
-def _nobody(call: ToolCall) -> Decision:
-    warnings.warn(
-        f"No permission allowed or denied the call to {call.name}, so it was denied. To allow every call no "
-        "permission denies, put AllowByDefault() at the end of permissions=",
-        PermissionWarning,
-        stacklevel=5,
-    )
-    return Decision(Denied(NOBODY_DECIDED))
-
-
-_VERDICTS = (Allowed, Denied)
-
-Answer = tuple[object, Exception | None]
-"""What one permission answered: its verdict (unchecked), or the exception it raised."""
-
-
-def _asking(
-    permissions: Iterable[Permission], call: ToolCall, owners: Owners
-) -> Generator[tuple[Permission, Owner | None] | Decision, Answer, None]:
-    """How a list decides about one call, written once for ``decide`` and ``adecide``.
-
-    It yields each permission to ask with its owner (denials first, then the others, each pass in list order) and
-    is sent back its ``Answer``; it yields a ``Decision`` when one is reached. The first verdict that is not
-    ``None`` decides; a ``ToolError`` refuses the call with its message; any other exception is raised with a
-    note naming the permission and the call; a verdict the permission's kind may not return raises ``TypeError``;
-    nobody deciding refuses the call with ``NOBODY_DECIDED`` and a ``PermissionWarning``.
-    """
-    for permission, owner in _passes(permissions, owners):
-        verdict, error = yield permission, owner
-        if isinstance(error, ToolError):
-            yield Decision(Denied(str(error)), repr(permission), error)
-            return
-        if error is not None:
-            _note(error, permission, call)
-            raise error
-        check_verdict(permission, verdict)
-        if isinstance(verdict, _VERDICTS):
-            yield Decision(verdict, repr(permission))
-            return
-    yield _nobody(call)
-
-
-def _answer(permission: Permission, owner: Owner | None, state: State, call: ToolCall, tool: Tool) -> Answer:
-    with _owner_scope(owner):
-        try:
-            return permission.check(state, call, tool), None
-        except Exception as error:  # noqa: BLE001 - handed to `_asking`, which decides what it means
-            return None, error
-
-
-async def _aanswer(permission: Permission, owner: Owner | None, state: State, call: ToolCall, tool: Tool) -> Answer:
-    with _owner_scope(owner):
-        try:
-            return await permission.acheck(state, call, tool), None
-        except Exception as error:  # noqa: BLE001 - handed to `_asking`, which decides what it means
-            return None, error
+ASKED_OWNER: contextvars.ContextVar[tuple[HumanLike | None, bool] | None] = contextvars.ContextVar(
+    "alpineagents_permission_owner", default=None
+)
+"""``(human, inherited)`` of the run whose Agent wrote the permission being asked, while the turn machinery asks a
+list (the default Human of ``DecideByHuman``); ``None`` otherwise."""
 
 
 @dataclass(frozen=True)
@@ -643,38 +488,18 @@ class Decision:
     of the deciding permission, ``None`` when nobody decided. ``error``: the ``ToolError`` a permission raised.
     """
 
-    verdict: Allowed | Denied
+    verdict: Allowed | Denied | Deferred
     decided_by: str | None = None
     error: ToolError | None = None
 
 
-def decide(
-    permissions: Iterable[Permission], state: State, call: ToolCall, tool: Tool, owners: Owners = None
-) -> Decision:
-    """Ask the list about one call with ``check``, as ``_asking`` says. While a permission is asked, its owner (from
-    ``owners``, else from a ``PermissionList``) is the default Human of ``DecideByHuman``.
-
-    Raises:
-        TypeError: A verdict the permission's kind may not return (no note).
-        Exception: Any other exception from a permission, with the note
-            ``exception raised in permission {p!r} checking {call}``.
-    """
-    steps = _asking(permissions, call, owners)
-    step = next(steps)
-    while not isinstance(step, Decision):
-        step = steps.send(_answer(*step, state, call, tool))
-    return step
-
-
-async def adecide(
-    permissions: Iterable[Permission], state: State, call: ToolCall, tool: Tool, owners: Owners = None
-) -> Decision:
-    """Async twin of ``decide``: asks each permission's ``acheck``. Same passes, results and errors."""
-    steps = _asking(permissions, call, owners)
-    step = next(steps)
-    while not isinstance(step, Decision):
-        step = steps.send(await _aanswer(*step, state, call, tool))
-    return step
+def async_only(permission: Permission) -> bool:
+    """True for a permission that implements only ``acheck`` (for a ``DecideByHuman``: a subclass that overrides
+    ``acheck`` but not ``check``)."""
+    cls = type(permission)
+    if isinstance(permission, DecideByHuman):
+        return cls.check is DecideByHuman.check and cls.acheck is not DecideByHuman.acheck
+    return cls.check is Permission.check
 
 
 # --- DecideByHuman -------------------------------------------------------------------------------------------
@@ -721,9 +546,9 @@ class DecideByHuman(DecidePermission):
             )
         if self.human is not None:
             return self.human, False
-        owner = _OWNER.get()
+        owner = ASKED_OWNER.get()
         if owner is not None:
-            return owner.human, owner.inherited
+            return owner
         context = agent._active_context(state)
         if context is not None:
             return context.human, context.human_inherited
@@ -732,7 +557,7 @@ class DecideByHuman(DecidePermission):
     def _verdict(self, answer: object) -> Allowed | Denied:
         return Allowed() if answer == "yes" else Denied(DECLINED, stop=True)
 
-    def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | None:
+    def check(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | Deferred | None:
         """Ask synchronously (``ask_human``) and return ``Allowed()`` on ``yes``, else a stopping ``Denied``.
 
         Raises:
@@ -740,7 +565,7 @@ class DecideByHuman(DecidePermission):
             NoHumanError: Nobody can answer.
             TypeError: A subclass that overrides only ``acheck`` checks only asynchronously.
         """
-        if _async_only(self):  # a subclass that overrides only acheck checks only asynchronously
+        if async_only(self):  # a subclass that overrides only acheck checks only asynchronously
             return Permission.check(self, state, call, tool)
         human, inherited = self._who(state)
         answer = ask_human_with(
@@ -748,7 +573,7 @@ class DecideByHuman(DecidePermission):
         )
         return self._verdict(answer)
 
-    async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | None:
+    async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | Deferred | None:
         """Async twin of ``check`` (``aask_human``). A subclass that overrides only ``check`` runs it on a thread."""
         cls = type(self)
         if cls.check is not DecideByHuman.check and cls.acheck is DecideByHuman.acheck:

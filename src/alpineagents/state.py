@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from alpineagents._frozen import FrozenDict, thaw
 from alpineagents._history import misuse
+from alpineagents._history.approvals import Approvals
 from alpineagents._history.attributes import assignment_error, missing_attribute_error
 from alpineagents._history.children import Joined
 from alpineagents._history.closing import INTERRUPTED as INTERRUPTED
@@ -53,6 +54,7 @@ from alpineagents.types import (
     StopEntry,
     Stopped,
     StoppedByFinish,
+    StoppedForApproval,
     ToolCall,
     ToolOutcomeKind,
     ToolResultBlock,
@@ -83,7 +85,7 @@ class _ChildStore(Protocol):
     async def aload(self, state_id: str) -> State: ...
 
 
-class State(Recorder):
+class State(Recorder, Approvals):
     """One conversation: an id and an append-only history; every other value is derived from the history.
 
     Build it with keywords only: ``State(messages=[Message.user("Fix the bug")])``, ``State(history=...)`` or
@@ -153,6 +155,7 @@ class State(Recorder):
         self._children = {}
         self._call_children = {}
         self._closed_calls = {}
+        self._tap = None
 
     # --- properties (each one read of the current values, without the lock) -------------------------------------
 
@@ -410,6 +413,16 @@ class State(Recorder):
             return found
         return await self._child_store_for(child_id).aload(child_id)
 
+    def _child_for_wait(self, child_id: str) -> State:
+        """The subagent State a waiting call of this State waits on: from memory, else from the store."""
+        found = self._children.get(child_id)
+        if found is not None:
+            return found
+        store = self._child_store if self._child_store is not None else self._saved_store
+        if store is None:
+            raise misuse.child_no_store_error(child_id, self._id)
+        return store.load(child_id)
+
     def _child_store_for(self, child_id: str) -> _ChildStore:
         if not any(type(entry) is ToolResultEntry and child_id in entry.child_ids for entry in self.history):
             raise KeyError(
@@ -491,6 +504,9 @@ class State(Recorder):
             if self._running:
                 raise ValueError(fix_message(*misuse.RUNNING))
             parent_id, parent_call_id = parent if parent is not None else (None, None)
+            feed = getattr(context, "feed", None)  # the stream that follows the run, from its first entry
+            if feed is not None:
+                self._tap = feed
             self._commit_locked(
                 RunStartEntry(content=info, parent_id=parent_id, parent_call_id=parent_call_id, turn=self._acc.turn)
             )
@@ -504,6 +520,7 @@ class State(Recorder):
         with self._lock:
             self._running = False
             self._run_context = None
+            self._tap = None
 
     def _begin_compact(self) -> None:
         """Open the model compaction window (count 0).
@@ -634,6 +651,8 @@ class State(Recorder):
             acc = state._acc
             if acc.waiting:
                 state._commit_locked(ErrorEntry(content=STOPPED_WAITING, call=None, turn=acc.turn))
+            if type(acc.stopped) is StoppedForApproval:  # no tool of that turn ran: its calls wait for a decision
+                return state
             for call in acc.pending_calls:
                 state._commit_locked(
                     ToolResultEntry(content=UNSAVED_RESULT, call=call, outcome=ToolOutcomeKind.ABORTED, turn=acc.turn)

@@ -22,12 +22,13 @@ import abc
 import builtins
 import contextlib
 import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from alpineagents._async import blocks_event_loop, run_in_thread
+from alpineagents._follow import afollow, follow
 from alpineagents._history.decode import entries_from_dicts
 from alpineagents._serial import check_version, entry_to_dict, info_from_dict, info_to_dict
 from alpineagents._stores import files
@@ -37,6 +38,7 @@ from alpineagents._stores.locks import SAVING
 from alpineagents._stores.locks import StateLockedError as StateLockedError  # alpineagents.store.StateLockedError
 from alpineagents._stores.registry import builtin_store
 from alpineagents.errors import fix_message
+from alpineagents.events import StreamEvent
 from alpineagents.state import State, StateSnapshot, check_id
 from alpineagents.types import Stopped
 
@@ -245,6 +247,24 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
     async def aread(self, state_id: str) -> Record | None:
         """`read` for async code; by default it runs `read` on a worker thread."""
         return await run_in_thread(self.read, state_id)
+
+    def follow(
+        self, state_id: str, *, after: int | None = None, poll: float = 0.25, idle: float | None = None
+    ) -> Iterator[StreamEvent]:
+        """The events (`alpineagents.events`) of a State that runs elsewhere, as its save points land: first those
+        of the saved history after position `after` (all of it when `None`), then those of each entry saved later,
+        read every `poll` seconds. Ends after `idle` seconds without a new entry (`None`: never).
+
+        Raises:
+            ValueError: `after` below -1, `poll` not positive, `idle` negative.
+        """
+        return follow(self, state_id, after=after, poll=poll, idle=idle)
+
+    def afollow(
+        self, state_id: str, *, after: int | None = None, poll: float = 0.25, idle: float | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        """The async twin of `follow` (an async iterator that reads with `aread`)."""
+        return afollow(self, state_id, after=after, poll=poll, idle=idle)
 
     def list(self) -> builtins.list[StateInfo]:
         """One `StateInfo` per saved State, most recently updated first.

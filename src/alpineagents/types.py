@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._frozen import FrozenDict
+from alpineagents._values.approval import ApprovalDecision, StoppedForApproval, WaitingCall
 from alpineagents._values.construct import as_tuples, freeze_fields, value
 from alpineagents._values.content import (
     IMAGE_TYPES,
@@ -81,6 +82,9 @@ __all__ = [
     "format_call",
     "result_text",
     "IMAGE_TYPES",
+    "StoppedForApproval",
+    "WaitingCall",
+    "ApprovalDecision",
 ]
 
 HistoryKind = Literal[
@@ -402,7 +406,7 @@ class StoppedByPermission:
         return f"stopped by permission {self.permission}"
 
 
-Stopped = StoppedByUntil | StoppedByLimit | StoppedByFinish | StoppedByPermission
+Stopped = StoppedByUntil | StoppedByLimit | StoppedByFinish | StoppedByPermission | StoppedForApproval
 """The type of ``state.stopped`` (without ``None``)."""
 
 
@@ -701,7 +705,19 @@ HistoryEntry = (
 """One item of ``state.history``: check ``kind`` (or ``isinstance``) to know which."""
 
 
-for _cls in (TextBlock, Image, ToolCall, ToolResultBlock, RawBlock, Message, Usage, Price):
+for _cls in (
+    TextBlock,
+    Image,
+    ToolCall,
+    ToolResultBlock,
+    RawBlock,
+    Message,
+    Usage,
+    Price,
+    WaitingCall,
+    ApprovalDecision,
+    StoppedForApproval,
+):
     _cls.__module__ = __name__
 for _function in (format_call, result_text):
     _function.__module__ = __name__

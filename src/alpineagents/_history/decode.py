@@ -205,7 +205,11 @@ def stopped_from_dict(data: Mapping[str, Any] | None) -> t.Stopped | None:
     if kind == "finish":
         return t.StoppedByFinish(data.get("answer"))
     if kind == "permission":
-        return t.StoppedByPermission(_call(data["call"]), _str(data["permission"], "stop permission"))
+        call, permission = _call(data["call"]), _str(data["permission"], "stop permission")
+        waiting = data.get("waiting")
+        if waiting is not None:  # calls waiting for approval (see `_values.approval`)
+            return t.StoppedForApproval(call, permission, [_call(item) for item in _list(waiting, "stop waiting")])
+        return t.StoppedByPermission(call, permission)
     raise ValueError(f"unknown stop kind {kind!r}")
 
 

@@ -43,6 +43,9 @@ from alpineagents.types import (
     format_call,
 )
 
+if TYPE_CHECKING:
+    from alpineagents._turn.seams import Feed
+
 __all__ = ["NOT_RUN_YET", "Recorder"]
 
 NOT_RUN_YET = "(not run yet)"
@@ -61,6 +64,7 @@ class Recorder:
     _snapshot: StateSnapshot | None
     _call_children: dict[str, Joined]
     _closed_calls: dict[int, Joined]
+    _tap: Feed | None
 
     if TYPE_CHECKING:
 
@@ -75,6 +79,9 @@ class Recorder:
         # Written through the instance dict: State's attribute guard (its __setattr__) would add a Python call to
         # every recorded entry and every new snapshot.
         self.__dict__["_snapshot"] = None
+        tap = self._tap
+        if tap is not None:  # a stream follows this run (see `_turn.seams.Feed`)
+            tap.entry(self, self._acc.history_len - 1, entry)  # type: ignore[arg-type]  # self is a State
 
     def _commit(self, entry: HistoryEntry) -> None:
         """Record one prepared history entry through the fold, under the State lock.

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from alpineagents import _observe as observe
 
 if TYPE_CHECKING:
+    from alpineagents._turn.permission_rules import Owner, PermissionList
+    from alpineagents._turn.seams import Feed
     from alpineagents.human import Human
-    from alpineagents.permissions import Owner, Permission, PermissionList
+    from alpineagents.permissions import Permission
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
     from alpineagents.store import Store
@@ -43,6 +45,11 @@ class RunSettings(Protocol):
 
     @property
     def owners(self) -> Sequence[Owner]: ...
+
+    @property
+    def feed(self) -> Feed | None:
+        """The stream that follows the run, if any (inherited by a subagent run started by the call)."""
+        ...
 
 
 _tuple_new = tuple.__new__

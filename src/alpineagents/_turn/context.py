@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 
 from alpineagents import _observe as observe
 from alpineagents._tools.scope import CALL_SCOPE
-from alpineagents._turn.seams import AgentSeam, Default
-from alpineagents.permissions import PermissionList, effective_permissions
+from alpineagents._turn.permission_rules import PermissionList, effective_permissions
+from alpineagents._turn.seams import AgentSeam, Default, Feed
 
 if TYPE_CHECKING:
+    from alpineagents._turn.permission_rules import Owner
     from alpineagents.human import Human
-    from alpineagents.permissions import Owner, Permission
+    from alpineagents.permissions import Permission
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
     from alpineagents.store import Store
@@ -57,6 +58,7 @@ class RunContext:
             other Agents inside it.
         depth: 0 for a run no tool call started, the parent's depth + 1 for a subagent run.
         parent: `(parent State, ToolCall)` for a subagent run, else None.
+        feed: where a streamed run's events go (`agent.stream`), inherited by its subagent runs; else None.
     """
 
     agent: AgentSeam | None
@@ -69,6 +71,7 @@ class RunContext:
     above: PermissionList | tuple[Permission, ...] | None = None
     depth: int = 0
     parent: tuple[State, ToolCall] | None = None
+    feed: Feed | None = None
     owners: tuple[Owner, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -147,6 +150,7 @@ def run_context(agent: AgentSeam) -> RunContext:
         above=up.permissions,
         depth=parent_state._depth + 1,
         parent=(parent_state, call),
+        feed=up.feed,
     )
 
 

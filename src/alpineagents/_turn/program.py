@@ -32,9 +32,9 @@ from alpineagents.tool import FunctionTool, Tool, collect_tools
 from alpineagents.types import Message, Reply, ToolCall, Usage
 
 if TYPE_CHECKING:
+    from alpineagents._turn.permission_rules import Owner
     from alpineagents._turn.seams import AgentSeam
     from alpineagents.human import Human
-    from alpineagents.permissions import Owner
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
     from alpineagents.store import Store

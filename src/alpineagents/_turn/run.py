@@ -12,19 +12,21 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import ASYNC_RUN
+from alpineagents._history.approvals import has_waits
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.context import RUNS, RunContext, run_context
 from alpineagents._turn.driver import Steps, save, save_after_error
+from alpineagents._turn.permission_rules import check_run_start
+from alpineagents._turn.steps import use_tools_steps
 from alpineagents.errors import ResumeWarning, fix_message
-from alpineagents.permissions import check_run_start
 from alpineagents.state import State
 from alpineagents.store import Store
-from alpineagents.types import AgentInfo, Message
+from alpineagents.types import AgentInfo, Message, StoppedForApproval
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from alpineagents._turn.seams import AgentSeam
+    from alpineagents._turn.seams import AgentSeam, Feed
 
 __all__ = ["prepare_run", "start_run", "run_steps", "resume_warning"]
 
@@ -44,11 +46,16 @@ def _check_store(store: Store | None) -> None:
         )
 
 
-def prepare_run(agent: AgentSeam, prompt_or_state: str | State, method: str) -> tuple[State, RunContext]:
+def prepare_run(
+    agent: AgentSeam, prompt_or_state: str | State, method: str, feed: Feed | None = None
+) -> tuple[State, RunContext]:
     """The checks before a run, then its start: build the run context, refuse an async-only store for `run`, make
     the permission checks, then `start_run`. Returns the State (marked "being run", `run_start` recorded) and its
-    run context. Nothing is recorded when a check fails."""
+    run context. Nothing is recorded when a check fails. `feed` is the stream that follows the run, if any (a
+    subagent run inherits the one of the run above)."""
     context = run_context(agent)
+    if feed is not None:
+        context.feed = feed
     if method == "run":
         _check_store(context.store)
     check_run_start(context.permissions, method="run" if method == "run" else "arun")
@@ -241,7 +248,11 @@ def run_steps(
             if agent._mcp_servers:
                 yield (agent._mcp_open, agent._amcp_open, ())
                 using_mcp = True
-            if turns is None:
+            if state.pending_calls and has_waits(state._acc):  # calls held for a person's decision
+                yield from use_tools_steps(agent, state, "run")
+            if type(state.stopped) is StoppedForApproval:  # some still wait: the loop has nothing to do
+                result = None
+            elif turns is None:
                 result = yield (_call_loop, _await_loop, (loop, agent, state))
             else:
                 mark = yield _MARK
@@ -266,6 +277,8 @@ def run_steps(
             interrupt = (yield from _release_mcp(agent, abandoned)) if using_mcp else None
             if reporter is not None:
                 reporter.on_run_end(state, error)
+            if context.feed is not None:
+                context.feed.ended(state, error)
             error = None
             if interrupt is not None:
                 raise interrupt

@@ -16,11 +16,12 @@ if TYPE_CHECKING:
     from alpineagents.models.base import Model
     from alpineagents.permissions import Permission
     from alpineagents.reporter import Reporter
+    from alpineagents.state import State
     from alpineagents.store import Store
     from alpineagents.tool import ToolMap
-    from alpineagents.types import AgentInfo, ToolSpec
+    from alpineagents.types import AgentInfo, HistoryEntry, ToolSpec
 
-__all__ = ["DEFAULT", "Default", "AgentSeam", "AnswerFormat"]
+__all__ = ["DEFAULT", "Default", "AgentSeam", "AnswerFormat", "Feed"]
 
 
 class Default:
@@ -99,4 +100,25 @@ class AnswerFormat(Protocol):
 
     def retry(self, error: ValueError) -> str:
         """The message sent after a reply that did not fit."""
+        ...
+
+
+class Feed(Protocol):
+    """Where a streamed run's events go (``agent.stream``): what the State, the think step and the run tell it.
+
+    A run started by a stream carries its feed in its run context, and so does every subagent run below it; each
+    State of those runs holds it while it is run (``state._tap``). Each method is called on the thread that
+    records, possibly several at once, and must return at once: a reader never slows the run.
+    """
+
+    def entry(self, state: State, position: int, entry: HistoryEntry) -> None:
+        """``entry`` was recorded at ``position`` of ``state``'s history (called under the State's lock)."""
+        ...
+
+    def text(self, state: State, chunk: str) -> None:
+        """The model streamed a piece of text for ``state``."""
+        ...
+
+    def ended(self, state: State, error: BaseException | None) -> None:
+        """A run of ``state`` ended (after ``on_run_end``)."""
         ...

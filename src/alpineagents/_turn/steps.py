@@ -21,7 +21,7 @@ from alpineagents.types import Message, ModelEvent, Reply, Request, Usage
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
-    from alpineagents._turn.seams import AgentSeam, AnswerFormat
+    from alpineagents._turn.seams import AgentSeam, AnswerFormat, Feed
     from alpineagents.models.base import Model
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
@@ -108,8 +108,18 @@ def _link(state: State, agent: AgentSeam) -> None:
 
 
 def _text_callback(reporter: Reporter | None, state: State) -> Callable[[str], None] | None:
-    """The `on_text` callback of a model call: each chunk goes to the reporter (None without a reporter)."""
+    """The `on_text` callback of a model call: each chunk goes to the reporter (None without a reporter), and to
+    the stream that follows the run, if any."""
+    feed = state._tap
+    if feed is not None:
+        return partial(_tell_both, feed, reporter, state)
     return None if reporter is None else partial(reporter.on_text, state)
+
+
+def _tell_both(feed: Feed, reporter: Reporter | None, state: State, chunk: str) -> None:
+    feed.text(state, chunk)
+    if reporter is not None:
+        reporter.on_text(state, chunk)
 
 
 def cut_off_error(reply: Reply) -> CutOffError:

@@ -7,6 +7,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import ASYNC_RUN
+from alpineagents._tools.scope import CALL_SCOPE
+from alpineagents._turn.approvals import WaitingSubagent, resumed_child
 from alpineagents.errors import ToolError, ToolInputError, fix_message
 from alpineagents.state import State
 from alpineagents.tool import Tool, format_result
@@ -15,6 +17,7 @@ from alpineagents.types import (
     Message,
     StoppedByLimit,
     StoppedByPermission,
+    StoppedForApproval,
     TextBlock,
     ToolOutcomeKind,
     result_text,
@@ -92,8 +95,12 @@ class SubagentTool(Tool):
         return prompt
 
     def run(self, args: dict[str, Any], state: State) -> Any:
-        """Run the subagent on the prompt (`run`, or `arun` as a coroutine when `is_async`)."""
-        child = State(messages=[Message.user(self._prompt(args))])
+        """Run the subagent on the prompt (`run`, or `arun` as a coroutine when `is_async`). A call whose subagent
+        waited for approval runs that subagent's State again; a run that stops for approval makes the call wait."""
+        scope = CALL_SCOPE.get()
+        child = resumed_child(state, scope[1]) if scope is not None and scope[0] is state else None
+        if child is None:
+            child = State(messages=[Message.user(self._prompt(args))])
         if self.is_async:
             return self._arun(child)
         try:
@@ -139,6 +146,8 @@ class SubagentTool(Tool):
         ignored); a limit stop adds the note `(name stopped after N turns before finishing)`; otherwise the
         value converted like any tool's return value."""
         stopped = child.stopped
+        if isinstance(stopped, StoppedForApproval):
+            raise WaitingSubagent(child)
         if isinstance(stopped, StoppedByPermission):
             return self._stopped_text(child, stopped)
         if isinstance(stopped, StoppedByLimit):

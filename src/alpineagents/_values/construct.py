@@ -83,7 +83,8 @@ def _fast_init(cls: type) -> None:
     body: list[str] = []
     for number, f in enumerate(fields(cls)):
         name = f.name
-        namespace[f"_set{number}"] = cls.__dict__[name].__set__
+        # The slot's descriptor: on the class, or on the value class it extends (an inherited field).
+        namespace[f"_set{number}"] = next(k.__dict__[name] for k in cls.__mro__ if name in k.__dict__).__set__
         if f.default is not MISSING:
             namespace[f"_default{number}"] = f.default
             parameter = f"{name}=_default{number}"

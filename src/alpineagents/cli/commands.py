@@ -15,9 +15,11 @@ import click
 from alpineagents._values.visible import visible
 from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
+from alpineagents.cli.approvals import approvals, approve, deny
 from alpineagents.cli.ids import state_id
 from alpineagents.cli.output import note, outcome_json, print_json, print_table, say
 from alpineagents.cli.replay import Replay, usage_line
+from alpineagents.cli.serve import serve
 from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
 from alpineagents.cli.web import export, view
 from alpineagents.cli.worker import worker
@@ -216,3 +218,7 @@ def rm(state_id: str, store: str | None) -> None:
 main.add_command(export)
 main.add_command(view)
 main.add_command(worker)
+main.add_command(approvals)
+main.add_command(approve)
+main.add_command(deny)
+main.add_command(serve)

@@ -41,6 +41,7 @@ from alpineagents.types import (
     ToolResultEntry,
     format_call,
 )
+from alpineagents.viewer.approvals import approval_label
 
 FOLD_CHARS = 1500
 """Content longer than this many characters is folded (its start shows, the rest opens with a click)."""
@@ -251,6 +252,9 @@ def _simple(item: Item, entry: HistoryEntry) -> None:
     elif isinstance(entry, ExchangeEntry):
         who = "the model" if entry.kind == "ask" else "the person"
         item.label = f"asked {who}"
+        marked = approval_label(entry)  # a call waiting for approval, or a person's decision about it
+        if marked is not None:
+            item.label, item.tone, item.badge = marked
         item.pieces = [
             Piece("question", entry.content.question),
             Piece("answer", as_json(entry.content.answer), "json"),

@@ -1,0 +1,336 @@
+"""The event stream of a run: agent.stream / agent.astream, resuming with after=N, leaving early, subagents, a slow
+reader, many streams at once, and events computed from a saved history."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alpineagents.agent import Agent
+from alpineagents.events import (
+    LIVE_ONLY,
+    ApprovalNeeded,
+    MessageAdded,
+    ReplyEnded,
+    RequestSent,
+    RunEnded,
+    RunStarted,
+    StopRecorded,
+    TextDelta,
+    ToolCallEnded,
+    ToolCallStarted,
+    events_from_history,
+    events_of_state,
+)
+from alpineagents.models.base import Model
+from alpineagents.permissions import AllowByDefault, DeferByName
+from alpineagents.reporter import Reporter
+from alpineagents.state import State
+from alpineagents.store import FileStore
+from alpineagents.testing import FakeModel, tool_call
+from alpineagents.tool import tool
+from alpineagents.types import Message, Reply, Request, TextBlock, ToolOutcomeKind, Usage
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: One.
+        b: The other.
+    """
+    return a + b
+
+
+class Chunky(Model):
+    """A model that streams its answer in many small pieces, as fast as it can (an async twin of its own)."""
+
+    name = "chunky"
+    provider = "test"
+
+    def __init__(self, pieces: int = 10, piece: str = "word ") -> None:
+        self.pieces = pieces
+        self.piece = piece
+
+    @property
+    def context_window(self) -> int:
+        return 1_000_000
+
+    def respond(self, request: Request, on_text: Any = None, on_event: Any = None) -> Reply:
+        for _ in range(self.pieces):
+            if on_text is not None:
+                on_text(self.piece)
+        text = self.piece * self.pieces
+        return Reply(Message("assistant", (TextBlock(text),)), Usage(1, 1, requests=1), stop_reason="end_turn")
+
+    async def arespond(self, request: Request, on_text: Any = None, on_event: Any = None) -> Reply:
+        await asyncio.sleep(0)
+        return self.respond(request, on_text, on_event)
+
+
+def merged(events: list[Any]) -> list[Any]:
+    """The events without live-only ones, each reply's streamed text as one TextDelta at the reply's position:
+    what `events_from_history` computes from the same history."""
+    out: list[Any] = []
+    pending: dict[str, list[str]] = {}
+    for event in events:
+        if isinstance(event, LIVE_ONLY):
+            continue
+        if isinstance(event, TextDelta):
+            pending.setdefault(event.state_id, []).append(event.text)
+            continue
+        if isinstance(event, (ToolCallStarted, ReplyEnded)) and event.state_id in pending:
+            text = "".join(pending.pop(event.state_id))
+            out.append(TextDelta(state_id=event.state_id, path=event.path, position=event.position, text=text))
+        out.append(event)
+    return out
+
+
+def script() -> list[Any]:
+    return [tool_call("add", a=1, b=2), "The answer is 3."]
+
+
+def test_the_events_of_a_stream_match_the_history_it_produces() -> None:
+    agent = Agent(FakeModel(script()), tools=[add], reporter=None)
+    stream = agent.stream("What is 1 + 2?")
+    events = list(stream)
+    assert stream.result == "The answer is 3." == stream.state.answer
+    assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunEnded)
+    assert merged(events) == list(events_of_state(stream.state, after=0))
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == [
+        "RunStarted",
+        "RequestSent",
+        "ToolCallStarted",
+        "ReplyEnded",
+        "ToolCallEnded",
+        "RequestSent",
+        "TextDelta",
+        "ReplyEnded",
+        "StopRecorded",
+        "RunEnded",
+    ]
+    ended = next(e for e in events if isinstance(e, ToolCallEnded))
+    assert ended.result == "3" and ended.outcome is ToolOutcomeKind.DONE
+    assert all(e.state_id == stream.state.id and e.path == (stream.state.id,) for e in events)
+    positions = [e.position for e in events if not isinstance(e, (TextDelta, RunEnded))]
+    assert positions == sorted(positions)
+
+
+def test_the_async_stream_gives_the_same_events() -> None:
+    async def main() -> tuple[list[Any], State]:
+        agent = Agent(FakeModel(script()), tools=[add], reporter=None)
+        stream = agent.astream("What is 1 + 2?")
+        return [event async for event in stream], stream.state
+
+    events, state = asyncio.run(main())
+    assert merged(events) == list(events_of_state(state, after=0))
+    assert isinstance(events[-1], RunEnded) and events[-1].error is None
+
+
+def test_after_n_gives_exactly_the_rest_then_the_live_run() -> None:
+    agent = Agent(FakeModel([*script(), "Again: 3."]), tools=[add], reporter=None)
+    state = State(messages=[Message.user("What is 1 + 2?")])
+    first = list(agent.stream(state))
+    cut = first[4].position  # a reader saw up to the tool's end, then lost its connection
+    state.add_message(Message.user("Once more?"))
+    again = list(agent.stream(state, after=cut))
+    history = list(events_of_state(state))
+    assert merged(again) == [e for e in history if e.position > cut]  # no gap, no duplicate
+    assert isinstance(again[-1], RunEnded)
+    # the text of a reply the reader had not seen end comes whole, once
+    texts = [e.text for e in again if isinstance(e, TextDelta)]
+    assert texts == ["The answer is 3.", "Again: 3."]
+    added = [e for e in again if isinstance(e, MessageAdded)]
+    assert [e.message.text for e in added] == ["Once more?"]
+
+
+def test_events_from_history_checks_after() -> None:
+    with pytest.raises(ValueError, match="-1 or more"):
+        list(events_from_history([], "s", after=-2))
+    with pytest.raises(TypeError, match="after= takes the position"):
+        list(events_from_history([], "s", after="3"))  # type: ignore[arg-type]
+
+
+def test_leaving_early_stops_the_run_like_ctrl_c_and_the_saved_state_resumes(tmp_path: Path) -> None:
+    started = threading.Event()
+    release = threading.Event()
+
+    @tool
+    def slow(x: int) -> int:
+        """Wait.
+
+        Args:
+            x: A number.
+        """
+        started.set()
+        release.wait(10)
+        return x
+
+    store = FileStore(tmp_path)
+    agent = Agent(FakeModel([tool_call("slow", x=1)]), tools=[slow], reporter=None, store=store)
+    with agent.stream("go") as stream:
+        for event in stream:
+            if isinstance(event, ToolCallStarted):
+                assert started.wait(10)
+                break
+    state = stream.state
+    release.set()
+    assert not state._running
+    loaded = store.load(state.id)
+    (result,) = [e for e in loaded.history if e.kind == "tool_result"]
+    assert result.outcome is ToolOutcomeKind.INTERRUPTED
+    assert loaded.history[-1].kind in ("tool_result", "error", "stop")
+    again = Agent(FakeModel(["Resumed."]), tools=[slow], reporter=None, store=store)
+    assert again.run(loaded) == "Resumed."
+
+
+def test_cancelling_the_reading_task_cancels_the_run_and_saves(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+
+    @tool
+    async def wait(x: int) -> int:
+        """Wait long.
+
+        Args:
+            x: A number.
+        """
+        await asyncio.sleep(30)
+        return x
+
+    agent = Agent(FakeModel([tool_call("wait", x=1)]), tools=[wait], reporter=None, store=store)
+    holder: dict[str, State] = {}
+
+    async def read() -> None:
+        stream = agent.astream("go")
+        holder["state"] = stream.state
+        async for _event in stream:
+            pass
+
+    async def main() -> None:
+        task = asyncio.ensure_future(read())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    state = holder["state"]
+    assert not state._running
+    loaded = store.load(state.id)
+    (result,) = [e for e in loaded.history if e.kind == "tool_result"]
+    assert result.outcome is ToolOutcomeKind.INTERRUPTED
+
+
+def test_subagent_events_come_through_the_top_stream_tagged() -> None:
+    helper = Agent(
+        FakeModel([tool_call("add", a=2, b=2), "It is 4."]),
+        tools=[add],
+        name="helper",
+        description="Adds.",
+        reporter=None,
+    )
+    top = Agent(FakeModel([tool_call("helper", prompt="2 + 2?"), "4."]), tools=[helper], reporter=None)
+    stream = top.stream("Ask the helper")
+    events = list(stream)
+    top_id = stream.state.id
+    below = [e for e in events if e.state_id != top_id]
+    assert below and all(len(e.path) == 2 and e.path[0] == top_id and e.depth == 1 for e in below)
+    child_id = below[0].state_id
+    assert any(isinstance(e, RunStarted) and e.parent_call_id is not None for e in below)
+    assert any(isinstance(e, RunEnded) for e in below)
+    child = stream.state.child(child_id)
+    assert merged(below) == [
+        e.__class__(**{**{f: getattr(e, f) for f in e.__dataclass_fields__}, "path": (top_id, child_id)})
+        for e in events_of_state(child, after=0)
+    ]
+
+
+def test_the_reporter_keeps_working_side_by_side() -> None:
+    seen: list[str] = []
+
+    class Log(Reporter):
+        def on_text(self, state: State, chunk: str) -> None:
+            seen.append(chunk)
+
+        def on_run_end(self, state: State, error: BaseException | None) -> None:
+            seen.append("end")
+
+    agent = Agent(FakeModel(script()), tools=[add], reporter=Log())
+    events = list(agent.stream("1 + 2?"))
+    assert seen == ["The answer is 3.", "end"]
+    assert any(isinstance(e, TextDelta) for e in events)
+
+
+def test_a_slow_reader_never_slows_the_run_and_what_it_has_not_read_stays_small() -> None:
+    pieces = 200_000
+    agent = Agent(Chunky(pieces, "0123456789"), reporter=None)
+    tracemalloc.start()
+    try:
+        stream = agent.stream("Write a lot")
+        first = next(stream)  # the run is going now
+        assert isinstance(first, RunStarted)
+        time.sleep(0.5)
+        deadline = time.monotonic() + 60
+        while stream.state._running and time.monotonic() < deadline:
+            time.sleep(0.05)  # the reader sleeps; the run goes on by itself
+        assert not stream.state._running  # it finished without the reader
+        unread = len(stream._queue.items)
+        _, peak = tracemalloc.get_traced_memory()
+        rest = list(stream)
+    finally:
+        tracemalloc.stop()
+    text = "".join(e.text for e in rest if isinstance(e, TextDelta))
+    assert text == "0123456789" * pieces  # nothing lost
+    assert unread < 10  # 200,000 pieces merged while unread
+    # 2 MB of text is kept three times at most (the pieces being joined, the reply, the merged delta)
+    assert peak < 12 * 2_000_000
+
+
+def test_a_thousand_concurrent_astreams() -> None:
+    agent = Agent(Chunky(5), reporter=None)
+
+    async def one(index: int) -> int:
+        count = 0
+        async for event in agent.astream(f"task {index}"):
+            count += 1
+            assert not isinstance(event, RunEnded) or event.error is None
+        return count
+
+    async def main() -> list[int]:
+        return await asyncio.gather(*(one(i) for i in range(1000)))
+
+    counts = asyncio.run(main())
+    assert len(counts) == 1000 and min(counts) >= 5
+
+
+def test_an_error_ends_the_stream_with_run_ended_then_raises() -> None:
+    agent = Agent(FakeModel([RuntimeError("provider down")]), reporter=None)
+    events: list[Any] = []
+    with pytest.raises(RuntimeError, match="provider down"):
+        for event in agent.stream("hi"):
+            events.append(event)
+    assert isinstance(events[-1], RunEnded) and events[-1].error == "RuntimeError: provider down"
+
+
+def test_a_stream_shows_approval_needed_and_run_ended_with_the_waiting_calls() -> None:
+    agent = Agent(
+        FakeModel([tool_call("add", a=1, b=1)]),
+        tools=[add],
+        reporter=None,
+        permissions=[DeferByName(["add"]), AllowByDefault()],
+    )
+    events = list(agent.stream("1 + 1"))
+    needed = [e for e in events if isinstance(e, ApprovalNeeded)]
+    assert len(needed) == 1 and needed[0].waiting.tool == "add"
+    assert any(isinstance(e, StopRecorded) for e in events)
+    end = events[-1]
+    assert isinstance(end, RunEnded) and [w.call.id for w in end.waiting] == [needed[0].waiting.call.id]
+    assert isinstance([e for e in events if isinstance(e, RequestSent)][0], RequestSent)
