@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from alpineagents._install import install_hint
 from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent, load_object
 from alpineagents.cli.stores import Misuse, chosen_store, store_option
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 8322
 TOKEN_ENV = "ALPINEAGENTS_SERVE_TOKEN"
-EXTRA = "alpineagents serve needs its extra: pip install 'alpineagents[serve]'"
+EXTRA = "alpineagents serve needs its extra: " + install_hint("serve")
 
 
 @click.command(short_help="Serve an Agent over HTTP (AG-UI, AI SDK), MCP or A2A.")

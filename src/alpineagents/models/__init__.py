@@ -1,7 +1,7 @@
 """Model adapters: the `Model` role, `Anthropic`, `OpenAICompatible`, `resolve_model`.
 
-`OpenAIResponses` (the OpenAI Responses API adapter), `Gemini` (Google's Gemini API, extra `alpineagents[gemini]`),
-`Bedrock` (Amazon Bedrock's Converse API, extra `alpineagents[bedrock]`), `Retry` and `Fallback` (wrapper Models) are
+`OpenAIResponses` (the OpenAI Responses API adapter), `Gemini` (Google's Gemini API, extra `gemini`),
+`Bedrock` (Amazon Bedrock's Converse API, extra `bedrock`), `Retry` and `Fallback` (wrapper Models) are
 importable from here too, beside the four names of `__all__`. Their SDKs are imported on the first request only.
 """
 

@@ -1,7 +1,7 @@
 """Serve an Agent over HTTP: web front ends stream its runs (AG-UI, the Vercel AI SDK, or this library's own
 events), and other agents call it over MCP or A2A.
 
-Install the extra: `pip install 'alpineagents[serve]'` (and `[mcp]` or `[a2a]` for those servers).
+Install the extra: `pip install -e '.[serve]'` in the library's clone (and `[mcp]` or `[a2a]` for those servers).
 
 ```python
 from alpineagents import Agent, FileStore
