@@ -118,7 +118,9 @@ def test_current_call_gives_a_stable_idempotency_key_and_is_refused_outside_a_ca
         return "ok"
 
     state = State(id="s-1", messages=[Message.user("Charge")])
-    Agent(FakeModel([ToolCall(name="charge", args={}, id="c-9"), "done"]), tools=[charge], reporter=None, human=None).run(state)
+    Agent(
+        FakeModel([ToolCall(name="charge", args={}, id="c-9"), "done"]), tools=[charge], reporter=None, human=None
+    ).run(state)
     assert keys == ["s-1:c-9"]
     with pytest.raises(LookupError, match="outside a tool call"):
         current_call()
@@ -146,3 +148,21 @@ def test_reconcile_is_checked_and_tool_classes_may_declare_it() -> None:
     assert tool(send).reconcile is None
     assert tool(reconcile=lambda call: NotHappened())(send).copy(name="x").reconcile is not None
     assert CannotTell().question is None
+
+
+def test_show_and_the_viewer_mark_calls_whose_effect_was_unknown_or_reconciled(tmp_path: Path) -> None:
+    from cli_agents import cli
+
+    from alpineagents.viewer.timeline import build
+
+    assert child("run", str(tmp_path), "after_effect") == -9
+    store = f"sqlite:{tmp_path / 'runs.db'}"
+    shown = cli("show", "payment-1", "--store", store, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "effect unknown (the process stopped before its result was saved)" in shown.stdout
+    child("resume", str(tmp_path), "ledger")
+    shown = cli("show", "payment-1", "--store", store, cwd=tmp_path)
+    assert "reconciled: it had happened" in shown.stdout, shown.stdout
+    history = SQLiteStore(tmp_path / "runs.db").load("payment-1").history
+    badges = [item.badge for item in build(history, [])]
+    assert "reconciled" in badges
