@@ -151,9 +151,8 @@ def test_reconcile_is_checked_and_tool_classes_may_declare_it() -> None:
 
 
 def test_show_and_the_viewer_mark_calls_whose_effect_was_unknown_or_reconciled(tmp_path: Path) -> None:
-    from cli_agents import cli
-
     from alpineagents.viewer.timeline import build
+    from cli_agents import cli
 
     assert child("run", str(tmp_path), "after_effect") == -9
     store = f"sqlite:{tmp_path / 'runs.db'}"
