@@ -14,9 +14,10 @@ command -v strace >/dev/null || missing="$missing strace"
 if [ "$(id -u)" = 0 ]; then command -v mkfs.ext4 >/dev/null || missing="$missing e2fsprogs"; fi
 if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "== installing$missing (Debian packages) for the browser, flush-count and power-loss tests"
-  apt-get update -qq >/dev/null
+  # another apt run (unattended upgrades, a second test run) may hold the package locks: wait up to 10 minutes
+  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
   # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $missing >/dev/null
 fi
 echo "== ruff"
 .venv/bin/ruff check src tests benchmarks examples docs/examples

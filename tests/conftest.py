@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -26,6 +27,21 @@ def results(state: State) -> list[ToolResultEntry]:
 def kinds(state: State) -> list[str]:
     """The kinds of the State's history entries, in order."""
     return [entry.kind for entry in state.history]
+
+
+def timed(fn: Callable[[], object]) -> float:
+    """How long one call of `fn` took, in seconds."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def slowness() -> float:
+    """How much slower than "a current machine" this one is right now (a shared VM, a busy CI runner), measured
+    with a fixed piece of pure-Python work that takes about 6 ms on a current desktop (best of 3). A wall-clock bound
+    of a test is multiplied by it, so a busy machine does not fail a test that only guards against a slow algorithm."""
+    took = min(timed(lambda: sum(i * i for i in range(200_000))) for _ in range(3))
+    return max(1.0, took / 0.006)
 
 
 @pytest.fixture(scope="session")

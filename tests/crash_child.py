@@ -154,13 +154,13 @@ def _patch_store() -> None:
     """Hooks inside the stores' writes, for the points in the middle of a write."""
     append_unflushed = files.append_unflushed
 
-    def torn_append(path: Any, data: bytes) -> int:  # every log write: a new State's log too (flushed after)
+    def torn_append(path: Any, data: bytes, size: int) -> int:  # every log write: a new State's log too (flushed after)
         if _reached("log_write"):
             cut = max(1, len(data) // 2)
             with open(path, "ab") as f:
                 f.write(data[:cut])
             _die()
-        return append_unflushed(path, data)
+        return append_unflushed(path, data, size)
 
     replace_file = files.replace_file
 

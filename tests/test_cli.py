@@ -564,3 +564,79 @@ def test_text_from_a_model_a_tool_or_a_store_never_reaches_the_terminal_as_contr
     assert {row["first_message"] for row in listed} == {prompt}  # the same JSON value, only written safely
     assert "\\u009b31m" in outputs[6].stdout
     assert "\\x1b[2J" in outputs[7].stderr
+
+
+def check_rm_of_a_run_another_process_writes(url: str, reader: Store, tmp_path: Path) -> None:
+    gate = tmp_path / "gate.txt"
+    process = subprocess.Popen(
+        command_line("run", "cli_agents:slow", "wait", "--id", "busy", "--store", url),
+        cwd=tmp_path,
+        env=command_env(CLI_TEST_GATE=str(gate)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not has_entry(reader, "busy", "model_reply"):
+            assert time.monotonic() < deadline, "the run never reached its tool call"
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            time.sleep(0.05)
+        refused = cli("rm", "busy", "--store", url, cwd=tmp_path)
+        assert refused.returncode == 1
+        assert "busy" in one_error_line(refused) and "Traceback" not in refused.stderr
+        gate.write_text("open", encoding="utf-8")
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert reader.read("busy") is not None  # the refused rm removed nothing
+    assert cli("rm", "busy", "--store", url, cwd=tmp_path).returncode == 0
+
+
+def test_rm_of_a_run_another_process_writes_is_one_line_and_exit_1(store_url: str, tmp_path: Path) -> None:
+    made = cli("run", "cli_agents:calc", "hi", "--id", "first", "--store", store_url, cwd=tmp_path)
+    assert made.returncode == 0
+    check_rm_of_a_run_another_process_writes(store_url, open_store(store_url), tmp_path)
+
+
+def test_rm_of_a_run_another_process_writes_in_postgres_is_one_line(tmp_path: Path, postgres_database: str) -> None:
+    from alpineagents.postgres import PostgresStore
+
+    assert (
+        cli("run", "cli_agents:calc", "hi", "--id", "first", "--store", postgres_database, cwd=tmp_path).returncode == 0
+    )
+    reader = PostgresStore(postgres_database, create=False)
+    try:
+        check_rm_of_a_run_another_process_writes(postgres_database, reader, tmp_path)
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize(
+    ("store", "text"),
+    [
+        ("postgresql://user:secret@[::1", "not a PostgreSQL URL"),
+        ("x" * 5000, "File name too long"),
+        ("x" * 5000 + ".db", "File name too long"),
+    ],
+)
+def test_a_store_text_that_cannot_be_opened_is_one_line_of_misuse(tmp_path: Path, store: str, text: str) -> None:
+    for command in (["ls"], ["show", "x"], ["run", "cli_agents:calc", "hi"]):
+        result = cli(*command, "--store", store, cwd=tmp_path)
+        assert result.returncode == 2, (command, result.stderr[-300:])
+        line = one_error_line(result)
+        assert text in line and "secret" not in line and len(line) < 300
+    assert files_under(tmp_path) == []
+
+
+def test_an_id_that_cannot_be_one_is_misuse_with_exit_code_2_for_every_command(calc_run: str, tmp_path: Path) -> None:
+    before = files_under(tmp_path)
+    for command in (["fork", "r1", "--id", "../evil"], ["run", "cli_agents:calc", "hi", "--id", "../evil"],
+                    ["fork", "../evil"], ["show", "a.b"], ["rm", "../r1"], ["export", "%00"],
+                    ["resume", "../r1", "cli_agents:calc"]):  # fmt: skip
+        result = cli(*command, "--store", calc_run, cwd=tmp_path)
+        assert result.returncode == 2, (command, result.stderr)
+        assert "may only have letters, digits, _ and -" in one_error_line(result)
+    assert files_under(tmp_path) == before

@@ -14,7 +14,9 @@ import pytest
 
 from alpineagents.events import ApprovalNeeded, RunStarted, StopRecorded, events_of_state
 from alpineagents.postgres import PostgresStore
+from alpineagents.state import State
 from alpineagents.store import FileStore, SQLiteStore, Store
+from alpineagents.types import Message
 
 CHILD = Path(__file__).parent / "approval_child.py"
 
@@ -30,6 +32,7 @@ def _store(kind: str, where: str) -> Store:
 
 def _follow_a_run_in_another_process(kind: str, where: str, tmp_path: Path) -> None:
     store = _store(kind, where)
+    store.save(State(id="other", messages=[Message.user("made before the run")]))  # the store exists
     got: list[Any] = []
     follower = threading.Thread(target=lambda: got.extend(store.follow("job1", after=-1, poll=0.05, idle=3)))
     follower.start()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import types
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,45 +19,14 @@ import pytest
 
 from alpineagents import Agent, FileStore, SQLiteStore
 from alpineagents.errors import AuthError, ProviderError
-from alpineagents.models import Anthropic, Model, OpenAICompatible, OpenAIResponses
+from alpineagents.models import OpenAIResponses
 from alpineagents.store import Store
 from alpineagents.tool import tool
 from alpineagents.types import ErrorEntry, Message, Request, ToolResultEntry
 from conftest import results, task
 from servers.fixtures import server  # noqa: F401 - pytest fixture
-from servers.provider import (
-    Action,
-    FnCall,
-    ProviderServer,
-    Recorded,
-    ToolUse,
-    anthropic_stream,
-    echo_key,
-    openai_stream,
-    status,
-)
-from servers.responses import FunctionCallOut, responses_stream
-
-KEY = "sk-proj-Zq8c1XvB0mT4yH7nL2pR9sK6wE3uJ5aD"
-
-
-def anthropic(srv: ProviderServer) -> Model:
-    return Anthropic("claude-test", base_url=srv.url, api_key=KEY, max_tokens=1024, retries=0)
-
-
-def openai_chat(srv: ProviderServer) -> Model:
-    return OpenAICompatible("gpt-test", base_url=srv.openai_url, api_key=KEY, retries=0)
-
-
-def openai_responses(srv: ProviderServer) -> Model:
-    return OpenAIResponses("gpt-test", base_url=srv.openai_url, api_key=KEY, retries=0)
-
-
-ADAPTERS: dict[str, Callable[[ProviderServer], Model]] = {
-    "anthropic": anthropic,
-    "openai_compatible": openai_chat,
-    "openai_responses": openai_responses,
-}
+from servers.kinds import KEY, KINDS, AdapterKind
+from servers.provider import Action, ProviderServer, Recorded, echo_key, status
 
 
 def make_store(kind: str, folder: Path) -> Store:
@@ -72,17 +40,17 @@ def stored_bytes(folder: Path) -> bytes:
 
 @pytest.mark.parametrize("store_kind", ["file", "sqlite"])
 @pytest.mark.parametrize("code", [401, 400, 500])
-@pytest.mark.parametrize("adapter", list(ADAPTERS))
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_an_api_key_echoed_in_an_error_body_is_kept_out_of_the_error_and_the_store(
     server: ProviderServer,  # noqa: F811
     tmp_path: Path,
-    adapter: str,
+    kind: AdapterKind,
     code: int,
     store_kind: str,
 ) -> None:
     server.script(echo_key(code))
     store = make_store(store_kind, tmp_path)
-    agent = Agent(ADAPTERS[adapter](server), store=store, reporter=None)
+    agent = Agent(kind.at(server), store=store, reporter=None)
     with pytest.raises(ProviderError) as info:
         agent.run("hello")
     assert (type(info.value) is AuthError) == (code == 401)
@@ -108,27 +76,19 @@ def add(a: float, b: float = 0.0) -> str:
     return str(a + b)
 
 
-def _non_strict_reply(adapter: str, raw: str) -> Any:
-    if adapter == "anthropic":
-        return anthropic_stream([], tools=[ToolUse("add", [raw], id="toolu_nan")])
-    if adapter == "openai_compatible":
-        return openai_stream([], calls=[FnCall("add", [raw], id="call_nan")])
-    return responses_stream(FunctionCallOut("add", raw, call_id="call_nan"))
-
-
 @pytest.mark.parametrize("store_kind", ["file", "sqlite", "none"])
 @pytest.mark.parametrize("raw", ['{"a": NaN}', '{"a": Infinity, "b": 1}', '{"a": 1, "b": [-Infinity]}'])
-@pytest.mark.parametrize("adapter", list(ADAPTERS))
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_goes_on(
     server: ProviderServer,  # noqa: F811
     tmp_path: Path,
-    adapter: str,
+    kind: AdapterKind,
     raw: str,
     store_kind: str,
 ) -> None:
-    server.script(_non_strict_reply(adapter, raw))  # then the server's default reply: text, no tool call
+    server.script(kind.tool_reply("add", raw, "call_nan", None))  # then the server's default reply: text, no call
     store = make_store(store_kind, tmp_path) if store_kind != "none" else None
-    agent = Agent(ADAPTERS[adapter](server), tools=[add], store=store, reporter=None)
+    agent = Agent(kind.at(server), tools=[add], store=store, reporter=None)
     state = task("add them")
     agent.run(state)
     closed = results(state)
@@ -139,7 +99,7 @@ def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_
     assert len(server.posts) == 2, "the run went on to a second request"
     second = server.posts[1].body
     json.dumps(second, allow_nan=False)  # the next request is strict JSON
-    assert ("toolu_nan" if adapter == "anthropic" else "call_nan") in json.dumps(second)
+    assert "call_nan" in json.dumps(second)
     assert state.messages[-1].text == "Hello"
     if store is not None:
         loaded = store.load(state.id)
@@ -147,19 +107,16 @@ def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_
         assert results(loaded)[0].content == entry.content
 
 
-@pytest.mark.parametrize("adapter", list(ADAPTERS))
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_a_key_read_from_the_environment_is_kept_out_of_the_error_too(
     server: ProviderServer,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    adapter: str,
+    kind: AdapterKind,
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY" if adapter == "anthropic" else "OPENAI_API_KEY", KEY)
-    model = ADAPTERS[adapter](server)
-    if adapter == "anthropic":
-        model._api_key = None  # type: ignore[attr-defined]
-    else:
-        model.api_key = None  # type: ignore[attr-defined]
+    monkeypatch.setenv(kind.key_variable, KEY)
+    model = kind.at(server)
+    kind.forget_key(model)
     server.script(echo_key(401))
     store = make_store("sqlite", tmp_path)
     with pytest.raises(AuthError) as info:
@@ -257,15 +214,15 @@ def _echo_key_with_request_id(code: int) -> Action:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("code", [401, 400, 500])
-@pytest.mark.parametrize("adapter", list(ADAPTERS))
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_nothing_reachable_from_a_provider_error_holds_the_key(
     server: ProviderServer,  # noqa: F811
-    adapter: str,
+    kind: AdapterKind,
     code: int,
     mode: str,
 ) -> None:
     server.script(_echo_key_with_request_id(code))
-    model = ADAPTERS[adapter](server)
+    model = kind.at(server)
     request = Request(None, (Message.user("hi"),))
     with pytest.raises(ProviderError) as info:
         if mode == "sync":

@@ -74,10 +74,7 @@ class Scripted(Model):
 
 
 def provider_error(status: int | None = None) -> ProviderError:
-    error = ProviderError("failed")
-    if status is not None:
-        error.__cause__ = type("StatusError", (Exception,), {"status_code": status})()
-    return error
+    return ProviderError("failed", status_code=status)
 
 
 # -- Retry against the fake server --------------------------------------------------------------------------------
@@ -130,9 +127,10 @@ def test_retry_after_rate_limit_and_server_errors(server: ProviderServer) -> Non
 
 
 def test_retry_after_timeout(server: ProviderServer) -> None:  # noqa: F811
-    server.script(slow(1.0, anthropic_stream(["late"])), anthropic_stream(["quick"]))
+    # The first answer comes after 60 s, far past the timeout; the timeout leaves a busy machine time for the second.
+    server.script(slow(60.0, anthropic_stream(["late"])), anthropic_stream(["quick"]))
     events: list[ModelEvent] = []
-    reply = Retry(claude(server, timeout=0.2), backoff=0).respond(req(), None, events.append)
+    reply = Retry(claude(server, timeout=2.0), backoff=0).respond(req(), None, events.append)
     assert reply.text == "quick"
     assert len(events) == 1 and "timed out" in events[0].message.lower()
 

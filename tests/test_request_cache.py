@@ -11,16 +11,19 @@ per-message mapping shows that a request after an append maps only the new messa
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alpineagents.models import Anthropic, Model, OpenAICompatible, OpenAIResponses
+from alpineagents.models import Model, OpenAIResponses
+from alpineagents.models._adapter import Adapter
+from alpineagents.models._json import encode
 from alpineagents.models._request_cache import ENTRIES
 from alpineagents.state import State
 from alpineagents.store import FileStore
@@ -38,6 +41,7 @@ from alpineagents.types import (
     Usage,
 )
 from servers.fixtures import server  # noqa: F401 - pytest fixture
+from servers.kinds import KINDS, AdapterKind
 from servers.provider import ProviderServer
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(40)
@@ -45,56 +49,33 @@ GIF = b"GIF89a" + bytes(40)
 SPEC = ToolSpec("search", "Search", {"type": "object", "properties": {"q": {"type": "string"}}})
 
 
-# -- the requests of the three adapters ---------------------------------------------------------------------------
+# -- the requests of the adapters ---------------------------------------------------------------------------------
 
 
-def anthropic_kwargs(model: Model, request: Request) -> dict[str, Any]:
-    assert isinstance(model, Anthropic)
-    return model._build_request_kwargs(request, 1024)
+def body(model: Adapter, request: Request) -> dict[str, Any]:
+    return model._request_body(request)
 
 
-def openai_kwargs(model: Model, request: Request) -> dict[str, Any]:
-    assert isinstance(model, OpenAICompatible | OpenAIResponses)
-    return model._request_kwargs(request)
-
-
-def plain_messages(model: Model, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+def plain_messages(model: Adapter, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     """The definition: same-role runs merged, then each run mapped, the items in order."""
-    merged = model._merge_same_role(messages)
-    if isinstance(model, Anthropic):
-        return [item for message in merged for item in model._to_anthropic_message(message)]
-    if isinstance(model, OpenAICompatible):
-        return [item for message in merged for item in model._api_messages(message)]
-    assert isinstance(model, OpenAIResponses)
-    return [item for message in merged for item in model._message_items(message)]
+    return [item for message in model._merge_same_role(messages) for item in model._wire_message(message)]
 
 
-def sent_messages(model: Model, kwargs: dict[str, Any]) -> list[dict[str, Any]]:
-    if isinstance(model, Anthropic):
-        return kwargs["messages"]
-    if isinstance(model, OpenAICompatible):
-        return [m for m in kwargs["messages"] if m["role"] != "system"]
-    return kwargs["input"]
-
-
-Build = Callable[[Model, Request], dict[str, Any]]
+def fresh(kind: AdapterKind, model: Adapter) -> Adapter:
+    """A new adapter with the settings of `model` (those its mapping reads too)."""
+    made = kind.make(model.name)
+    if hasattr(model, "store"):
+        made.store = model.store  # type: ignore[attr-defined]
+    return made
 
 
 class Adapters:
     """Two long-lived instances of each adapter (two models: the conversation moves between them, so the one it
-    comes back to holds an older form of it), and how to make a fresh one with the same settings."""
+    comes back to holds an older form of it)."""
 
     def __init__(self) -> None:
-        self.store_responses = False
         self.active = 0
-        self.kinds: list[tuple[list[Model], Callable[[str], Model], Build]] = []
-        makers: list[tuple[Callable[[str], Model], Build]] = [
-            (lambda name: Anthropic(name, max_tokens=1024), anthropic_kwargs),
-            (lambda name: OpenAICompatible(name), openai_kwargs),
-            (lambda name: OpenAIResponses(name, store=self.store_responses), openai_kwargs),
-        ]
-        for make, build in makers:
-            self.kinds.append(([make("model-a"), make("model-b")], make, build))
+        self.kinds = [(kind, [kind.make("model-a"), kind.make("model-b")]) for kind in KINDS]
 
     def switch(self) -> None:
         """A change of model: the next requests go to the other instance of each adapter."""
@@ -102,20 +83,20 @@ class Adapters:
 
     def flip_store(self) -> None:
         """A change of a setting the mapping of a message reads: `store` of the Responses adapters."""
-        self.store_responses = not self.store_responses
-        for models, _, _ in self.kinds:
+        for _, models in self.kinds:
             for model in models:
-                if isinstance(model, OpenAIResponses):
-                    model.store = self.store_responses
+                if hasattr(model, "store"):
+                    model.store = not model.store  # type: ignore[attr-defined]
 
     def check(self, messages: tuple[Message, ...]) -> None:
         for tools in ((SPEC,), ()):
             request = Request("Be brief.", messages, tools)
-            for models, make, build in self.kinds:
+            for kind, models in self.kinds:
                 model = models[self.active]
-                built = build(model, request)
-                assert built == build(make(model.name), request), type(model).__name__
-                assert sent_messages(model, built) == plain_messages(make(model.name), messages), type(model).__name__
+                built = body(model, request)
+                assert built == body(fresh(kind, model), request), kind.name
+                assert kind.conversation(built) == plain_messages(fresh(kind, model), messages), kind.name
+                assert json.loads(encode(built)) == json.loads(json.dumps(built)), "the kept bytes are the items"
 
 
 # -- random conversations -----------------------------------------------------------------------------------------
@@ -251,16 +232,17 @@ def test_requests_equal_those_built_from_scratch(ops: list[tuple[str, Any]]) -> 
             adapters.check(messages)  # the same tuple again: all of it from the cache
 
 
-def test_equal_values_that_map_differently_are_not_reused() -> None:
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_equal_values_that_map_differently_are_not_reused(kind: AdapterKind) -> None:
     """`1 == True` and `{"n": 1} == {"n": True}`, but the JSON sent differs: reuse is by identity only."""
-    for model in (OpenAICompatible("x"), OpenAIResponses("x")):
-        first = (Message.user("q"), Message("assistant", (ToolCall("t", {"n": 1}, "c1"),)))
-        second = (first[0], Message("assistant", (ToolCall("t", {"n": True}, "c1"),)))
-        assert first[1] == second[1]
-        kwargs = openai_kwargs(model, Request(None, first))
-        again = openai_kwargs(model, Request(None, second))
-        assert kwargs != again
-        assert again == openai_kwargs(type(model)("x"), Request(None, second))
+    model = kind.make("x")
+    first = (Message.user("q"), Message("assistant", (ToolCall("t", {"n": 1}, "c1"),)))
+    second = (first[0], Message("assistant", (ToolCall("t", {"n": True}, "c1"),)))
+    assert first[1] == second[1]
+    sent = json.dumps(body(model, Request(None, first)))
+    again = json.dumps(body(model, Request(None, second)))
+    assert sent != again
+    assert again == json.dumps(body(kind.make("x"), Request(None, second)))
 
 
 # -- the cache is used --------------------------------------------------------------------------------------------
@@ -275,29 +257,24 @@ def long_conversation(turns: int) -> list[Message]:
     return messages
 
 
-def mapping_counter(model: Model) -> list[Message]:
+def mapping_counter(model: Adapter) -> list[Message]:
     """Spy on the adapter's mapping of one message: each call is recorded, then the real mapping runs."""
     seen: list[Message] = []
-    name = {Anthropic: "_to_anthropic_message", OpenAICompatible: "_api_messages", OpenAIResponses: "_message_items"}[
-        type(model)
-    ]
-    real = getattr(model, name)
+    real = model._wire_message
 
     def counted(message: Message) -> Any:
         seen.append(message)
         return real(message)
 
-    setattr(model, name, counted)
+    model._wire_message = counted  # type: ignore[method-assign]
     return seen
 
 
-@pytest.mark.parametrize(
-    "make", [lambda: Anthropic("c", max_tokens=10), lambda: OpenAICompatible("g"), lambda: OpenAIResponses("g")]
-)
-def test_a_request_after_an_append_maps_only_the_new_messages(make: Callable[[], Model]) -> None:
-    model = make()
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_a_request_after_an_append_maps_only_the_new_messages(kind: AdapterKind) -> None:
+    model = kind.make("c")
     seen = mapping_counter(model)
-    build = anthropic_kwargs if isinstance(model, Anthropic) else openai_kwargs
+    build = body
     messages = long_conversation(100)
     build(model, Request(None, tuple(messages)))
     assert len(seen) == 201
@@ -319,23 +296,19 @@ def test_memory_is_bounded_and_a_settings_change_starts_over() -> None:
     model = OpenAIResponses("g")
     conversations = [tuple(long_conversation(3)) for _ in range(ENTRIES + 5)]
     for messages in conversations:
-        openai_kwargs(model, Request(None, messages))
+        body(model, Request(None, messages))
     assert len(model._mapped._entries) == ENTRIES
     seen = mapping_counter(model)
-    openai_kwargs(model, Request(None, conversations[-1]))
+    body(model, Request(None, conversations[-1]))
     assert seen == []
     model.store = True
-    openai_kwargs(model, Request(None, conversations[-1]))
+    body(model, Request(None, conversations[-1]))
     assert len(seen) == len(conversations[-1])
     assert len(model._mapped._entries) == 1
 
 
 def test_one_adapter_serves_many_conversations_on_threads() -> None:
-    models: list[tuple[Model, Callable[[Model, Request], dict[str, Any]]]] = [
-        (Anthropic("c", max_tokens=10), anthropic_kwargs),
-        (OpenAICompatible("g", max_tokens=10), openai_kwargs),
-        (OpenAIResponses("g", max_tokens=10), openai_kwargs),
-    ]
+    models = [(kind, kind.make("c", max_tokens=10)) for kind in KINDS]
     errors: list[BaseException] = []
 
     def converse(seed: int) -> None:
@@ -345,9 +318,9 @@ def test_one_adapter_serves_many_conversations_on_threads() -> None:
                 call = ToolCall("search", {"q": f"{seed}-{turn}"}, f"c{seed}-{turn}")
                 messages.append(Message("assistant", (TextBlock(f"{seed}"), call)))
                 messages.append(Message("user", (ToolResultBlock(call.id, f"r{seed}-{turn}", "search"),)))
-                for model, build in models:
+                for kind, model in models:
                     request = Request(None, tuple(messages))
-                    assert build(model, request) == build(type(model)(model.name, max_tokens=10), request)
+                    assert body(model, request) == body(kind.make(model.name, max_tokens=10), request)
         except BaseException as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
@@ -362,32 +335,16 @@ def test_one_adapter_serves_many_conversations_on_threads() -> None:
 # -- through the real SDKs ----------------------------------------------------------------------------------------
 
 
-def _post_models(provider: ProviderServer) -> list[tuple[Model, Callable[[], Model]]]:
-    return [
-        (
-            Anthropic("claude-x", base_url=provider.url, api_key="k", max_tokens=1024, retries=0),
-            lambda: Anthropic("claude-x", base_url=provider.url, api_key="k", max_tokens=1024, retries=0),
-        ),
-        (
-            OpenAICompatible("gpt-x", base_url=provider.openai_url, api_key="k", retries=0),
-            lambda: OpenAICompatible("gpt-x", base_url=provider.openai_url, api_key="k", retries=0),
-        ),
-        (
-            OpenAIResponses("gpt-x", base_url=provider.openai_url, api_key="k", retries=0),
-            lambda: OpenAIResponses("gpt-x", base_url=provider.openai_url, api_key="k", retries=0),
-        ),
-    ]
-
-
 def test_what_the_sdks_send_equals_a_request_from_scratch(server: ProviderServer) -> None:  # noqa: F811
-    for model, make in _post_models(server):
+    for kind in KINDS:
+        model = kind.at(server)
         messages = [Message.user("start", Image(PNG))]
         for turn in range(6):
             request = Request("sys", tuple(messages), (SPEC,))
             reply = model.respond(request)
             kept = server.posts[-1].body
-            make().respond(request)
-            assert kept == server.posts[-1].body, type(model).__name__
+            kind.at(server).respond(request)
+            assert kept == server.posts[-1].body, kind.name
             call = ToolCall("search", {"q": str(turn)}, f"c{turn}")
             messages.append(Message("assistant", (*reply.message.content, call)))
             result = (TextBlock(f"r{turn}"), Image(GIF)) if turn % 2 else f"r{turn}"
@@ -407,10 +364,10 @@ def test_concurrent_async_requests_through_one_adapter(server: ProviderServer) -
         return sent
 
     async def main() -> None:
-        for model, make in _post_models(server):
+        for kind in KINDS:
+            model = kind.at(server)
             requests = await asyncio.gather(*(converse(model, seed) for seed in range(6)))
-            build = anthropic_kwargs if isinstance(model, Anthropic) else openai_kwargs
             for request in (r for batch in requests for r in batch):
-                assert build(model, request) == build(make(), request)
+                assert body(model, request) == body(kind.at(server), request)
 
     asyncio.run(main())

@@ -56,6 +56,7 @@ from alpineagents.types import (
     ToolResultEntry,
     Usage,
 )
+from conftest import slowness, timed
 
 SQLiteStore = store_module.SQLiteStore
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(100)
@@ -1500,22 +1501,9 @@ def test_saving_is_one_write_per_save_point_and_loading_is_fast(tmp_path: Path) 
     assert all(n == 1 for _, n in writes)
     assert [seq for seq, _ in writes] == list(range(2401))
     FileStore(tmp_path).load("long")
-    best = min(_timed(lambda: FileStore(tmp_path).load("long")) for _ in range(5))
-    assert best < 0.020 * _slowness()
+    best = min(timed(lambda: FileStore(tmp_path).load("long")) for _ in range(5))
+    assert best < 0.020 * slowness()
     assert FileStore(tmp_path).load("long").snapshot() == state.snapshot()
-
-
-def _timed(fn: Any) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def _slowness() -> float:
-    """How much slower than "a current machine" this one is right now (a shared VM, a busy CI runner), measured
-    with a fixed piece of pure-Python work that takes about 6 ms on a current desktop (best of 3)."""
-    took = min(_timed(lambda: sum(i * i for i in range(200_000))) for _ in range(3))
-    return max(1.0, took / 0.006)
 
 
 def test_an_entry_or_info_that_is_not_json_is_damaged(store: Store) -> None:

@@ -267,7 +267,7 @@ def test_without_psycopg_the_error_names_the_extra_to_install() -> None:
         "    print(error)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert "pip install 'alpineagents[postgres]'" in done.stdout, done.stderr
+    assert "pip install -e '.[postgres]'" in done.stdout, done.stderr
 
 
 def test_importing_the_package_loads_no_psycopg() -> None:

@@ -1,4 +1,4 @@
-"""PostgresStore: many processes and machines share one database. Needs `pip install 'alpineagents[postgres]'`
+"""PostgresStore: many processes and machines share one database. Needs `pip install -e '.[postgres]'` (in the clone)
 and a PostgreSQL server: set DATABASE_URL (for example postgresql://app@db.internal/agents)."""
 
 import os

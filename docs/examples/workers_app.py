@@ -1,5 +1,5 @@
 """Workers: runs queued in a database and spread over worker processes, on DBOS.
-Needs `pip install 'alpineagents[dbos,postgres]'` and a PostgreSQL server that every process reaches."""
+Needs `pip install -e '.[dbos,postgres]'` (in the clone) and a PostgreSQL server that every process reaches."""
 
 import os
 

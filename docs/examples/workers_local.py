@@ -1,7 +1,7 @@
 """Workers on one machine, offline: DBOS keeps its queue in SQLite, the runs are kept in a SQLiteStore.
 
 Run as `python workers_local.py`: it starts one worker process (`alpineagents worker workers_local:workers`),
-submits three runs, prints their answers and stops the worker. Needs `pip install 'alpineagents[dbos]'`.
+submits three runs, prints their answers and stops the worker. Needs `pip install -e '.[dbos]'` (in the clone).
 """
 
 import os

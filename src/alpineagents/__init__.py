@@ -155,9 +155,11 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> object:
-    """`PostgresStore` is imported on first use, so that importing the package never loads its module."""
-    if name == "PostgresStore":
-        from alpineagents.postgres import PostgresStore
+    """A built-in store that needs an extra (`PostgresStore`) is imported on first use, from the one list of the
+    built-in stores, so that importing the package never loads its module."""
+    from alpineagents._stores.registry import builtin_store
 
-        return PostgresStore
-    raise AttributeError(f"module 'alpineagents' has no attribute {name!r}")
+    found = builtin_store(name)
+    if found is None or found.extra is None:
+        raise AttributeError(f"module 'alpineagents' has no attribute {name!r}")
+    return found.load()

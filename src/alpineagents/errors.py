@@ -46,7 +46,18 @@ class AlpineAgentsError(Exception):
 
 
 class ProviderError(AlpineAgentsError):
-    """The model API failed after the SDK's own retries. The SDK exception is in ``__cause__``."""
+    """The model API failed after the SDK's own retries. The SDK exception is in ``__cause__``.
+
+    Attributes:
+        status_code: The HTTP status the provider answered with (``429``, ``500``, ...), or ``None`` when there
+            was no answer (a dropped connection, a timeout, a request that could not be built).
+    """
+
+    status_code: int | None = None
+
+    def __init__(self, *args: object, status_code: int | None = None) -> None:
+        super().__init__(*args)
+        self.status_code = status_code
 
 
 class RateLimitError(ProviderError):

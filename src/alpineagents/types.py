@@ -17,7 +17,6 @@ from alpineagents._frozen import FrozenDict
 from alpineagents._values.approval import ApprovalDecision, StoppedForApproval, WaitingCall
 from alpineagents._values.construct import as_tuples, freeze_fields, value
 from alpineagents._values.content import (
-    CUT_OFF_STOP_REASONS,
     IMAGE_TYPES,
     INVALID_ARGS_KEY,
     NOTICE_PREFIX,
@@ -33,6 +32,7 @@ from alpineagents._values.content import (
     format_call,
     result_text,
 )
+from alpineagents._values.cut_off import CUT_OFF_STOP_REASONS, is_cut_off
 from alpineagents._values.usage import Price, Usage
 from alpineagents.errors import fix_message
 
@@ -174,8 +174,9 @@ class Reply:
 
     @property
     def cut_off(self) -> bool:
-        """True if ``stop_reason`` is in ``CUT_OFF_STOP_REASONS`` (an output limit stopped the model)."""
-        return self.stop_reason in CUT_OFF_STOP_REASONS
+        """True if ``stop_reason`` is in ``CUT_OFF_STOP_REASONS`` or is a cut-off word an adapter declared (an
+        output limit stopped the model)."""
+        return is_cut_off(self.stop_reason)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Runs spread over worker processes and machines, on DBOS: queued, taken over after a crash, never run twice.
 
-Install the extra: `pip install 'alpineagents[dbos]'`.
+Install the extra: `pip install -e '.[dbos]'` in the library's clone.
 
 ```python
 # app.py, imported by every process
@@ -48,6 +48,7 @@ decisions (`state.approve`/`state.deny`, or `alpineagents approve`), then submit
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -57,6 +58,7 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._install import install_hint
 from alpineagents._stores.locks import let_go_of
 from alpineagents.errors import AlpineAgentsError, fix_message
 from alpineagents.state import State
@@ -104,8 +106,8 @@ def _dbos() -> Any:
         raise ImportError(
             fix_message(
                 "alpineagents.workers needs DBOS, which is not installed",
-                "install the extra: pip install 'alpineagents[dbos]'",
-                "pip install 'alpineagents[dbos]'",
+                "install the extra",
+                install_hint("dbos"),
             )
         ) from None
     return dbos
@@ -268,7 +270,10 @@ class Workers:
         try:
             self.store.save(state)
         except BaseException as error:
-            self._client().cancel_workflow(run_id)  # its worker waits for the save; it ends without running
+            # Its worker waits for the save: cancelled, it ends without running (and if the cancel fails too, the
+            # worker gives up waiting and ends the run in error, which frees the State for the next submit).
+            with contextlib.suppress(Exception):
+                self._client().cancel_workflow(run_id)
             if isinstance(error, (StateLockedError, ValueError)) and not isinstance(prompt, State):
                 if self._changed(state_id, length - 1):
                     raise _Conflict(None) from None

@@ -23,6 +23,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
+from alpineagents._install import install_hint
 from alpineagents.errors import MCPConnectionError, fix_message
 from alpineagents.models._redact import redact
 
@@ -298,7 +299,7 @@ class Connection:
             raise MCPConnectionError(
                 fix_message(
                     f"MCP server {server.name!r} needs the mcp package, which is not installed",
-                    'Install it: pip install "alpineagents[mcp]"',
+                    "install the mcp extra: " + install_hint("mcp"),
                 )
             ) from error
         try:

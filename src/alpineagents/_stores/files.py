@@ -32,6 +32,7 @@ __all__ = [
     "INFO",
     "write_file",
     "append_unflushed",
+    "take_back",
     "flush_descriptor",
     "flush_file_system",
     "replace_file",
@@ -84,16 +85,29 @@ def write_file(path: str | os.PathLike[str], data: bytes, *, append: bool) -> No
         os.close(fd)
 
 
-def append_unflushed(path: str | os.PathLike[str], data: bytes) -> int:
-    """Append all of `data` to `path` (created with mode 0o600 when missing) and return the open descriptor, not
-    yet flushed: the caller flushes it (`flush_descriptor`), with other files' in one pass, then closes it."""
+def append_unflushed(path: str | os.PathLike[str], data: bytes, size: int) -> int:
+    """Append all of `data` to `path` (created with mode 0o600 when missing), whose size is `size`, and return the
+    open descriptor, not yet flushed: the caller flushes it (`flush_descriptor`), with other files' in one pass, then
+    closes it. When the append fails (a full disk), what it wrote is cut off again."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_APPEND, 0o600)
     try:
         _write_all(fd, data)
     except BaseException:
+        take_back(fd, size)
         os.close(fd)
         raise
     return fd
+
+
+def take_back(fd: int, size: int) -> None:
+    """Cut the file back to `size` bytes and flush that, so that a failed save point is not found by the next
+    load. (Cutting needs no space; when even that fails, the lines stay, as after a crash in the middle of a save
+    point: complete lines of entries the info was not yet written after, which load reads.)"""
+    try:
+        os.ftruncate(fd, size)
+        flush_descriptor(fd)
+    except OSError:
+        pass
 
 
 _SYNCFS: list[Any] = []  # [syncfs] once looked up; [None] where it is missing
@@ -287,7 +301,7 @@ def build_folder(root: Path, state_id: str, log: bytes, info: bytes, store: obje
     try:
         new.lock_fd = os.open(new.temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         _flock(new.lock_fd)
-        new.log_fd = append_unflushed(new.temp / LOG, log)
+        new.log_fd = append_unflushed(new.temp / LOG, log, 0)
         replace_file(new.temp, INFO, info)
     except BaseException:
         if new.log_fd >= 0:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from alpineagents._serial import time_from_str
 from alpineagents._stores.batch import Lines, already_saved_error, check_write, entries_to_add, not_saved_error
 from alpineagents._stores.damage import check_count
+from alpineagents._stores.disk import disk_full_error
 from alpineagents._stores.group import GroupCommit, Job
 from alpineagents._stores.lines import json_line, parse_all, parse_each
 from alpineagents._stores.listing import Unlisted, listing, raise_damage
@@ -315,8 +316,8 @@ class SQLiteStore(Store):
         except sqlite3.OperationalError as error:
             text = str(error)
             if "full" in text:
-                code = errno.ENOSPC
-            elif "readonly" in text or "unable to open" in text:
+                raise disk_full_error(self, self._given, None, errno.ENOSPC) from error
+            if "readonly" in text or "unable to open" in text:
                 code = errno.EACCES
             else:
                 code = errno.EIO

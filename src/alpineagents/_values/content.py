@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents._values.construct import freeze_fields, value
+from alpineagents._values.cut_off import is_cut_off
 from alpineagents.errors import fix_message
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -31,9 +32,6 @@ TRUNCATED_ARGS_MESSAGE = (
     "Split the work into smaller calls and try again."
 )
 """The ``INVALID_ARGS_KEY`` value used when an output limit cut the arguments off."""
-
-CUT_OFF_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", "length", "max_output_tokens"})
-"""``stop_reason`` values meaning an output limit stopped the model before it finished."""
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """The accepted image media types."""
@@ -358,8 +356,8 @@ class Message:
     @property
     def cut_off(self) -> bool:
         """True if an output limit stopped the model before it finished (``stop_reason`` in
-        ``CUT_OFF_STOP_REASONS``)."""
-        return self.stop_reason in CUT_OFF_STOP_REASONS
+        ``CUT_OFF_STOP_REASONS``, or a cut-off word an adapter declared)."""
+        return is_cut_off(self.stop_reason)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from alpineagents._values.visible import visible
 from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
 from alpineagents.cli.approvals import approvals, approve, deny
+from alpineagents.cli.ids import state_id
 from alpineagents.cli.output import note, outcome_json, print_json, print_table, say
 from alpineagents.cli.replay import Replay, usage_line
 from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
@@ -91,7 +92,7 @@ def run_options(command: Command) -> Command:
 @main.command(short_help="Run an Agent of your code on a prompt.")
 @click.argument("agent_spec", metavar="MODULE:AGENT")
 @click.argument("prompt")
-@click.option("--id", "state_id", help="The id of the new run (letters, digits, _ and -).")
+@click.option("--id", "state_id", callback=state_id, help="The id of the new run (letters, digits, _ and -).")
 @run_options
 def run(
     agent_spec: str, prompt: str, model: str | None, state_id: str | None, as_json: bool, store: str | None
@@ -110,7 +111,7 @@ def run(
 
 
 @main.command(short_help="Continue a stored run.")
-@click.argument("state_id", metavar="ID")
+@click.argument("state_id", metavar="ID", callback=state_id)
 @click.argument("agent_spec", metavar="MODULE:AGENT")
 @click.argument("message", required=False)
 @run_options
@@ -162,7 +163,7 @@ EFFECT_MARKS = {
 
 
 @main.command(short_help="Print a run as the Terminal showed it.")
-@click.argument("state_id", metavar="ID")
+@click.argument("state_id", metavar="ID", callback=state_id)
 @click.option("--json", "as_json", is_flag=True, help="Print the saved history entries as a JSON list.")
 @store_option
 def show(state_id: str, as_json: bool, store: str | None) -> None:
@@ -183,9 +184,9 @@ def show(state_id: str, as_json: bool, store: str | None) -> None:
 
 
 @main.command(short_help="Copy a run, up to entry N, under a new id.")
-@click.argument("state_id", metavar="ID")
+@click.argument("state_id", metavar="ID", callback=state_id)
 @click.option("--at", "at", type=click.IntRange(min=0), help="Keep the first N entries (default: all).")
-@click.option("--id", "new_id", help="The id of the copy (default: a new random id).")
+@click.option("--id", "new_id", callback=state_id, help="The id of the copy (default: a new random id).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"id", "from", "entries"} as JSON.')
 @store_option
 def fork(state_id: str, at: int | None, new_id: str | None, as_json: bool, store: str | None) -> None:
@@ -207,7 +208,7 @@ def fork(state_id: str, at: int | None, new_id: str | None, as_json: bool, store
 
 
 @main.command(short_help="Remove a run from the store.")
-@click.argument("state_id", metavar="ID")
+@click.argument("state_id", metavar="ID", callback=state_id)
 @store_option
 def rm(state_id: str, store: str | None) -> None:
     """Remove the run ID from the store (its subagent runs stay)."""

@@ -8,6 +8,7 @@ to exist already, so that a typo in the path gives an error instead of a new, em
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any, TypeVar
 
 import click
 
-from alpineagents.store import FileStore, SQLiteStore, Store
+from alpineagents._stores.registry import store_of_kind
+from alpineagents.store import StateLockedError, Store
 from alpineagents.viewer.runs import first_line
 
 DEFAULT_STORE = "runs.db"
@@ -50,7 +52,8 @@ def _sqlite_path(text: str) -> str:
 
 
 def _kind_and_path(text: str) -> tuple[str, str]:
-    """("file", "sqlite" or "postgres", the path or URL) for a store text; a misuse error for one it cannot open."""
+    """(the kind of built-in store, as `_stores/registry.py` names it: "file", "sqlite" or "postgres"; the path or
+    URL) for a store text; a misuse error for one it cannot open."""
     if text.startswith("sqlite:"):
         return "sqlite", _sqlite_path(text)
     if text.startswith("file://"):
@@ -75,28 +78,39 @@ def open_store(given: str | None, *, create: bool = False) -> Store:
     text = store_text(given)
     kind, path = _kind_and_path(text)
     if kind == "postgres":
-        return _postgres(path, create)
+        _check_postgres_url(path)
+    else:
+        _check_place(text, kind, path, create)
+    try:
+        store_class = store_of_kind(kind).load()
+        return store_class(path, create=create) if kind == "postgres" else store_class(path)
+    except ImportError as error:  # the store's extra is not installed
+        raise click.ClickException(first_line(error))
+
+
+def _check_postgres_url(url: str) -> None:
+    """A URL psycopg can read, else a usage error that gives the reason without the URL (it may hold a password)."""
+    try:
+        from psycopg import conninfo
+    except ImportError:  # the extra is not installed: the store itself says how to install it
+        return
+    try:
+        conninfo.conninfo_to_dict(url)
+    except Exception as error:  # psycopg's parser
+        reason = first_line(error).split(" in URI:")[0]
+        raise Misuse(f"--store is not a PostgreSQL URL psycopg can read ({reason}): postgresql://user@host/dbname")
+
+
+def _check_place(text: str, kind: str, path: str, create: bool) -> None:
+    """A file or folder store's path: given, there (unless the command may create the store), of its kind."""
     if not path:
         raise Misuse(f"--store {text!r} names no path")
     if not create and not os.path.exists(path):
         raise click.ClickException(f"no store at {text}: give an existing folder or database with --store")
-    if kind == "sqlite":
-        if os.path.isdir(path):
-            raise click.ClickException(f"{text} is a folder, not a SQLite database file")
-        return SQLiteStore(path)
-    if os.path.exists(path) and not os.path.isdir(path):
+    if kind == "sqlite" and os.path.isdir(path):
+        raise click.ClickException(f"{text} is a folder, not a SQLite database file")
+    if kind == "file" and os.path.exists(path) and not os.path.isdir(path):
         raise click.ClickException(f"{text} is a file, not a FileStore folder")
-    return FileStore(path)
-
-
-def _postgres(url: str, create: bool) -> Store:
-    """A PostgresStore on `url` (its schema created only by a command that may create the store)."""
-    try:
-        from alpineagents.postgres import PostgresStore
-
-        return PostgresStore(url, create=create)
-    except ImportError as error:
-        raise click.ClickException(first_line(error))
 
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -116,7 +130,7 @@ def store_errors() -> Iterator[None]:
         yield
     except click.ClickException:
         raise
-    except (LookupError, ValueError, TypeError, OSError) as error:
+    except (LookupError, ValueError, TypeError, OSError, StateLockedError) as error:
         raise click.ClickException(first_line(error))
 
 
@@ -128,4 +142,10 @@ def store_option(command: Command) -> Command:
 def chosen_store(given: str | None, *, create: bool = False) -> Store:
     """The store named on the command, else before it, else by the environment, else ./runs.db."""
     outer = click.get_current_context().find_root().params.get("store")
-    return open_store(given or outer, create=create)
+    try:
+        return open_store(given or outer, create=create)
+    except OSError as error:  # a path the file system refuses (too long, not allowed)
+        text = store_text(given or outer)
+        shown = text if len(text) <= 80 else f"{text[:60]}… ({len(text)} characters)"
+        failure = Misuse if error.errno == errno.ENAMETOOLONG else click.ClickException
+        raise failure(f"--store {shown}: {error.strerror or first_line(error)}")

@@ -12,9 +12,11 @@ from types import ModuleType
 
 import click
 
+from alpineagents._install import install_hint
+from alpineagents.cli.ids import state_id
 from alpineagents.cli.stores import chosen_store, store_errors, store_option
 
-EXTRA = "the viewer needs its extra: pip install 'alpineagents[viewer]'"
+EXTRA = "the viewer needs its extra: " + install_hint("viewer")
 DEFAULT_PORT = 8321
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -28,7 +30,7 @@ def _viewer(name: str) -> ModuleType:
 
 
 @click.command(short_help="Write a run as one offline HTML file.")
-@click.argument("state_id", metavar="ID")
+@click.argument("state_id", metavar="ID", callback=state_id)
 @click.option(
     "-o", "--output", "output", metavar="FILE", help="Where to write the page (default: ID.html; - for stdout)."
 )

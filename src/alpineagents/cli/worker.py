@@ -14,7 +14,7 @@ def worker(workers_spec: str, worker_id: str | None) -> None:
     """Take the runs queued for the Workers object MODULE:WORKERS and run them here, until SIGTERM or Ctrl+C.
 
     Runs of workers that died are taken over. On SIGTERM the runs going on get the Workers' grace time to finish;
-    the others are left for the other workers. Needs the dbos extra: pip install 'alpineagents[dbos]'.
+    the others are left for the other workers. Needs the dbos extra: pip install -e '.[dbos]' in the library's clone.
     """
     try:
         from alpineagents.workers import Workers

@@ -1,5 +1,6 @@
 """The SDK clients of an adapter: created lazily, one sync client and one async client per event loop, closed
-with their loop; and the credentials they hold, for keeping them out of error texts."""
+with their loop; and the credentials they hold, for keeping them out of error texts. The rest an adapter needs
+is in `_adapter.Adapter`, its base."""
 
 from __future__ import annotations
 
@@ -10,16 +11,13 @@ import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any
 
 from alpineagents._async import run_in_thread
-from alpineagents.models._redact import redacted_error
-from alpineagents.models._request_cache import MappedMessages
+from alpineagents.models._adapter import Adapter
 from alpineagents.types import Price
 
 __all__ = ["close_with_loop", "SDKClients"]
-
-_E = TypeVar("_E", bound=BaseException)
 
 
 def close_with_loop(client: Any) -> Any:
@@ -50,12 +48,13 @@ def close_with_loop(client: Any) -> Any:
     return generator
 
 
-class SDKClients:
-    """The SDK clients of an adapter, created lazily: one sync client, and one async client per event loop.
+class SDKClients(Adapter):
+    """An adapter built on a provider's SDK: its clients, created lazily (one sync client, and one async client
+    per event loop), and their credentials, kept out of error texts.
 
     An adapter sets `_SDK` (the SDK's module name), `_SYNC_CLIENT`/`_ASYNC_CLIENT` (the client class names, looked
     up on the module each time a client is made, so tests can replace them), `_WARM_ATTRIBUTES` (client attributes
-    whose first use imports slowly) and implements `_client_kwargs()`; it calls `_init_clients()` in `__init__`.
+    whose first use imports slowly) and implements `_client_kwargs()`; `_set_up_model` prepares the clients.
     `_client()`/`_async_client()` are fixed seams: tests replace them on the instance to stand in for the SDK.
     """
 
@@ -63,13 +62,6 @@ class SDKClients:
     _SYNC_CLIENT: str
     _ASYNC_CLIENT: str
     _WARM_ATTRIBUTES: tuple[str, ...] = ()
-
-    name: str
-    max_tokens: int | None
-    temperature: float | None
-    timeout: float | None
-    retries: int
-    price: Price | None
 
     def _set_up_model(
         self,
@@ -81,22 +73,9 @@ class SDKClients:
         retries: int,
         price: Price | None,
     ) -> None:
-        """Store the settings every SDK adapter takes and prepare its clients (made later, on first use)."""
-        self.name = name
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.timeout = timeout
-        self.retries = retries
-        self.price = price
-        self._context_window = context_window
-        self._mapped = MappedMessages()
-        """The wire form of the messages of recent requests, reused for the unchanged start of the next one."""
+        """Store the settings every adapter takes and prepare the SDK clients (made later, on first use)."""
+        super()._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
         self._init_clients()
-
-    @property
-    def context_window(self) -> int:
-        """The model's context window in tokens (the `context_window=` given)."""
-        return self._context_window
 
     def _init_clients(self) -> None:
         self._sdk_client: Any = None
@@ -110,20 +89,15 @@ class SDKClients:
     def _client_kwargs(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _configured_secrets(self) -> tuple[str | None, ...]:
-        """The credentials the adapter was given (an adapter with an `api_key=` returns it)."""
-        return ()
-
-    def _redacted(self, wrapped: _E, cause: BaseException | None) -> _E:
-        """`wrapped`, the error about to be raised from `cause`, with every credential taken out of its text and of
-        `cause`'s: the configured ones, those of the clients made so far (a key read from the environment) or
-        handed in, and those in the failed request's headers (recent SDKs strip them from the request they keep)."""
-        known: list[str | None] = list(self._configured_secrets())
+    def _known_secrets(self) -> list[str | None]:
+        """The configured credentials, and those of the clients made so far (a key read from the environment) or
+        handed in."""
+        known = super()._known_secrets()
         clients = [self._sdk_client, self._given_client, *(entry[0] for entry in list(self._async_clients.values()))]
         for client in clients:
             if client is not None:
                 known.extend(getattr(client, name, None) for name in ("api_key", "auth_token"))
-        return redacted_error(wrapped, cause, known)
+        return known
 
     def _sdk(self) -> Any:
         """The SDK module (imported on first use: it is slow to import)."""

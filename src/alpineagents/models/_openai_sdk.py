@@ -15,6 +15,7 @@ from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
 from alpineagents.models._clients import SDKClients
+from alpineagents.models._json import encode
 from alpineagents.models._wire import TextSink, priced_usage
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.types import Image, Reply, Request, Usage
@@ -33,6 +34,8 @@ PLACEHOLDER_KEY = "not-needed"
 """The key sent to a server given by `base_url` when no key is configured anywhere (what local servers expect)."""
 
 _OVERFLOW_HINTS = ("context length", "maximum context", "context_length_exceeded")
+_OPTIONS: dict[str, Any] = {"security": {"bearer_auth": True}}
+"""The per-request options `create` passes too: the API key as a bearer token."""
 
 
 def openai_sdk() -> Any:
@@ -97,7 +100,7 @@ class StreamReader(Protocol):
 _R = TypeVar("_R", bound=StreamReader)
 
 
-class OpenAIStreaming(SDKClients, Model, Generic[_R]):
+class OpenAIStreaming(SDKClients, Generic[_R]):
     """A streamed request through the `openai` SDK, sync and async, with the errors mapped and no credential in
     their texts. Subclasses set `_SERVICE` (named in the "no credentials" error) and implement the hooks below."""
 
@@ -117,9 +120,30 @@ class OpenAIStreaming(SDKClients, Model, Generic[_R]):
     def _request_kwargs(self, request: Request) -> dict[str, Any]:
         """The keyword arguments of the SDK call for `request`."""
 
+    def _request_body(self, request: Request) -> dict[str, Any]:
+        """The JSON body of the request (the SDK call's keyword arguments are the body's fields)."""
+        return self._request_kwargs(request)
+
+    _PATH: str
+    """The API's path under the client's base URL (`"/chat/completions"`)."""
+
     @abstractmethod
-    def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
-        """Start the streamed call on `client` (sync: the stream; async: an awaitable of it)."""
+    def _stream_types(self) -> tuple[type, type]:
+        """The SDK's response type and the type of its stream events (`ChatCompletion`, `ChatCompletionChunk`)."""
+
+    def _open(self, client: Any, body: dict[str, Any], stream_cls: Any) -> Any:
+        """Send `body` (encoded once) through the SDK's raw path and return the SDK's stream of typed events (sync:
+        the stream; async: an awaitable of it; `stream_cls`: the SDK's `Stream` or `AsyncStream`): the same request as the SDK's `create(stream=True, ...)`, with its
+        auth, retries, timeouts and errors, but without its walk over every message against its type hints."""
+        response, event = self._stream_types()
+        return client.post(
+            self._PATH,
+            cast_to=response,
+            content=encode(body),
+            stream=True,
+            stream_cls=stream_cls[event],
+            options=_OPTIONS,
+        )
 
     @abstractmethod
     def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], _R]:
@@ -152,11 +176,11 @@ class OpenAIStreaming(SDKClients, Model, Generic[_R]):
 
     def _wrap(self, error: BaseException) -> ProviderError:
         """The library error for an SDK failure, with no credential in its text."""
-        return self._redacted(map_error(error), error)
+        return self._provider_error(map_error(error), error)
 
     def _no_credentials(self, error: BaseException) -> AuthError:
         message = f"{self._SERVICE} authentication failed (no credentials): {error}"
-        return self._redacted(AuthError(message), error)
+        return self._provider_error(AuthError(message), error)
 
     def _stream_failed(self, error: BaseException, reader: _R) -> NoReturn:
         """Raise what a failure while reading the stream becomes: `on_text`'s own exception as is, an SDK failure
@@ -174,10 +198,10 @@ class OpenAIStreaming(SDKClients, Model, Generic[_R]):
             client = self._client()
         except sdk.OpenAIError as error:
             raise self._no_credentials(error) from error
-        kwargs, reader = self._prepared(request, on_text)
+        body, reader = self._prepared(request, on_text)
         stream = None
         try:
-            stream = self._open(client, kwargs)
+            stream = self._open(client, body, sdk.Stream)
             for event in stream:
                 reader.add(event)
         except sdk.OpenAIError as error:
@@ -197,10 +221,10 @@ class OpenAIStreaming(SDKClients, Model, Generic[_R]):
             client = self._async_client()
         except sdk.OpenAIError as error:
             raise self._no_credentials(error) from error
-        kwargs, reader = self._prepared(request, on_text)
+        body, reader = self._prepared(request, on_text)
         stream = None
         try:
-            stream = await self._open(client, kwargs)
+            stream = await self._open(client, body, sdk.AsyncStream)
             async for event in stream:
                 reader.add(event)
         except sdk.OpenAIError as error:

@@ -37,6 +37,7 @@ from itertools import compress, count
 from operator import is_, is_not
 from typing import Any
 
+from alpineagents.models._json import WireList, dumps
 from alpineagents.types import Message
 
 __all__ = ["ENTRIES", "MappedMessages", "Merge", "WireItems"]
@@ -52,22 +53,24 @@ Merge = Callable[[Sequence[Message]], list[Message]]
 
 
 class _Entry:
-    """One conversation as last sent: its messages, their wire items, and the runs of same-role messages (the
-    index just past each run in `messages`, and just past its items in `items`)."""
+    """One conversation as last sent: its messages, their wire items and each item's JSON bytes, and the runs of
+    same-role messages (the index just past each run in `messages`, and just past its items in `items`)."""
 
-    __slots__ = ("settings", "messages", "items", "run_ends", "item_ends")
+    __slots__ = ("settings", "messages", "items", "encoded", "run_ends", "item_ends")
 
     def __init__(
         self,
         settings: Hashable,
         messages: tuple[Message, ...],
         items: tuple[dict[str, Any], ...],
+        encoded: tuple[bytes, ...] | None,
         run_ends: tuple[int, ...],
         item_ends: tuple[int, ...],
     ) -> None:
         self.settings = settings
         self.messages = messages
         self.items = items
+        self.encoded = encoded
         self.run_ends = run_ends
         self.item_ends = item_ends
 
@@ -93,7 +96,8 @@ class MappedMessages:
     """The wire items of the messages of recent requests, reused for the unchanged start of the next request.
 
     `wire_items(messages, settings, to_items, merge)` returns what mapping every message from scratch returns:
-    `merge(messages)`, then `to_items` of each merged message, the items concatenated in order.
+    `merge(messages)`, then `to_items` of each merged message, the items concatenated in order; as a `WireList`,
+    which carries each item's JSON bytes, encoded once when the item was made (see `_json`).
     """
 
     __slots__ = ("_entries", "_lock", "_settings")
@@ -110,11 +114,11 @@ class MappedMessages:
 
     def wire_items(
         self, messages: tuple[Message, ...], settings: Hashable, to_items: WireItems, merge: Merge
-    ) -> list[dict[str, Any]]:
+    ) -> WireList:
         """The wire items of `messages` (a new list; the item dicts are shared with the cache and must not be
         changed), mapping only what the kept entries do not already hold."""
         if not messages:
-            return []
+            return WireList((), ())
         with self._lock:
             if settings != self._settings:
                 self._entries = []
@@ -123,10 +127,10 @@ class MappedMessages:
         base, same = _best_entry(entries, settings, messages)
         if base is not None and same == len(messages) == len(base.messages):
             self._use(base, base)
-            return list(base.items)
+            return WireList(base.items, base.encoded or ())
         entry = _extended(base, same, messages, settings, to_items, merge)
         self._use(entry, base if base is not None and same == len(base.messages) else None)
-        return list(entry.items)
+        return WireList(entry.items, entry.encoded or ())
 
     def _use(self, entry: _Entry, replaces: _Entry | None) -> None:
         """Put `entry` first (in place of `replaces`, when given and still kept), dropping the oldest past
@@ -138,6 +142,15 @@ class MappedMessages:
             kept.insert(0, entry)
             del kept[ENTRIES:]
             self._entries = kept
+
+
+def _encoded(items: list[dict[str, Any]]) -> tuple[bytes, ...] | None:
+    """Each item's JSON bytes; `None` when one holds a value JSON cannot (a non-finite number): such a body is
+    encoded whole when it is sent, which raises."""
+    try:
+        return tuple(map(dumps, items))
+    except ValueError:
+        return None
 
 
 def _best_entry(
@@ -201,12 +214,14 @@ def _extended(
         add_run_end(end)
         add_item_end(first_item + len(items))
         index = end
+    encoded = _encoded(items)
     if base is None or not runs:
-        return _Entry(settings, messages, tuple(items), tuple(run_ends), tuple(item_ends))
+        return _Entry(settings, messages, tuple(items), encoded, tuple(run_ends), tuple(item_ends))
     return _Entry(
         settings,
         messages,
         base.items[:first_item] + tuple(items),
+        None if base.encoded is None or encoded is None else base.encoded[:first_item] + encoded,
         base.run_ends[:runs] + tuple(run_ends),
         base.item_ends[:runs] + tuple(item_ends),
     )

@@ -8,7 +8,7 @@ from collections.abc import Container
 from typing import Any
 
 from alpineagents.models.base import Model, OnText
-from alpineagents.types import CUT_OFF_STOP_REASONS, INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, ToolCall, Usage
+from alpineagents.types import INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, ToolCall, Usage
 
 __all__ = ["EMPTY_REPLY", "TextSink", "plain", "priced_usage", "truncate_last_call"]
 
@@ -36,9 +36,7 @@ def priced_usage(model: Model, input_tokens: int, output: int, cache_read: int, 
     return usage if cost is None else Usage(input_tokens, output, cache_read, cache_write, 1, cost)
 
 
-def truncate_last_call(
-    blocks: list[Any], stop_reason: str | None, cut_off: Container[str | None] = CUT_OFF_STOP_REASONS
-) -> None:
+def truncate_last_call(blocks: list[Any], stop_reason: str | None, cut_off: Container[str | None]) -> None:
     """A reply cut off by the output limit (its stop reason is one of `cut_off`): when its last block is a tool
     call, that call's arguments are incomplete, so they become `{INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}` (same
     name and id)."""

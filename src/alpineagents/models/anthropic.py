@@ -13,8 +13,9 @@ from alpineagents import _observe as observe
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._clients import SDKClients
-from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage, truncate_last_call
-from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.models._json import encode
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage
+from alpineagents.models.base import OnEvent, OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
 __all__ = ["Anthropic", "DEFAULT_MAX_TOKENS"]
@@ -104,13 +105,14 @@ async def _final_message_async(stream: Any) -> tuple[Any, bool]:
     return _check_complete(stream, final)
 
 
-class Anthropic(SDKClients, Model):
+class Anthropic(SDKClients):
     """Adapter for the Anthropic Messages API (streamed), built on the official `anthropic` SDK.
 
     Construction does no I/O and needs no credentials; the SDK client is created on the first request.
     """
 
     provider = "anthropic"
+    cut_off_stop_reasons = frozenset({"max_tokens", "model_context_window_exceeded"})
 
     _SDK = "anthropic"
     _SYNC_CLIENT = "Anthropic"
@@ -321,6 +323,11 @@ class Anthropic(SDKClients, Model):
             kwargs["cache_control"] = {"type": "ephemeral"}
         return kwargs
 
+    def _request_body(self, request: Request, max_tokens: int | None = None) -> dict[str, Any]:
+        """The JSON body of the streamed Messages request for `request`: the keyword arguments of
+        `_build_request_kwargs` with `extra_body` merged in, and `stream`."""
+        return _body_of(self._build_request_kwargs(request, max_tokens))
+
     def _tool_defs_and_choice(self, request: Request) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """The tool definitions to send (placeholders when the context uses tools but none are given) and the
         `tool_choice` (`{"type": "none"}` or `None` for the default)."""
@@ -346,14 +353,12 @@ class Anthropic(SDKClients, Model):
         return [], (none if request.tool_choice == "none" else None)
 
     def _to_anthropic_messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
-        """The request messages in the API's shape: same-role runs merged, blocks converted (`_to_anthropic_message`
-        of each merged message, in order); the unchanged start of a conversation is reused from the previous request
+        """The request messages in the API's shape: same-role runs merged, blocks converted (`_wire_message` of
+        each merged message, in order); the unchanged start of a conversation is reused from the previous request
         (see `_request_cache`)."""
-        return self._mapped.wire_items(
-            tuple(messages), self.provider, self._to_anthropic_message, self._merge_same_role
-        )
+        return self._conversation(messages)
 
-    def _to_anthropic_message(self, message: Message) -> list[dict[str, Any]]:
+    def _wire_message(self, message: Message) -> list[dict[str, Any]]:
         """One message (a merged run of same-role messages) in the API's shape."""
         return [{"role": message.role, "content": self._to_anthropic_content(message)}]
 
@@ -408,7 +413,7 @@ class Anthropic(SDKClients, Model):
             else:
                 blocks.append(RawBlock(self.provider, block.model_dump(mode="json", exclude_none=True)))
         stop_reason = getattr(final_message, "stop_reason", None)
-        truncate_last_call(blocks, stop_reason)
+        self._truncate_if_cut_off(blocks, stop_reason)
         raw_usage = getattr(final_message, "usage", None)
         total: int | None = None
         counts = (0, 0, 0, 0)
@@ -439,18 +444,48 @@ class Anthropic(SDKClients, Model):
         except (_sdk().AnthropicError, TypeError) as error:
             raise self._wrap(error) from error
         max_tokens = self._resolve_max_tokens(client)
-        kwargs = self._build_request_kwargs(request, max_tokens)
+        body = self._request_body(request, max_tokens)
         while True:
             try:
-                return self._stream(client, kwargs, on_text)
+                return self._stream(client, body, on_text)
             except _Rejected as rejected:
-                self._lower_or_raise(rejected, kwargs)
+                self._lower_or_raise(rejected, body)
 
-    def _stream(self, client: Any, kwargs: dict[str, Any], on_text: OnText | None) -> Reply:
+    @staticmethod
+    def _open(client: Any, body: dict[str, Any]) -> Any:
+        """Send `body` (encoded once) through the SDK's raw path and return the SDK's message stream on its typed
+        events: the same request as `client.messages.stream(...)`, without the SDK's copy of the body."""
+        sdk = _sdk()
+        from anthropic.lib.streaming import MessageStream
+
+        raw = client.post(
+            "/v1/messages",
+            cast_to=sdk.types.Message,
+            content=encode(body),
+            stream=True,
+            stream_cls=sdk.Stream[sdk.types.RawMessageStreamEvent],
+        )
+        return MessageStream(raw, output_format=sdk.NOT_GIVEN)
+
+    @staticmethod
+    async def _aopen(client: Any, body: dict[str, Any]) -> Any:
+        sdk = _sdk()
+        from anthropic.lib.streaming import AsyncMessageStream
+
+        raw = await client.post(
+            "/v1/messages",
+            cast_to=sdk.types.Message,
+            content=encode(body),
+            stream=True,
+            stream_cls=sdk.AsyncStream[sdk.types.RawMessageStreamEvent],
+        )
+        return AsyncMessageStream(raw, output_format=sdk.NOT_GIVEN)
+
+    def _stream(self, client: Any, body: dict[str, Any], on_text: OnText | None) -> Reply:
         """One streamed attempt; a bad request of the API comes up as `_Rejected` (for the too-high retry)."""
         sink = TextSink(on_text)
         try:
-            with client.messages.stream(**kwargs) as stream:
+            with self._open(client, body) as stream:
                 sink.opened = True
                 for chunk in stream.text_stream:
                     sink(chunk)
@@ -468,17 +503,17 @@ class Anthropic(SDKClients, Model):
         except (_sdk().AnthropicError, TypeError) as error:
             raise self._wrap(error) from error
         max_tokens = await self._aresolve_max_tokens(client)
-        kwargs = self._build_request_kwargs(request, max_tokens)
+        body = self._request_body(request, max_tokens)
         while True:
             try:
-                return await self._astream(client, kwargs, on_text)
+                return await self._astream(client, body, on_text)
             except _Rejected as rejected:
-                self._lower_or_raise(rejected, kwargs)
+                self._lower_or_raise(rejected, body)
 
-    async def _astream(self, client: Any, kwargs: dict[str, Any], on_text: OnText | None) -> Reply:
+    async def _astream(self, client: Any, body: dict[str, Any], on_text: OnText | None) -> Reply:
         sink = TextSink(on_text)
         try:
-            async with client.messages.stream(**kwargs) as stream:
+            async with await self._aopen(client, body) as stream:
                 sink.opened = True
                 async for chunk in stream.text_stream:
                     sink(chunk)
@@ -487,14 +522,14 @@ class Anthropic(SDKClients, Model):
             self._attempt_failed(error, sink)
         return self._finished(final, complete)
 
-    def _lower_or_raise(self, rejected: _Rejected, kwargs: dict[str, Any]) -> None:
-        """After a rejected attempt: lower `kwargs["max_tokens"]` to the limit the rejection names (the too-high
+    def _lower_or_raise(self, rejected: _Rejected, body: dict[str, Any]) -> None:
+        """After a rejected attempt: lower `body["max_tokens"]` to the limit the rejection names (the too-high
         retry), or raise the rejection as the library's error."""
         error = rejected.error
-        lower = self._lower_limit(error, kwargs["max_tokens"])
+        lower = self._lower_limit(error, body["max_tokens"])
         if lower is None:
             raise self._wrap(error) from error
-        kwargs["max_tokens"] = lower
+        body["max_tokens"] = lower
 
     def _attempt_failed(self, error: BaseException, sink: TextSink) -> NoReturn:
         """Raise what a failure of a streamed attempt becomes: `on_text`'s own exception and a `ValueError` that is
@@ -521,7 +556,7 @@ class Anthropic(SDKClients, Model):
 
     def _wrap(self, error: BaseException) -> ProviderError:
         """The library error for an SDK, request-building or transport failure, with no credential in its text."""
-        return self._redacted(self._map_error(error), error)
+        return self._provider_error(self._map_error(error), error)
 
     def _map_error(self, error: BaseException) -> ProviderError:
         """The library error for an SDK, request-building or transport failure."""
@@ -544,6 +579,14 @@ class Anthropic(SDKClients, Model):
         if isinstance(error, sdk.AnthropicError):
             return ProviderError(f"Anthropic API error: {error}")
         return ProviderError(f"Anthropic stream failed mid-reply ({type(error).__name__}): {error}")
+
+
+def _body_of(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body the SDK sends for the keyword arguments `kwargs` of a streamed request."""
+    body = {key: value for key, value in kwargs.items() if key != "extra_body"}
+    body.update(kwargs.get("extra_body") or {})
+    body["stream"] = True
+    return body
 
 
 def _image(image: Image) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from alpineagents import _observe as observe
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
 from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, usage_of
-from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, truncate_last_call
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain
 from alpineagents.models.base import OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
@@ -28,6 +28,7 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
     """
 
     provider = "openai_compatible"
+    cut_off_stop_reasons = frozenset({"length"})
 
     _WARM_ATTRIBUTES = ("chat.completions",)
     _SERVICE = "OpenAI-compatible API"
@@ -56,9 +57,9 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
 
     def _request_kwargs(self, request: Request) -> dict[str, Any]:
         """The keyword arguments of `client.chat.completions.create(...)` for `request`."""
-        messages = self._mapped.wire_items(request.messages, self.provider, self._api_messages, self._merge_same_role)
+        messages = self._conversation(request.messages)
         if request.system is not None:
-            messages.insert(0, {"role": "system", "content": request.system})
+            messages = messages.prefixed({"role": "system", "content": request.system})
         kwargs: dict[str, Any] = {
             "model": self.name,
             "messages": messages,
@@ -86,7 +87,7 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
             kwargs["temperature"] = self.temperature
         return kwargs
 
-    def _api_messages(self, message: Message) -> list[dict[str, Any]]:
+    def _wire_message(self, message: Message) -> list[dict[str, Any]]:
         """One message (a merged run of same-role messages) as the API's messages. The request's messages are the
         system prompt's, then these, in order, for the messages merged by `_merge_same_role`; the unchanged start of
         a conversation is reused from the previous request (see `_request_cache`)."""
@@ -118,8 +119,12 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
 
     # -- streaming ----------------------------------------------------------------------------------------------
 
-    def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
-        return client.chat.completions.create(**kwargs)
+    _PATH = "/chat/completions"
+
+    def _stream_types(self) -> tuple[type, type]:
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+        return ChatCompletion, ChatCompletionChunk
 
     def _prepared(self, request: Request, on_text: OnText | None) -> tuple[dict[str, Any], _StreamReader]:
         return self._request_kwargs(request), _StreamReader(on_text)
@@ -199,7 +204,7 @@ class _StreamReader:
             call_id, name_parts, arg_parts = self.calls[index]
             args = parse_arguments("".join(arg_parts))
             blocks.append(ToolCall("".join(name_parts), args, call_id or "call_" + secrets.token_hex(6)))
-        truncate_last_call(blocks, self.finish_reason, ("length",))  # the only finish reason that cuts a reply
+        model._truncate_if_cut_off(blocks, self.finish_reason)  # pyright: ignore[reportPrivateUsage] - its adapter
         usage, total = usage_of(model, self.usage, ("prompt_tokens", "completion_tokens", "prompt_tokens_details"))
         observe.response_id(self.response_id)
         return Reply(

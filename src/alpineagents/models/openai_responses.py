@@ -37,7 +37,7 @@ from alpineagents import _observe as observe
 from alpineagents.errors import ProviderError
 from alpineagents.models._arguments import parse_arguments
 from alpineagents.models._openai_sdk import OpenAIStreaming, data_url, openai_sdk, usage_of
-from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, truncate_last_call
+from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain
 from alpineagents.models.base import OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
 
@@ -65,6 +65,7 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
     """
 
     provider = "openai_responses"
+    cut_off_stop_reasons = frozenset({"max_output_tokens"})
 
     _WARM_ATTRIBUTES = ("responses",)
     _SERVICE = "OpenAI Responses API"
@@ -166,14 +167,17 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
         return kwargs
 
     def _input_items(self, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-        """The conversation as Responses input items: `_message_items` of each message merged by
+        """The conversation as Responses input items: `_wire_message` of each message merged by
         `_merge_same_role`, in order, the unchanged start of a conversation reused from the previous request (see
         `_request_cache`; what an item holds depends on `store` too)."""
-        return self._mapped.wire_items(
-            messages, (self.provider, self.store), self._message_items, self._merge_same_role
-        )
+        return self._conversation(messages)
 
-    def _message_items(self, message: Message) -> list[dict[str, Any]]:
+    def _wire_settings(self) -> tuple[str, bool]:
+        """What an item holds depends on `store` too (a reasoning item without its encrypted content is sent only
+        while responses are stored)."""
+        return (self.provider, self.store)
+
+    def _wire_message(self, message: Message) -> list[dict[str, Any]]:
         """One message (a merged run of same-role messages) as input items."""
         if message.role == "assistant":
             return self._assistant_items(message)
@@ -254,8 +258,12 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
 
     # -- streaming -----------------------------------------------------------------------------------------------
 
-    def _open(self, client: Any, kwargs: dict[str, Any]) -> Any:
-        return client.responses.create(**kwargs)
+    _PATH = "/responses"
+
+    def _stream_types(self) -> tuple[type, type]:
+        from openai.types.responses import Response, ResponseStreamEvent
+
+        return Response, ResponseStreamEvent  # pyright: ignore[reportReturnType] - a union of event types
 
     def _finish(self, reader: _ResponseReader, real_stream: bool) -> Reply:
         final = reader.final
@@ -293,7 +301,7 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
             else:
                 blocks.append(RawBlock(self.provider, item.model_dump(mode="json", exclude_none=True)))
         stop_reason = _stop_reason(response, refused)
-        truncate_last_call(blocks, stop_reason)
+        self._truncate_if_cut_off(blocks, stop_reason)
         raw = getattr(response, "usage", None)
         usage, total = usage_of(self, raw, ("input_tokens", "output_tokens", "input_tokens_details"))
         reasoning_tokens = getattr(getattr(raw, "output_tokens_details", None), "reasoning_tokens", None)

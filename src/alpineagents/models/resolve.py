@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from alpineagents.errors import fix_message
 from alpineagents.models.anthropic import Anthropic
@@ -11,21 +12,59 @@ from alpineagents.models.base import Model
 from alpineagents.models.openai_compatible import OpenAICompatible
 from alpineagents.models.openai_responses import OpenAIResponses
 
-__all__ = ["resolve_model", "OLLAMA_BASE_URL"]
+__all__ = ["resolve_model", "OLLAMA_BASE_URL", "PROVIDERS", "Provider"]
 
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 """Where `"ollama/..."` model strings point by default."""
 
 
-_Adapter = type[Anthropic] | type[OpenAICompatible] | type[OpenAIResponses]
+class AdapterClass(Protocol):
+    """An adapter class as `resolve_model` builds it: called with the model name and keyword options."""
+
+    __name__: str
+
+    def __call__(self, *args: Any, **options: Any) -> Model: ...
 
 
-def _accepted(adapter: _Adapter) -> list[str]:
-    parameters = inspect.signature(adapter.__init__).parameters.values()
+@dataclass(frozen=True)
+class Provider:
+    """One row of `PROVIDERS`: the model strings `"{prefix}/NAME"` (and bare names starting with `name_prefix`)
+    pick `adapter`."""
+
+    prefix: str
+    """What comes before the slash, e.g. `"anthropic"`."""
+    adapter: AdapterClass
+    api: str
+    """What the adapter speaks, for the docs (`"Messages API"`)."""
+    key: str
+    """Where the credentials come from, for the docs (an environment variable, or `"none"`)."""
+    name_prefix: str | None = None
+    """A bare model name (no slash, no `base_url=`) starting with this picks the row (`"claude-"`)."""
+    base_url: str | None = None
+    """The `base_url=` given to the adapter unless the caller gives one."""
+    keeps_base_url: bool = False
+    """Whether a `base_url=` option keeps this adapter. Otherwise a string with `base_url=` goes to the catch-all,
+    `OpenAICompatible` with the whole string as the name (routers name models `"anthropic/claude-sonnet-5"`)."""
+
+
+PROVIDERS: tuple[Provider, ...] = (
+    Provider("anthropic", Anthropic, "Messages API", "ANTHROPIC_API_KEY", name_prefix="claude-"),
+    Provider("openai", OpenAICompatible, "Chat Completions", "OPENAI_API_KEY", name_prefix="gpt-"),
+    Provider("ollama", OpenAICompatible, "Chat Completions", "none", base_url=OLLAMA_BASE_URL, keeps_base_url=True),
+    Provider("openai-responses", OpenAIResponses, "Responses API", "OPENAI_API_KEY", keeps_base_url=True),
+)
+"""The model-string prefixes and the adapters they pick, in the order error messages list them. A new adapter adds
+its row here; the docs' table of model strings is checked against this one."""
+
+_BY_PREFIX = {provider.prefix: provider for provider in PROVIDERS}
+
+
+def _accepted(adapter: AdapterClass) -> list[str]:
+    parameters = inspect.signature(adapter).parameters.values()
     return [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
 
-def _build(adapter: _Adapter, model: str, name: str, options: dict[str, Any]) -> Model:
+def _build(adapter: AdapterClass, model: str, name: str, options: dict[str, Any]) -> Model:
     accepted = _accepted(adapter)
     unknown = [key for key in options if key not in accepted]
     if unknown:
@@ -40,14 +79,20 @@ def _build(adapter: _Adapter, model: str, name: str, options: dict[str, Any]) ->
     return adapter(name, **options)
 
 
+def _from_row(provider: Provider, model: str, name: str, options: dict[str, Any]) -> Model:
+    if provider.base_url is not None:
+        options = {"base_url": provider.base_url, **options}
+    return _build(provider.adapter, model, name, options)
+
+
 def resolve_model(model: Any, **options: Any) -> Model:
-    """Turn `model` into a Model: a Model instance is returned as is; a string picks an adapter.
+    """Turn `model` into a Model: a Model instance is returned as is; a string picks an adapter from `PROVIDERS`.
 
     `"anthropic/NAME"` and `"claude-..."` give `Anthropic`; `"openai/NAME"` and `"gpt-..."` give
-    `OpenAICompatible` (Chat Completions); `"openai-responses/NAME"` gives `OpenAIResponses` (the Responses API,
-    at `base_url=` when given); `"ollama/NAME"` gives `OpenAICompatible` at `OLLAMA_BASE_URL`; any string with a
-    `base_url=` option gives `OpenAICompatible` with the whole string as the name. Keyword `options` go to the
-    adapter. Needs no network and no credentials.
+    `OpenAICompatible` (Chat Completions); `"ollama/NAME"` gives `OpenAICompatible` at `OLLAMA_BASE_URL`;
+    `"openai-responses/NAME"` gives `OpenAIResponses` (the Responses API). A `base_url=` option keeps the last two
+    (they go to that address); with any other string it gives the catch-all, `OpenAICompatible` with the whole
+    string as the name. Keyword `options` go to the adapter. Needs no network and no credentials.
     """
     if isinstance(model, Model):
         if options:
@@ -89,32 +134,28 @@ def resolve_model(model: Any, **options: Any) -> Model:
                     f"resolve_model('{provider}/MODEL-NAME')",
                 )
             )
-        if provider == "ollama":
-            return _build(OpenAICompatible, model, rest, {"base_url": OLLAMA_BASE_URL, **options})
-        if provider == "openai-responses":  # the Responses API, also at a base_url that speaks it
-            return _build(OpenAIResponses, model, rest, options)
+        row = _BY_PREFIX.get(provider)
+        if row is not None and (row.keeps_base_url or not has_url):
+            return _from_row(row, model, rest, options)
         if has_url:
             return _build(OpenAICompatible, model, model, options)
-        if provider == "anthropic":
-            return _build(Anthropic, model, rest, options)
-        if provider == "openai":
-            return _build(OpenAICompatible, model, rest, options)
         raise ValueError(
             fix_message(
                 f"Unknown provider {provider!r}",
-                "Use one of the known providers anthropic, openai, ollama, or for another server speaking the "
-                "OpenAI API use OpenAICompatible(model, base_url='...')",
+                f"Use one of the known providers {', '.join(p.prefix for p in PROVIDERS)}, or for another server "
+                "speaking the OpenAI API use OpenAICompatible(model, base_url='...')",
                 f"OpenAICompatible({rest!r}, base_url='https://my-server/v1')",
             )
         )
-    if has_url or model.startswith("gpt-"):
+    if has_url:
         return _build(OpenAICompatible, model, model, options)
-    if model.startswith("claude-"):
-        return _build(Anthropic, model, model, options)
+    for row in PROVIDERS:
+        if row.name_prefix is not None and model.startswith(row.name_prefix):
+            return _from_row(row, model, model, options)
     raise ValueError(
         fix_message(
             f"The provider is ambiguous from the model name {model!r} alone",
             "Add the provider as a prefix",
-            f"anthropic/{model}\nopenai/{model}\nollama/{model}",
+            "\n".join(f"{p.prefix}/{model}" for p in PROVIDERS),
         )
     )

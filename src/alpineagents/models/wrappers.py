@@ -8,9 +8,9 @@ history as a `model_event` entry.
 
 Retried failures are the ones another attempt may get past: a `RateLimitError`, and a `ProviderError` from a
 timeout, a dropped connection, a stream that broke or ended early, an overloaded or failing server (408, 409, 429,
-5xx, 529). A `ProviderError` caused by another 4xx status or by a request the adapter could not build, an
-`AuthError` and a `ContextTooLongError` are raised at once, as is every exception that is not a `ProviderError`
-(a callback's exception, `KeyboardInterrupt`, `asyncio.CancelledError`, misuse errors).
+5xx, 529). A `ProviderError` whose `status_code` is another 4xx status or that was caused by a request the adapter
+could not build, an `AuthError` and a `ContextTooLongError` are raised at once, as is every exception that is not a
+`ProviderError` (a callback's exception, `KeyboardInterrupt`, `asyncio.CancelledError`, misuse errors).
 
 Streamed text of a failed attempt: `on_text` already received it and it is not taken back. The event reported
 before the next attempt says so (its `data` holds `"streamed_chars"`, the length of the text streamed by the
@@ -37,8 +37,8 @@ _RETRY_STATUS = frozenset({408, 409, 429})
 def is_retryable(error: BaseException) -> bool:
     """True when another attempt (or another model) may get past `error`.
 
-    Only `ProviderError`s are retryable, and not `AuthError`, `ContextTooLongError`, nor a `ProviderError` caused
-    by an HTTP status in 400-499 other than 408, 409 and 429, nor one caused by a `TypeError` (a request that could
+    Only `ProviderError`s are retryable, and not `AuthError`, `ContextTooLongError`, nor a `ProviderError` whose
+    `status_code` is in 400-499 other than 408, 409 and 429, nor one caused by a `TypeError` (a request that could
     not be built).
     """
     if not isinstance(error, ProviderError):
@@ -48,8 +48,8 @@ def is_retryable(error: BaseException) -> bool:
     cause = error.__cause__
     if isinstance(cause, TypeError):
         return False
-    status = getattr(cause, "status_code", None)
-    if isinstance(status, int) and 400 <= status < 500 and status not in _RETRY_STATUS:
+    status = error.status_code
+    if status is not None and 400 <= status < 500 and status not in _RETRY_STATUS:
         return False
     return True
 

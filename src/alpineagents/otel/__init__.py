@@ -1,4 +1,4 @@
-"""Tracing and metrics with OpenTelemetry, in the GenAI semantic conventions (``pip install alpineagents[otel]``).
+"""Tracing and metrics with OpenTelemetry, in the GenAI semantic conventions (the ``otel`` extra: ``pip install -e '.[otel]'`` in the library's clone).
 
 ``instrument()`` turns tracing on for every Agent in the process; no change to the agents' code is needed, and
 each Agent's own Reporter (the Terminal, say) keeps getting every event. ``uninstrument()`` turns it off. One Agent
@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from alpineagents._install import install_hint
 from alpineagents.errors import fix_message
 
 try:
@@ -39,7 +40,7 @@ except ImportError as missing:  # pragma: no cover - the extra is installed in t
         fix_message(
             "alpineagents.otel needs the OpenTelemetry API, which is not installed",
             "install the otel extra",
-            "pip install 'alpineagents[otel]'",
+            install_hint("otel"),
         )
     ) from missing
 

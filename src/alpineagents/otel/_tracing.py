@@ -30,6 +30,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
+from alpineagents._install import DISTRIBUTION
 from alpineagents._observe import RESPONSE
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents.otel import _content
@@ -132,7 +133,7 @@ class Track:
 
 def _version() -> str:
     try:
-        return importlib.metadata.version("alpineagents")
+        return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:  # running from a source tree
         return ""
 

@@ -1,0 +1,249 @@
+"""The contract every model adapter fills in, checked for each `AdapterKind` (`tests/servers/kinds.py`) through the
+real SDK against the local provider server; and the one table of providers that `resolve_model`, its docstring and
+the docs' table of model strings are made from.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
+
+import alpineagents.models as models
+from alpineagents.errors import ProviderError
+from alpineagents.models import OpenAIResponses, Retry, resolve_model
+from alpineagents.models._adapter import Adapter
+from alpineagents.models.resolve import PROVIDERS, Provider
+from alpineagents.types import (
+    INVALID_ARGS_KEY,
+    TRUNCATED_ARGS_MESSAGE,
+    Image,
+    Message,
+    RawBlock,
+    Reply,
+    Request,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    Usage,
+)
+from servers.fixtures import server  # noqa: F401 - pytest fixture
+from servers.kinds import KINDS, AdapterKind
+from servers.provider import ProviderServer, echo_key
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+SPEC = ToolSpec("add", "Add", {"type": "object"})
+
+
+def ask(model: Adapter) -> Reply:
+    return model.respond(Request(None, (Message.user("add them"),), (SPEC,)))
+
+
+def _adapter_classes(base: type) -> set[type]:
+    found: set[type] = set()
+    for sub in base.__subclasses__():
+        if sub.__module__.startswith("alpineagents.") and not sub.__module__.rsplit(".", 1)[-1].startswith("_"):
+            found.add(sub)
+        found |= _adapter_classes(sub)
+    return found
+
+
+def test_every_adapter_of_the_package_has_a_kind_and_a_row_of_providers() -> None:
+    adapters = _adapter_classes(Adapter)
+    assert {type(kind.make("x")) for kind in KINDS} == adapters
+    assert {row.adapter for row in PROVIDERS} == adapters
+
+
+# -- cut-off stop reasons ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_the_adapters_own_cut_off_reasons_mark_the_last_tool_call_and_the_reply(
+    server: ProviderServer,  # noqa: F811
+    kind: AdapterKind,
+) -> None:
+    model = kind.at(server)
+    reasons = type(model).cut_off_stop_reasons
+    assert reasons, "an adapter declares its provider's cut-off stop reasons"
+    for reason in sorted(reasons):
+        server.script(kind.tool_reply("add", '{"a": 1}', "call_cut", reason))
+        reply = ask(model)
+        assert reply.stop_reason == reason and reply.cut_off
+        assert reply.tool_calls == (ToolCall("add", {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, "call_cut"),)
+        assert Message("assistant", (), stop_reason=reason).cut_off
+    server.script(kind.tool_reply("add", '{"a": 1}', "call_whole", None))
+    reply = ask(model)
+    assert not reply.cut_off
+    assert reply.tool_calls == (ToolCall("add", {"a": 1}, "call_whole"),)
+
+
+def test_a_cut_off_word_an_adapter_declares_counts_for_every_reply() -> None:
+    word = "OUT_OF_ROOM_FOR_THIS_TEST"
+    assert not Reply(Message.assistant("x"), Usage(), stop_reason=word).cut_off
+
+    class Roomless(Adapter):
+        provider = "roomless"
+        cut_off_stop_reasons = frozenset({word})
+
+        def respond(self, request, on_text=None, on_event=None):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+    assert Roomless.cut_off_stop_reasons == {word}
+    assert Reply(Message.assistant("x"), Usage(), stop_reason=word).cut_off
+    assert Message("assistant", (), stop_reason=word).cut_off
+
+
+# -- errors --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", [400, 404, 409, 500])
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_a_provider_error_carries_the_http_status_and_retry_reads_it(
+    server: ProviderServer,  # noqa: F811
+    kind: AdapterKind,
+    code: int,
+) -> None:
+    server.script(echo_key(code))
+    with pytest.raises(ProviderError) as info:
+        ask(kind.at(server))
+    assert info.value.status_code == code
+    server.reset()
+    server.script(echo_key(code), kind.reply(["fine"]))
+    retry = Retry(kind.at(server), attempts=2, backoff=0)
+    if code in (409, 500):
+        assert retry.respond(Request(None, (Message.user("hi"),))).text == "fine"
+        assert len(server.posts) == 2
+    else:
+        with pytest.raises(ProviderError):
+            retry.respond(Request(None, (Message.user("hi"),)))
+        assert len(server.posts) == 1, "a 4xx other than 408, 409, 429 is not retried"
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_a_failure_without_an_answer_has_no_status(kind: AdapterKind) -> None:
+    with socket.socket() as closed:  # a port nobody listens on: the connection is refused
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    nowhere = cast(ProviderServer, SimpleNamespace(url=url, openai_url=url + "/v1"))
+    with pytest.raises(ProviderError) as info:
+        ask(kind.at(nowhere))
+    assert info.value.status_code is None
+
+
+# -- the table of providers ----------------------------------------------------------------------------------------
+
+
+def docs_row(row: Provider) -> str:
+    names = f"`{row.prefix}/NAME`" + (f", `{row.name_prefix}...`" if row.name_prefix else "")
+    adapter = f"`{row.adapter.__name__}` ({row.api})" + (f" at `{row.base_url}`" if row.base_url else "")
+    key = f"`{row.key}`" if row.key != "none" else "none"
+    return f"| {names} | {adapter} | {key} |"
+
+
+def test_the_docs_table_of_model_strings_is_the_table_of_providers() -> None:
+    text = (DOCS / "models.md").read_text(encoding="utf-8")
+    section = text.split("## Model strings", 1)[1].split("\n\n")[1]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| String")]
+    rows = [row for row in rows if not row.startswith("| ---")]
+    expected = [docs_row(row) for row in PROVIDERS]
+    assert rows[: len(expected)] == expected
+    assert rows[len(expected) :] == [
+        "| any string with `base_url=` | `OpenAICompatible` at that address | `api_key=` |"
+    ]
+
+
+def test_resolve_model_reads_the_table_and_its_docstring_and_errors_name_every_provider() -> None:
+    doc = resolve_model.__doc__ or ""
+    for row in PROVIDERS:
+        assert f'"{row.prefix}/NAME"' in doc, row.prefix
+        model = resolve_model(f"{row.prefix}/some-model")
+        assert type(model) is row.adapter and model.name == "some-model"
+        if row.base_url is not None:
+            assert model.base_url == row.base_url
+        if row.name_prefix is not None:
+            assert f'"{row.name_prefix}..."' in doc
+            assert type(resolve_model(f"{row.name_prefix}x")) is row.adapter
+        routed = resolve_model(f"{row.prefix}/some-model", base_url="http://127.0.0.1:9/v1")
+        if row.keeps_base_url:
+            assert type(routed) is row.adapter and routed.name == "some-model"
+        else:
+            assert type(routed) is models.OpenAICompatible and routed.name == f"{row.prefix}/some-model"
+    with pytest.raises(ValueError) as info:
+        resolve_model("mystery/x")
+    assert "known providers " + ", ".join(row.prefix for row in PROVIDERS) in str(info.value)
+    with pytest.raises(ValueError) as info:
+        resolve_model("mystery-model")
+    assert re.findall(r"^ *(\S+)/mystery-model$", str(info.value), re.M) == [row.prefix for row in PROVIDERS]
+
+
+# -- the raw request path -----------------------------------------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(40)
+GIF = b"GIF89a" + bytes(40)
+
+
+def rich_request() -> Request:
+    """Text, tools, images (in a message and in a tool result), every adapter's thinking or reasoning items, a
+    tool call and its result, an error result, non-ASCII text and an empty assistant message."""
+    call = ToolCall("add", {"a": 1, "b": [2.5, None], "note": "é ✓"}, "call_1")
+    assistant = Message(
+        "assistant",
+        (
+            RawBlock("anthropic", {"type": "thinking", "thinking": "hmm", "signature": "sig"}),
+            RawBlock("openai_compatible", {"reasoning_content": "hmm"}),
+            RawBlock("openai_responses", {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}),
+            TextBlock("Let me add — “quoted”."),
+            call,
+        ),
+    )
+    result = ToolResultBlock(call.id, (TextBlock("3.5"), Image(GIF)), "add")
+    return Request(
+        "Be brief. Ünïcode.",
+        (
+            Message.user("look at this", Image(PNG)),
+            assistant,
+            Message("user", (result, TextBlock("and this?"))),
+            Message("assistant", ()),
+            Message("user", (ToolResultBlock("call_2", "boom", "add", is_error=True),)),
+            Message.user("go on"),
+        ),
+        (SPEC, ToolSpec("search", "Search the web", {"type": "object", "properties": {"q": {"type": "string"}}})),
+    )
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_the_raw_path_sends_what_the_sdks_create_would_send(
+    server: ProviderServer,  # noqa: F811
+    kind: AdapterKind,
+) -> None:
+    """The adapters send the body they built as bytes through `client.post`; the SDK's typed call with the same
+    arguments sends the same JSON value, with the same credentials and content type."""
+    for options in ({}, *kind.options):
+        model = kind.at(server, **options)
+        for request in (rich_request(), Request(None, (Message.user("hi"),), (SPEC,), "none")):
+            model.respond(request)
+            raw = server.posts[-1]
+            kind.create(model, request, server)
+            typed = server.posts[-1]
+            assert raw.body == typed.body, (kind.name, options)
+            for header in ("authorization", "x-api-key", "content-type", "anthropic-version"):
+                assert raw.headers.get(header) == typed.headers.get(header), header
+            assert raw.path == typed.path
+
+
+def test_headers_and_options_of_a_client_the_user_hands_in_reach_the_server(server: ProviderServer) -> None:  # noqa: F811
+    import openai
+
+    client = openai.OpenAI(
+        api_key="sk-user-client", base_url=server.openai_url, max_retries=0, default_headers={"x-team": "search"}
+    )
+    model = OpenAIResponses("gpt-test", client=client)
+    assert model.respond(Request(None, (Message.user("hi"),))).text == "Hello"
+    sent = server.posts[-1]
+    assert sent.headers["x-team"] == "search" and sent.headers["authorization"] == "Bearer sk-user-client"
+    assert sent.path == "/v1/responses" and sent.headers["content-type"] == "application/json"
