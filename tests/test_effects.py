@@ -18,7 +18,7 @@ import pytest
 from alpineagents import Agent, State
 from alpineagents.state import UNSAVED_RESULT
 from alpineagents.store import SQLiteStore
-from alpineagents.testing import FakeModel
+from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import CannotTell, CurrentCall, Happened, NotHappened, Tool, current_call, tool
 from alpineagents.types import Message, ToolCall
 
@@ -165,3 +165,74 @@ def test_show_and_the_viewer_mark_calls_whose_effect_was_unknown_or_reconciled(t
     history = SQLiteStore(tmp_path / "runs.db").load("payment-1").history
     badges = [item.badge for item in build(history, [])]
     assert "reconciled" in badges
+
+
+def crashed_copy(tmp_path: Path, tools: list[Any]) -> Any:
+    """A FileStore copied while a `pay` call runs (as a process that died there would leave it), loaded."""
+    import shutil
+
+    from alpineagents import FileStore
+
+    live, copy = tmp_path / "live", tmp_path / "copy"
+
+    @tool(name="pay")
+    def snapshot(amount: int) -> str:
+        shutil.copytree(live, copy)
+        return "paid"
+
+    agent = Agent(FakeModel([tool_call("pay", amount=5), "ok"]), tools=[snapshot], store=FileStore(live), reporter=None)
+    agent.run(State(id="p", messages=[Message.user("Pay 5")]))
+    return FileStore(copy), FileStore(copy).load("p")
+
+
+def test_an_async_reconcile_is_awaited_under_arun_and_current_call_works_inside_it(tmp_path: Path) -> None:
+    import asyncio
+
+    keys: list[str] = []
+
+    async def found(call: CurrentCall) -> Happened:
+        keys.append(current_call().idempotency_key)
+        return Happened({"receipt": call.idempotency_key})
+
+    @tool(reconcile=found)
+    def pay(amount: int) -> str:
+        raise AssertionError("never run again")
+
+    store, state = crashed_copy(tmp_path, [pay])
+    read: list[str] = []
+
+    def answer(request: Any) -> str:
+        read.append(request.messages[-1].content[0].content)
+        return "ok"
+
+    asyncio.run(Agent(FakeModel([answer]), tools=[pay], store=store, reporter=None, human=None).arun(state))
+    [reply] = [entry for entry in state.history if entry.kind == "model_reply"][:1]
+    assert keys == [f"p:{reply.content.message.tool_calls[0].id}"]
+    assert read == ['{"receipt": "' + keys[0] + '"}']
+    assert store.load("p").answer == "ok"  # the reconciled history is saved and loads
+
+
+def test_a_reconcile_that_raises_makes_the_call_wait_with_the_error_in_the_question(tmp_path: Path) -> None:
+    def broken(call: CurrentCall) -> Happened:
+        raise ConnectionError("payment service down")
+
+    @tool(reconcile=broken)
+    def pay(amount: int) -> str:
+        return "paid again"
+
+    store, state = crashed_copy(tmp_path, [pay])
+    Agent(FakeModel(["ok"]), tools=[pay], store=store, reporter=None, human=None).run(state)
+    [waiting] = state.awaiting_approval
+    assert waiting.permission == "reconcile"
+    assert "ConnectionError: payment service down" in waiting.question
+    assert store.load("p").awaiting_approval[0].call.id == waiting.call.id  # it waits in the store too
+
+
+def test_a_reconcile_answer_of_the_wrong_type_is_a_clear_error(tmp_path: Path) -> None:
+    @tool(reconcile=lambda call: "yes")
+    def pay(amount: int) -> str:
+        return "paid"
+
+    store, state = crashed_copy(tmp_path, [pay])
+    with pytest.raises(TypeError, match=r"reconcile returned 'yes'.*\nFix: return Happened"):
+        Agent(FakeModel(["ok"]), tools=[pay], store=store, reporter=None, human=None).run(state)

@@ -33,16 +33,19 @@ RECONCILE_PERMISSION = "reconcile"
 """What a call that waits because its ``reconcile`` could not tell names as the permission that asked."""
 
 
+def _failed(call: ToolCall, error: Exception) -> CannotTell:
+    return CannotTell(f"{_question(call)} (its reconcile failed: {type(error).__name__}: {error})")
+
+
 def _ask(fn: Any, state: State, call: ToolCall) -> Verdict:
     token = CALL_SCOPE.set(CallScope(state, call))
     try:
-        return read_verdict(call.name, fn(call_of(state, call)))
-    except TypeError:
-        raise
+        answer = fn(call_of(state, call))
     except Exception as error:  # noqa: BLE001 - a reconcile that fails cannot tell; a person reads why
-        return CannotTell(f"{_question(call)} (its reconcile failed: {type(error).__name__}: {error})")
+        return _failed(call, error)
     finally:
         CALL_SCOPE.reset(token)
+    return read_verdict(call.name, answer)
 
 
 async def _aask(fn: Any, state: State, call: ToolCall) -> Verdict:
@@ -51,13 +54,11 @@ async def _aask(fn: Any, state: State, call: ToolCall) -> Verdict:
         answer = fn(call_of(state, call))
         if inspect.isawaitable(answer):
             answer = await answer
-        return read_verdict(call.name, answer)
-    except TypeError:
-        raise
     except Exception as error:  # noqa: BLE001 - as in _ask
-        return CannotTell(f"{_question(call)} (its reconcile failed: {type(error).__name__}: {error})")
+        return _failed(call, error)
     finally:
         CALL_SCOPE.reset(token)
+    return read_verdict(call.name, answer)
 
 
 def _question(call: ToolCall) -> str:
