@@ -190,8 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"alpineagents from {Path(alpineagents.__file__).parent}")
         print(f"{args.turns} requests per adapter and size (each adds 2 messages); client CPU ms per request")
         print(
-            f"{'adapter':<17}{'messages':>9}{'ours':>10}{'ours max':>9}{'create':>11}{'':>9}{'full':>6}"
-            f"{'pause ms':>10}"
+            f"{'adapter':<17}{'messages':>9}{'ours':>10}{'ours max':>9}{'create':>11}{'':>9}{'full':>6}{'pause ms':>10}"
         )
         for kind in args.adapters.split(","):
             for size in sizes:
@@ -213,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     for failure in failed:
         print("FAIL:", failure)
     if not failed:
-        print(f"OK: at most {OURS_LIMIT_MS:g} ms a request at {max(sizes)} messages, no pause over {PAUSE_LIMIT_MS:g} ms")
+        print(
+            f"OK: at most {OURS_LIMIT_MS:g} ms a request at {max(sizes)} messages, no pause over {PAUSE_LIMIT_MS:g} ms"
+        )
     return 1 if failed else 0
 
 

@@ -4,7 +4,9 @@ The fake provider server (tests/servers/provider.py) runs in a subprocess on 127
 messages with tool calls (200 by default), it measures per request:
 
 - bare SDK: the official SDK client streaming the same, pre-built request (what any caller pays);
-- adapter: `Anthropic.respond` / `OpenAICompatible.respond` / `OpenAIResponses.respond` end to end;
+- adapter: `Anthropic.respond` / `OpenAICompatible.respond` / `OpenAIResponses.respond` / `Gemini.respond` /
+  `Bedrock.respond` end to end (Gemini's REST stream and Bedrock's Converse event stream come from the same
+  server);
 - own: the adapter's own work, timed directly: mapping the Request to the SDK's arguments from scratch (the
   adapter's wire form of earlier requests is emptied first; `long_context.py` measures a conversation that grows,
   where only the new messages are mapped), the per-chunk work while streaming, and building the Reply from the
@@ -33,10 +35,10 @@ from typing import TypeVar  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from alpineagents.models import Anthropic, OpenAICompatible, OpenAIResponses  # noqa: E402
+from alpineagents.models import Anthropic, Bedrock, Gemini, OpenAICompatible, OpenAIResponses  # noqa: E402
 from alpineagents.types import Message, Request, TextBlock, ToolCall, ToolResultBlock, ToolSpec  # noqa: E402
 
-M = TypeVar("M", Anthropic, OpenAICompatible, OpenAIResponses)
+M = TypeVar("M", Anthropic, OpenAICompatible, OpenAIResponses, Gemini, Bedrock)
 
 SPECS = (
     ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
@@ -189,6 +191,79 @@ def bench_responses(url: str, request: Request, count: int, rounds: int) -> dict
     }
 
 
+def bench_gemini(url: str, request: Request, count: int, rounds: int) -> dict[str, float]:
+    from google import genai
+
+    model = Gemini("gemini-bench", base_url=url, api_key="k", retries=0)
+    client = genai.Client(api_key="k", http_options={"base_url": url})
+    model._client = lambda: client  # type: ignore[method-assign]
+    kwargs = model._request_body(request)
+
+    def bare() -> None:
+        for _ in client.models.generate_content_stream(**kwargs):
+            pass
+
+    def adapter() -> None:
+        model.respond(request, lambda _t: None)
+
+    chunks = list(client.models.generate_content_stream(**kwargs))
+
+    def own() -> None:
+        model._mapped.clear()
+        model._request_body(request)
+        reader = model._reader(lambda _t: None)
+        for chunk in chunks:
+            reader.add(chunk)
+        reader.reply()
+
+    for fn in (bare, adapter):
+        for _ in range(5):
+            fn()
+    return {
+        "bare": best_of(rounds, bare, count),
+        "adapter": best_of(rounds, adapter, count),
+        "own": best_of(max(rounds, 10), own, count, low=True),
+    }
+
+
+def bench_bedrock(url: str, request: Request, count: int, rounds: int) -> dict[str, float]:
+    import boto3.session
+    from botocore.config import Config
+
+    session = boto3.session.Session(
+        aws_access_key_id="AKIABENCH", aws_secret_access_key="bench", region_name="us-east-1"
+    )
+    client = session.client("bedrock-runtime", endpoint_url=url, config=Config(retries={"total_max_attempts": 1}))
+    model = Bedrock("anthropic.claude-bench-v1:0", client=client, retries=0)
+    kwargs = model._converse_kwargs(request)
+
+    def bare() -> None:
+        for _ in client.converse_stream(**kwargs)["stream"]:
+            pass
+
+    def adapter() -> None:
+        model.respond(request, lambda _t: None)
+
+    events = list(client.converse_stream(**kwargs)["stream"])
+
+    def own() -> None:
+        model._mapped.clear()
+        model._converse_kwargs(request)
+        reader = model._reader(lambda _t: None)
+        for event in events:
+            reader.add(event)
+        reader.reply()
+
+    for fn in (bare, adapter):
+        for _ in range(5):
+            fn()
+    return {
+        "bare": best_of(rounds, bare, count),
+        "adapter": best_of(rounds, adapter, count),
+        "own": best_of(max(rounds, 10), own, count, low=True),
+    }
+
+
 def fresh(model: M) -> M:
     """The model with its wire form of earlier requests emptied, so the next request is mapped from scratch."""
     model._mapped.clear()
@@ -220,6 +295,8 @@ def main() -> int:
             ("Anthropic", bench_anthropic),
             ("OpenAICompatible", bench_openai),
             ("OpenAIResponses", bench_responses),
+            ("Gemini", bench_gemini),
+            ("Bedrock", bench_bedrock),
         )
         for label, bench in benches:
             r = bench(url, request, args.requests, args.rounds)
@@ -230,12 +307,16 @@ def main() -> int:
         anthropic_model = Anthropic("claude-bench", max_tokens=1024)
         openai_model = OpenAICompatible("gpt-bench")
         responses_model = OpenAIResponses("gpt-bench")
+        gemini_model = Gemini("gemini-bench")
+        bedrock_model = Bedrock("anthropic.claude-bench-v1:0")
         sizes = [args.messages // 4, args.messages, args.messages * 4]
         print("\nown request mapping per message (µs) as the context grows:")
         for label, rows in (
             ("Anthropic", scaling(lambda r: lambda: fresh(anthropic_model)._build_request_kwargs(r, 1024), sizes)),
             ("OpenAICompatible", scaling(lambda r: lambda: fresh(openai_model)._request_kwargs(r), sizes)),
             ("OpenAIResponses", scaling(lambda r: lambda: fresh(responses_model)._request_kwargs(r), sizes)),
+            ("Gemini", scaling(lambda r: lambda: fresh(gemini_model)._request_body(r), sizes)),
+            ("Bedrock", scaling(lambda r: lambda: fresh(bedrock_model)._converse_kwargs(r), sizes)),
         ):
             per = [us / size for size, us in rows]
             cells = "  ".join(

@@ -1,6 +1,7 @@
 """Store benchmark: the cost of saving and loading, for FileStore and SQLiteStore.
 
-Run: `.venv/bin/python benchmarks/store.py` (add `--quick` for a short run).
+Run: `.venv/bin/python benchmarks/store.py` (add `--quick` for a short run; `--cpu` for the stores' own Python
+without a flush, to compare two versions on a busy machine).
 
 For runs of 50 and 800 turns (one tool call a turn, a real Agent with a scripted FakeModel) it prints, per store:
 
@@ -315,8 +316,33 @@ def main(quick: bool) -> None:
             )
 
 
+def cpu_only() -> None:
+    """`--cpu`: the stores' own Python without a disk flush, for comparing two versions on a busy machine (run each
+    version's process in turn, e.g. with `farm-bench --vs`, and compare their CPU time): 3,000 save points into
+    `SQLiteStore(":memory:")` (the checks, the job, the group commit, the rows) and 30 loads each of a FileStore
+    State of 2,400 entries and of that SQLite State (read, parse, decode, replay)."""
+    store = store_module.SQLiteStore(":memory:")  # pyright: ignore[reportAttributeAccessIssue]
+    state = State(id="s", messages=[Message.user("hi")])
+    start = time.perf_counter()
+    for n in range(3000):
+        state.add_message(Message.user(f"message {n}"))
+        store.save(state)
+    save = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        files = FileStore(tmp)
+        files.save(State(id="big", messages=[Message.user(f"m{n}") for n in range(2400)]))
+        start = time.perf_counter()
+        for _ in range(30):
+            files.load("big")
+            store.load("s")
+        load = time.perf_counter() - start
+    print(f"save point {save * 1e6 / 3000:.1f} µs; loads of 2,400 + 3,001 entries {load * 1e3 / 30:.2f} ms")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--sqlite-child":
         sqlite_child(sys.argv[2], int(sys.argv[3]))
+    elif "--cpu" in sys.argv:
+        cpu_only()
     else:
         main("--quick" in sys.argv)

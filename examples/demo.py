@@ -78,14 +78,32 @@ def main(argv: list[str] | None = None, **settings: Any) -> State:
     state = State(messages=[Message.user(QUESTION)])
     answer = agent.run(state)
 
-    print()
+    print(EXPLAINED)
+    usage = state.usage
+    cost = f"~${usage.cost:.4f}" if usage.cost is not None else "cost unknown (this model has no price)"
     print(f"answer: {answer}")
-    print(f"turns: {state.turn}   usage: {state.usage}")
-    print(f"history: {', '.join(entry.kind for entry in state.history)}")
+    print(
+        f"turns: {state.turn}; {usage.requests} model requests, {usage.input_tokens} input and "
+        f"{usage.output_tokens} output tokens, {cost}"
+    )
+    print(f"history (what the State recorded, in order): {', '.join(entry.kind for entry in state.history)}")
     loaded = store.load(state.id)
     same = loaded.messages == state.messages and len(loaded.history) == len(state.history)
     print(f"saved in {db} as {state.id!r}; loaded back intact: {same}")
+    print(f"see it again: .venv/bin/alpineagents show {state.id} --store {db}")
+    print(f"or in the browser: .venv/bin/pip install -e '.[viewer]' && .venv/bin/alpineagents view --store {db}")
     return state
+
+
+EXPLAINED = """
+What the lines above mean (the default reporter, the Terminal, printed them as the run went):
+  [turn N] thinking          the agent sent request N to the model; its text is printed as it streams
+    tool NAME(ARGS)          the model asked for this tool call; the program ran it
+    done 3B                  the call ended well and its result (what the model reads next) is 3 bytes long
+  done: stopped by waiting_for_user (2 turns)
+                             the run ended: the model answered without asking for a tool, so the default loop
+                             stopped and it is the person's turn (continue with agent.run(state) after a new message)
+"""
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ python3 -m venv .venv
 missing=""
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
 command -v strace >/dev/null || missing="$missing strace"
+command -v npm >/dev/null || missing="$missing nodejs npm"  # the serve tests run the AG-UI and AI SDK clients
 if [ "$(id -u)" = 0 ]; then command -v mkfs.ext4 >/dev/null || missing="$missing e2fsprogs"; fi
 if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "== installing$missing (Debian packages) for the browser, flush-count and power-loss tests"

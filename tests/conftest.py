@@ -9,9 +9,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-import pgserver
 from alpineagents.state import State
 from alpineagents.types import Message, ToolResultEntry
+from helpers import pgserver
+from servers.fixtures import no_credentials, server  # noqa: F401 - the provider server's fixtures, for every module
 
 
 def task(text: str = "Task") -> State:
@@ -46,10 +47,10 @@ def slowness() -> float:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[pgserver.Server]:
-    """A real PostgreSQL server shared by the tests of a session (see `tests/pgserver.py`)."""
-    server = pgserver.start()
-    yield server
-    pgserver.stop(server)
+    """A real PostgreSQL server shared by the tests of a session (see `tests/helpers/pgserver.py`)."""
+    started = pgserver.start()
+    yield started
+    pgserver.stop(started)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scriptload import load_script
+from helpers.scriptload import load_script
 
 
 def test_turns_benchmark_runs_at_a_small_size(capsys: pytest.CaptureFixture[str]) -> None:

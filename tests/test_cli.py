@@ -1,6 +1,6 @@
 """The `alpineagents` command, run through its real entry point in a subprocess, against FileStore and SQLiteStore.
 
-The agents come from `tests/cli_agents.py` (scripted FakeModels), imported by the command as `cli_agents:NAME`.
+The agents come from `tests/helpers/cli_agents.py` (scripted FakeModels), imported by the command as `cli_agents:NAME`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from alpineagents.store import FileStore, SQLiteStore, Store
-from cli_agents import HERE as TESTS
-from cli_agents import cli, command_env, has_entry, viewer
-from cli_agents import command as command_line
+from helpers.cli_agents import HERE as HELPERS
+from helpers.cli_agents import cli, command_env, has_entry, viewer
+from helpers.cli_agents import command as command_line
 
 SCRIPT = Path(sys.executable).parent / "alpineagents"
 COMMANDS = ["run", "ls", "show", "resume", "fork", "rm", "export", "view"]
@@ -110,7 +110,7 @@ def test_run_json_prints_the_outcome_and_sends_progress_to_stderr(store_url: str
 
 def test_run_takes_an_agent_from_a_file_path_or_a_factory_function(tmp_path: Path) -> None:
     store = str(tmp_path / "runs.db")
-    by_path = cli("run", str(TESTS / "cli_agents.py") + ":calc", "hi", "--json", "--store", store, cwd=tmp_path)
+    by_path = cli("run", str(HELPERS / "cli_agents.py") + ":calc", "hi", "--json", "--store", store, cwd=tmp_path)
     assert json.loads(by_path.stdout)["answer"] == "Hello again."
     by_factory = cli("run", "cli_agents:make_calc", "hi", "--json", "--store", store, cwd=tmp_path)
     assert json.loads(by_factory.stdout)["answer"] == "Hello again."
@@ -640,3 +640,27 @@ def test_an_id_that_cannot_be_one_is_misuse_with_exit_code_2_for_every_command(c
         assert result.returncode == 2, (command, result.stderr)
         assert "may only have letters, digits, _ and -" in one_error_line(result)
     assert files_under(tmp_path) == before
+
+
+def test_resume_without_a_message_of_a_run_waiting_for_the_user_says_a_message_is_needed(
+    calc_run: str, tmp_path: Path
+) -> None:
+    store = open_store(calc_run)
+    before = store.load("r1").history
+    result = cli("resume", "r1", "cli_agents:calc", "--store", calc_run, cwd=tmp_path)
+    assert result.returncode == 2
+    line = one_error_line(result)
+    assert "run r1 is waiting for the user: give the message to send" in line
+    assert 'alpineagents resume r1 cli_agents:calc "your reply"' in line
+    assert store.load("r1").history == before
+
+
+def test_run_refuses_a_store_in_a_folder_that_does_not_exist(tmp_path: Path) -> None:
+    for name in ("no/such/dir/runs.db", "no/such/dir/runs"):
+        result = cli("run", "cli_agents:calc", "hi", "--store", str(tmp_path / name), cwd=tmp_path)
+        assert result.returncode == 1
+        line = one_error_line(result)
+        assert f"no folder {tmp_path / 'no' / 'such' / 'dir'}" in line and "mkdir -p" in line, line
+    assert files_under(tmp_path) == []
+    made = cli("run", "cli_agents:calc", "hi", "--store", str(tmp_path / "new.db"), cwd=tmp_path)
+    assert made.returncode == 0 and (tmp_path / "new.db").exists()

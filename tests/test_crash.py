@@ -1,6 +1,6 @@
 """Crash safety of the stores: a real agent run is killed with SIGKILL at many points, then resumed elsewhere.
 
-The child program is tests/crash_child.py (a zygote that forks one fresh child per job). For each store and each
+The child program is tests/helpers/crash_child.py (a zygote that forks one fresh child per job). For each store and each
 kill point: the run dies by SIGKILL exactly at that point; a fresh process loads the State and resumes it. Every
 time: no acknowledged entry is lost, the loaded history is a prefix of what the child had recorded, a torn last
 record is ignored and repaired, a tool call whose result was saved never runs again (the journal of side effects
@@ -29,12 +29,12 @@ import pytest
 
 import alpineagents.store as store_module
 from alpineagents import _serial
-from alpineagents.postgres import PostgresStore
 from alpineagents.state import STOPPED_WAITING, UNSAVED_RESULT, State
 from alpineagents.store import FileStore, Store
 from alpineagents.types import Message
+from helpers.store_kinds import kind_named
 
-CHILD = Path(__file__).with_name("crash_child.py")
+CHILD = Path(__file__).parent / "helpers" / "crash_child.py"
 SQLiteStore = store_module.SQLiteStore
 
 COMMON = [
@@ -118,19 +118,12 @@ def zygote() -> Iterator[Zygote]:
 
 
 def open_store(job: dict[str, str]) -> Store:
-    folder = Path(job["dir"])
-    if job["kind"] == "postgres":
-        return PostgresStore(job["dsn"], schema=job["schema"])
-    return FileStore(folder / "runs") if job["kind"] == "file" else SQLiteStore(folder / "runs.db")
+    return kind_named(job["kind"]).open(job)
 
 
 def place(request: pytest.FixtureRequest, kind: str, folder: Path) -> dict[str, str]:
     """Where the job's store keeps the State: the folder, and for Postgres a fresh schema on the test server."""
-    job = {"kind": kind, "dir": str(folder)}
-    if kind == "postgres":
-        job["dsn"] = request.getfixturevalue("postgres").dsn
-        job["schema"] = request.getfixturevalue("postgres_schema")
-    return job
+    return kind_named(kind).place(request, folder)
 
 
 def read_json(path: Path) -> Any:
@@ -244,7 +237,7 @@ def _unmount(where: Path) -> None:
 
 
 def _power_loss_store(kind: str, disk: Path) -> Store:
-    return FileStore(disk / "runs") if kind == "file" else SQLiteStore(disk / "runs.db")
+    return kind_named(kind).open({"kind": kind, "dir": str(disk)})
 
 
 def _save_and_lose_power(store: Store, image: Path, crashes: list[Path], *, at_once: bool) -> list[str]:

@@ -24,7 +24,7 @@ from alpineagents.types import Message, ToolCall
 
 pytestmark = pytest.mark.timeout(120)
 
-CHILD = Path(__file__).with_name("effects_child.py")
+CHILD = Path(__file__).parent / "helpers" / "effects_child.py"
 KEY = "payment-1:"  # every idempotency key of the child's State starts so
 
 
@@ -94,7 +94,7 @@ def test_a_tool_without_reconcile_keeps_the_unknown_result(tmp_path: Path) -> No
     store = SQLiteStore(tmp_path / "runs.db")
     state = store.load("payment-1")
 
-    @tool(name="pay")
+    @tool(name="pay", description="Pay.")
     def plain(amount: int) -> str:
         raise AssertionError("never run again")
 
@@ -152,7 +152,7 @@ def test_reconcile_is_checked_and_tool_classes_may_declare_it() -> None:
 
 def test_show_and_the_viewer_mark_calls_whose_effect_was_unknown_or_reconciled(tmp_path: Path) -> None:
     from alpineagents.viewer.timeline import build
-    from cli_agents import cli
+    from helpers.cli_agents import cli
 
     assert child("run", str(tmp_path), "after_effect") == -9
     store = f"sqlite:{tmp_path / 'runs.db'}"
@@ -175,7 +175,7 @@ def crashed_copy(tmp_path: Path, tools: list[Any]) -> Any:
 
     live, copy = tmp_path / "live", tmp_path / "copy"
 
-    @tool(name="pay")
+    @tool(name="pay", description="Pay.")
     def snapshot(amount: int) -> str:
         shutil.copytree(live, copy)
         return "paid"
@@ -194,7 +194,7 @@ def test_an_async_reconcile_is_awaited_under_arun_and_current_call_works_inside_
         keys.append(current_call().idempotency_key)
         return Happened({"receipt": call.idempotency_key})
 
-    @tool(reconcile=found)
+    @tool(reconcile=found, description="Pay.")
     def pay(amount: int) -> str:
         raise AssertionError("never run again")
 
@@ -216,7 +216,7 @@ def test_a_reconcile_that_raises_makes_the_call_wait_with_the_error_in_the_quest
     def broken(call: CurrentCall) -> Happened:
         raise ConnectionError("payment service down")
 
-    @tool(reconcile=broken)
+    @tool(reconcile=broken, description="Pay.")
     def pay(amount: int) -> str:
         return "paid again"
 
@@ -229,7 +229,7 @@ def test_a_reconcile_that_raises_makes_the_call_wait_with_the_error_in_the_quest
 
 
 def test_a_reconcile_answer_of_the_wrong_type_is_a_clear_error(tmp_path: Path) -> None:
-    @tool(reconcile=lambda call: "yes")
+    @tool(reconcile=lambda call: "yes", description="Pay.")
     def pay(amount: int) -> str:
         return "paid"
 

@@ -11,7 +11,7 @@ import pytest
 
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import ModelReplyEntry, Request, StoppedByUntil, ToolResultBlock
-from scriptload import load_script
+from helpers.scriptload import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -31,14 +31,15 @@ from alpineagents.store import FileStore, SQLiteStore, Store
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message
+from helpers.store_kinds import GROUP_KINDS, kind_named
 
-CHILD = Path(__file__).with_name("group_child.py")
-KINDS = ["sqlite", "file"]
+CHILD = Path(__file__).parent / "helpers" / "group_child.py"
+KINDS = [kind.name for kind in GROUP_KINDS]
 
 
 def make_store(kind: str, tmp_path: Path) -> tuple[Store, str]:
-    path = str(tmp_path / ("runs.db" if kind == "sqlite" else "states"))
-    return (SQLiteStore(path) if kind == "sqlite" else FileStore(path)), path
+    """The store of `kind` in `tmp_path`, and the folder to hand the child process (which opens it the same way)."""
+    return kind_named(kind).make(None, tmp_path), str(tmp_path)
 
 
 def texts(state: State) -> list[str]:
@@ -320,3 +321,38 @@ def test_save_points_that_fail_inside_a_group_fail_alone(tmp_path: Path) -> None
     assert texts(store.load("e")) == ["e 0", "e 1"]
     again = store.read("c")
     assert again is not None and again.entries == record.entries
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_lone_async_save_point_is_flushed_by_its_writer_without_a_thread_hand_off(kind: str, tmp_path: Path) -> None:
+    """A task alone on its event loop with nothing queued flushes its own save points (no flusher thread, no
+    wake-up of the loop); a save point with another task on the loop still goes to the flusher."""
+    store, _ = make_store(kind, tmp_path)
+    state = State(id="lone", messages=[Message.user("lone 0")])
+
+    before = set(threading.enumerate())  # flushers of earlier tests' stores may still be winding down
+
+    def committers() -> list[str]:
+        return [t.name for t in set(threading.enumerate()) - before if "commit" in t.name]
+
+    async def lone() -> list[str]:
+        seen: list[str] = []
+        for n in range(1, 6):
+            state.add_message(Message.user(f"lone {n}"))
+            await store.asave(state)
+            seen += committers()
+        return seen
+
+    assert asyncio.run(lone()) == []
+    assert texts(store.load("lone")) == [f"lone {n}" for n in range(6)]
+
+    async def with_company() -> list[str]:
+        other = asyncio.create_task(asyncio.sleep(0.5))
+        state.add_message(Message.user("lone 6"))
+        await store.asave(state)
+        seen = committers()
+        other.cancel()
+        return seen
+
+    assert asyncio.run(with_company()) != [], "another task on the loop: the save point goes to the flusher"
+    assert texts(store.load("lone"))[-1] == "lone 6"

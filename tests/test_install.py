@@ -8,10 +8,9 @@ import tomllib
 from pathlib import Path
 
 from alpineagents._install import DISTRIBUTION, install_hint
-from cli_agents import HERE as TESTS
-from cli_agents import cli
+from helpers.cli_agents import cli
 
-ROOT = TESTS.parent
+ROOT = Path(__file__).resolve().parents[1]
 OTHER_PROJECT = re.compile(r"pip3? install (?:-U |--upgrade )?['\"]?alpineagents\b")
 """An install line that would fetch the package index's `alpineagents`, which is another project."""
 

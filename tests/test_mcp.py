@@ -35,7 +35,7 @@ from alpineagents.tool import tool
 from alpineagents.types import ErrorEntry, Image, TextBlock, ToolResultEntry
 from conftest import results, task
 
-SERVER = str(Path(__file__).with_name("mcp_server.py"))
+SERVER = str(Path(__file__).parent / "helpers" / "mcp_server.py")
 
 
 def _png() -> bytes:

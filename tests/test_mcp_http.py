@@ -1,6 +1,6 @@
 """MCP servers reached by url= (Streamable HTTP), headers= and timeout=.
 
-A real server (tests/mcp_http_server.py) runs as a subprocess on 127.0.0.1 for the whole module.
+A real server (tests/helpers/mcp_http_server.py) runs as a subprocess on 127.0.0.1 for the whole module.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from alpineagents.tool import tool
 from alpineagents.types import ErrorEntry, ToolResultEntry
 from conftest import results, task
 
-SERVER = str(Path(__file__).with_name("mcp_http_server.py"))
+SERVER = str(Path(__file__).parent / "helpers" / "mcp_http_server.py")
 TIMED_OUT = "(error from MCP server 'web': MCPError: Request 'tools/call' timed out)"
 
 
 def _start_server(log: Path) -> tuple[subprocess.Popen[str], str]:
-    """Start tests/mcp_http_server.py; return the process and its base URL once the port accepts connections."""
+    """Start tests/helpers/mcp_http_server.py; return the process and its base URL once the port accepts connections."""
     with log.open("w") as err:
         process = subprocess.Popen([sys.executable, SERVER], stdout=subprocess.PIPE, stderr=err, text=True)
     out = process.stdout

@@ -16,7 +16,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-SERVER = str(TESTS / "mcp_server.py")
+SERVER = str(TESTS / "helpers" / "mcp_server.py")
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to see processes end")
 

@@ -36,7 +36,6 @@ from alpineagents.types import (
     ToolSpec,
     Usage,
 )
-from servers.fixtures import no_credentials, server  # noqa: F401 - pytest fixtures
 from servers.provider import (
     ProviderServer,
     ToolUse,
@@ -166,7 +165,7 @@ def test_anthropic_defaults_strip_the_prefix_and_declare_thinking_cache_vision()
     assert Anthropic("c", context_window=1000).context_window == 1000
 
 
-def test_anthropic_constructs_without_credentials_or_a_client(no_credentials: None) -> None:  # noqa: F811
+def test_anthropic_constructs_without_credentials_or_a_client(no_credentials: None) -> None:
     from alpineagents.models import OpenAICompatible
 
     m = Anthropic("claude-sonnet-5")
@@ -518,7 +517,7 @@ def test_other_exceptions_propagate_unchanged() -> None:
     assert info.value is error
 
 
-def test_no_credentials_is_an_auth_error(no_credentials: None) -> None:  # noqa: F811
+def test_no_credentials_is_an_auth_error(no_credentials: None) -> None:
     m = Anthropic("claude-sonnet-5", base_url="http://127.0.0.1:9", retries=0)
     with pytest.raises(AuthError) as info:
         m.respond(req())
@@ -565,7 +564,7 @@ def test_client_kwargs_and_lazy_lookup_of_sdk_class(monkeypatch: pytest.MonkeyPa
 # -- against the fake server: streaming, mapping on the wire ---------------------------------------------------------
 
 
-def test_stream_and_wire_request(server: ProviderServer) -> None:  # noqa: F811
+def test_stream_and_wire_request(server: ProviderServer) -> None:
     server.script(
         anthropic_stream(
             ["Hel", "lo"],
@@ -612,7 +611,7 @@ def test_stream_and_wire_request(server: ProviderServer) -> None:  # noqa: F811
     assert server.lookups == []
 
 
-def test_thinking_raw_block_sent_back_as_received(server: ProviderServer) -> None:  # noqa: F811
+def test_thinking_raw_block_sent_back_as_received(server: ProviderServer) -> None:
     server.script(anthropic_stream(["Done"], thinking="deep thought", tools=[ToolUse("search", ['{"q": "x"}'])]))
     m = model(server, max_tokens=5000, thinking=2048)
     first = m.respond(req(Message.user("q")))
@@ -635,7 +634,7 @@ def test_thinking_raw_block_sent_back_as_received(server: ProviderServer) -> Non
     assert body["messages"][3] == {"role": "assistant", "content": [{"type": "text", "text": "y"}]}
 
 
-def test_arespond_against_server(server: ProviderServer) -> None:  # noqa: F811
+def test_arespond_against_server(server: ProviderServer) -> None:
     server.script(anthropic_stream(["As", "ync"]))
     m = model(server, max_tokens=100)
     got: list[str] = []
@@ -648,7 +647,7 @@ def test_arespond_against_server(server: ProviderServer) -> None:  # noqa: F811
     assert m._sdk_client is None
 
 
-def test_arespond_cancel_closes_stream(server: ProviderServer) -> None:  # noqa: F811
+def test_arespond_cancel_closes_stream(server: ProviderServer) -> None:
     server.script(sse(anthropic_events([f"c{i}" for i in range(50)]), pause=1.0))
     m = model(server, max_tokens=100)
     got: list[str] = []
@@ -673,7 +672,7 @@ def test_arespond_cancel_closes_stream(server: ProviderServer) -> None:  # noqa:
 # -- against the fake server: failures ---------------------------------------------------------------------------
 
 
-def test_429_with_retry_after_then_success_through_sdk_retries(server: ProviderServer) -> None:  # noqa: F811
+def test_429_with_retry_after_then_success_through_sdk_retries(server: ProviderServer) -> None:
     server.script(
         anthropic_error(429, "rate_limit_error", "slow down", headers={"retry-after": "0"}), anthropic_stream(["ok"])
     )
@@ -682,7 +681,7 @@ def test_429_with_retry_after_then_success_through_sdk_retries(server: ProviderS
     assert len(server.posts) == 2
 
 
-def test_429_outlasting_sdk_retries(server: ProviderServer) -> None:  # noqa: F811
+def test_429_outlasting_sdk_retries(server: ProviderServer) -> None:
     server.script(*[anthropic_error(429, "rate_limit_error", "slow down")] * 2)
     with pytest.raises(RateLimitError) as info:
         model(server, max_tokens=100, retries=1).respond(req())
@@ -698,7 +697,7 @@ def test_429_outlasting_sdk_retries(server: ProviderServer) -> None:  # noqa: F8
         (529, "overloaded_error", sdk.OverloadedError),
     ],
 )
-def test_server_errors_outlasting_retries(server: ProviderServer, code: int, kind: str, cause: type) -> None:  # noqa: F811
+def test_server_errors_outlasting_retries(server: ProviderServer, code: int, kind: str, cause: type) -> None:
     server.script(*[anthropic_error(code, kind, "trouble")] * 2)
     with pytest.raises(ProviderError) as info:
         model(server, max_tokens=100, retries=1).respond(req())
@@ -708,12 +707,12 @@ def test_server_errors_outlasting_retries(server: ProviderServer, code: int, kin
     assert len(server.posts) == 2
 
 
-def test_529_then_success_through_sdk_retries(server: ProviderServer) -> None:  # noqa: F811
+def test_529_then_success_through_sdk_retries(server: ProviderServer) -> None:
     server.script(anthropic_error(529, "overloaded_error", "Overloaded"), anthropic_stream(["fine"]))
     assert model(server, max_tokens=100, retries=1).respond(req()).text == "fine"
 
 
-def test_connection_dropped_mid_stream(server: ProviderServer) -> None:  # noqa: F811
+def test_connection_dropped_mid_stream(server: ProviderServer) -> None:
     events = anthropic_events(["Hel", "lo", " world"])
     server.script(sse(events, drop_after=5))
     got: list[str] = []
@@ -726,7 +725,7 @@ def test_connection_dropped_mid_stream(server: ProviderServer) -> None:  # noqa:
     assert len(server.posts) == 1  # a stream that broke after it started is not retried by the SDK
 
 
-def test_connection_dropped_mid_stream_async(server: ProviderServer) -> None:  # noqa: F811
+def test_connection_dropped_mid_stream_async(server: ProviderServer) -> None:
     server.script(sse(anthropic_events(["Hel", "lo", " world"]), drop_after=5))
     got: list[str] = []
     with pytest.raises(ProviderError) as info:
@@ -736,7 +735,7 @@ def test_connection_dropped_mid_stream_async(server: ProviderServer) -> None:  #
     assert got == ["Hel", "lo"]
 
 
-def test_stream_without_final_event(server: ProviderServer) -> None:  # noqa: F811
+def test_stream_without_final_event(server: ProviderServer) -> None:
     events = anthropic_events(["Hel", "lo"])
     server.script(sse(events, end_after=len(events) - 3))
     got: list[str] = []
@@ -750,7 +749,7 @@ def test_stream_without_final_event(server: ProviderServer) -> None:  # noqa: F8
 
 
 @pytest.mark.parametrize("cut", [0, 1])
-def test_stream_ending_before_the_reply_began(server: ProviderServer, cut: int) -> None:  # noqa: F811
+def test_stream_ending_before_the_reply_began(server: ProviderServer, cut: int) -> None:
     server.script(sse(anthropic_events(["x"]), end_after=cut))
     with pytest.raises(ProviderError, match="ended before its final event"):
         model(server, max_tokens=100).respond(req())
@@ -759,7 +758,7 @@ def test_stream_ending_before_the_reply_began(server: ProviderServer, cut: int) 
         asyncio.run(model(server, max_tokens=100).arespond(req()))
 
 
-def test_malformed_tool_json_is_provider_error(server: ProviderServer) -> None:  # noqa: F811
+def test_malformed_tool_json_is_provider_error(server: ProviderServer) -> None:
     server.script(anthropic_stream(["x"], tools=[ToolUse("search", ['{"q": wea', "ther}"])]))
     with pytest.raises(ProviderError) as info:
         model(server, max_tokens=100).respond(req())
@@ -767,7 +766,7 @@ def test_malformed_tool_json_is_provider_error(server: ProviderServer) -> None: 
     assert isinstance(info.value.__cause__, ValueError)
 
 
-def test_error_event_inside_stream(server: ProviderServer) -> None:  # noqa: F811
+def test_error_event_inside_stream(server: ProviderServer) -> None:
     events = anthropic_events(["Hel"])[:4] + [
         ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     ]
@@ -778,7 +777,7 @@ def test_error_event_inside_stream(server: ProviderServer) -> None:  # noqa: F81
 
 
 @pytest.mark.parametrize("code", [401, 403])
-def test_auth_errors(server: ProviderServer, code: int) -> None:  # noqa: F811
+def test_auth_errors(server: ProviderServer, code: int) -> None:
     kind = "authentication_error" if code == 401 else "permission_error"
     server.script(anthropic_error(code, kind, "invalid x-api-key"))
     with pytest.raises(AuthError, match="Anthropic authentication failed") as info:
@@ -787,7 +786,7 @@ def test_auth_errors(server: ProviderServer, code: int) -> None:  # noqa: F811
     assert len(server.posts) == 1
 
 
-def test_prompt_too_long(server: ProviderServer) -> None:  # noqa: F811
+def test_prompt_too_long(server: ProviderServer) -> None:
     server.script(anthropic_error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"))
     with pytest.raises(ContextTooLongError) as info:
         model(server, max_tokens=100).respond(req())
@@ -797,14 +796,14 @@ def test_prompt_too_long(server: ProviderServer) -> None:  # noqa: F811
         model(server, max_tokens=100).respond(req())
 
 
-def test_other_bad_request(server: ProviderServer) -> None:  # noqa: F811
+def test_other_bad_request(server: ProviderServer) -> None:
     server.script(anthropic_error(400, "invalid_request_error", "messages.0.role: bad"))
     with pytest.raises(ProviderError) as info:
         model(server, max_tokens=100).respond(req())
     assert type(info.value) is ProviderError
 
 
-def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: F811
+def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:
     server.script(slow(60.0, anthropic_stream(["late"])))
     start = time.monotonic()
     with pytest.raises(ProviderError) as info:
@@ -814,7 +813,7 @@ def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: 
     assert isinstance(info.value.__cause__, sdk.APITimeoutError)
 
 
-def test_stream_stalling_past_timeout(server: ProviderServer) -> None:  # noqa: F811
+def test_stream_stalling_past_timeout(server: ProviderServer) -> None:
     server.script(sse(anthropic_events(["never"]), pause=60))
     with pytest.raises(ProviderError, match="stream failed mid-reply") as info:
         model(server, max_tokens=100, timeout=2.0).respond(req())
@@ -834,7 +833,7 @@ def test_connection_refused_is_provider_error() -> None:
 
 
 @pytest.mark.parametrize(("limit", "sent"), [(128_000, 64_000), (64_000, 64_000), (32_000, 32_000), (8192, 8192)])
-def test_the_output_limit_is_looked_up_once_and_capped(server: ProviderServer, limit: int, sent: int) -> None:  # noqa: F811
+def test_the_output_limit_is_looked_up_once_and_capped(server: ProviderServer, limit: int, sent: int) -> None:
     server.model_limit = limit
     m = model(server)
     m.respond(req())
@@ -846,7 +845,7 @@ def test_the_output_limit_is_looked_up_once_and_capped(server: ProviderServer, l
     assert adapter._OUTPUT_LIMITS == {(server.url, "claude-test"): limit}
 
 
-def test_the_async_lookup_shares_the_cache_with_sync(server: ProviderServer) -> None:  # noqa: F811
+def test_the_async_lookup_shares_the_cache_with_sync(server: ProviderServer) -> None:
     server.model_limit = 32_000
     m = model(server)
     asyncio.run(m.arespond(req()))
@@ -860,7 +859,7 @@ def _slow_limit(limit: int) -> Any:
     return slow(0.3, json_body({**info, "lifecycle": "active", "max_tokens": limit}))
 
 
-def test_one_lookup_for_concurrent_requests_on_threads(server: ProviderServer) -> None:  # noqa: F811
+def test_one_lookup_for_concurrent_requests_on_threads(server: ProviderServer) -> None:
     import threading
 
     server.model_limit = _slow_limit(8192)
@@ -874,7 +873,7 @@ def test_one_lookup_for_concurrent_requests_on_threads(server: ProviderServer) -
     assert [p.body["max_tokens"] for p in server.posts] == [8192] * 3
 
 
-def test_one_lookup_for_concurrent_requests_on_a_loop(server: ProviderServer) -> None:  # noqa: F811
+def test_one_lookup_for_concurrent_requests_on_a_loop(server: ProviderServer) -> None:
     server.model_limit = _slow_limit(16_000)
     m = model(server)
 
@@ -887,7 +886,7 @@ def test_one_lookup_for_concurrent_requests_on_a_loop(server: ProviderServer) ->
 
 
 @pytest.mark.parametrize("lookup", [None, status(500), status(200, {"type": "model", "id": "x"})])
-def test_a_failed_lookup_sends_the_default_and_is_not_repeated(server: ProviderServer, lookup: Any) -> None:  # noqa: F811
+def test_a_failed_lookup_sends_the_default_and_is_not_repeated(server: ProviderServer, lookup: Any) -> None:
     server.model_limit = lookup
     m = model(server)
     m.respond(req())
@@ -905,14 +904,14 @@ def test_a_fake_client_without_with_options_sends_the_default() -> None:
     assert adapter._OUTPUT_LIMITS == {(None, "c"): None}
 
 
-def test_a_given_max_tokens_is_sent_without_a_lookup(server: ProviderServer) -> None:  # noqa: F811
+def test_a_given_max_tokens_is_sent_without_a_lookup(server: ProviderServer) -> None:
     server.model_limit = 8192
     model(server, max_tokens=100_000).respond(req())
     assert server.posts[0].body["max_tokens"] == 100_000
     assert server.lookups == []
 
 
-def test_a_too_high_max_tokens_is_retried_with_the_named_limit(server: ProviderServer) -> None:  # noqa: F811
+def test_a_too_high_max_tokens_is_retried_with_the_named_limit(server: ProviderServer) -> None:
     too_high = "max_tokens: 64000 > 8192, which is the maximum allowed number of output tokens for claude-test"
     server.script(anthropic_error(400, "invalid_request_error", too_high), anthropic_stream(["ok"]))
     m = model(server)
@@ -928,21 +927,21 @@ def test_a_too_high_max_tokens_is_retried_with_the_named_limit(server: ProviderS
     assert len(server.posts) == 1
 
 
-def test_a_too_high_max_tokens_is_retried_with_the_named_limit_async(server: ProviderServer) -> None:  # noqa: F811
+def test_a_too_high_max_tokens_is_retried_with_the_named_limit_async(server: ProviderServer) -> None:
     too_high = "max_tokens: 64000 > 8192, which is the maximum"
     server.script(anthropic_error(400, "invalid_request_error", too_high), anthropic_stream(["ok"]))
     assert asyncio.run(model(server).arespond(req())).text == "ok"
     assert [p.body["max_tokens"] for p in server.posts] == [64_000, 8192]
 
 
-def test_too_high_retry_only_for_lower_limits(server: ProviderServer) -> None:  # noqa: F811
+def test_too_high_retry_only_for_lower_limits(server: ProviderServer) -> None:
     server.script(anthropic_error(400, "invalid_request_error", "max_tokens: 9999 > 8192"))
     with pytest.raises(ProviderError, match="9999 > 8192"):
         model(server).respond(req())
     assert len(server.posts) == 1
 
 
-def test_a_thinking_budget_over_the_model_limit_is_refused_before_sending(server: ProviderServer) -> None:  # noqa: F811
+def test_a_thinking_budget_over_the_model_limit_is_refused_before_sending(server: ProviderServer) -> None:
     server.model_limit = 32_000
     m = model(server, thinking=40_000)
     for call in (lambda: m.respond(req()), lambda: asyncio.run(m.arespond(req()))):

@@ -35,7 +35,6 @@ from alpineagents.types import (
     ToolSpec,
     Usage,
 )
-from servers.fixtures import no_credentials, server  # noqa: F401 - pytest fixtures
 from servers.provider import FnCall, ProviderServer, openai_chunks, openai_error, openai_stream, slow, sse, status
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(100)
@@ -133,7 +132,7 @@ def test_openai_compatible_defaults_and_no_thinking_parameter() -> None:
 
 
 def test_credentials_a_placeholder_key_for_a_base_url_and_auth_error_without_any(
-    no_credentials: None,  # noqa: F811 - the pytest fixture of that name
+    no_credentials: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with pytest.raises(AuthError, match="no credentials") as info:
@@ -151,7 +150,7 @@ def test_credentials_a_placeholder_key_for_a_base_url_and_auth_error_without_any
     assert OpenAICompatible("x", base_url="http://h/v1", api_key="given")._client().api_key == "given"
 
 
-def test_client_kwargs_and_lazy_sdk_lookup(monkeypatch: pytest.MonkeyPatch, no_credentials: None) -> None:  # noqa: F811
+def test_client_kwargs_and_lazy_sdk_lookup(monkeypatch: pytest.MonkeyPatch, no_credentials: None) -> None:
     made: list[dict[str, Any]] = []
 
     class Capture:
@@ -504,7 +503,7 @@ def test_iterator_without_close_and_interrupt() -> None:
 # -- against the fake server ---------------------------------------------------------------------------------------
 
 
-def test_stream_and_wire_request(server: ProviderServer) -> None:  # noqa: F811
+def test_stream_and_wire_request(server: ProviderServer) -> None:
     server.script(
         openai_stream(
             ["Hel", "lo"],
@@ -539,7 +538,7 @@ def test_stream_and_wire_request(server: ProviderServer) -> None:  # noqa: F811
     assert body["tools"][0]["function"]["name"] == "search"
 
 
-def test_reasoning_sent_back_and_tool_flow(server: ProviderServer) -> None:  # noqa: F811
+def test_reasoning_sent_back_and_tool_flow(server: ProviderServer) -> None:
     server.script(openai_stream([], calls=[FnCall("search", ['{"q": 1}'], id=None)], reasoning=["why"]))
     m = model(server)
     first = m.respond(req(Message.user("q")))
@@ -556,13 +555,13 @@ def test_reasoning_sent_back_and_tool_flow(server: ProviderServer) -> None:  # n
     assert messages[2] == {"role": "tool", "tool_call_id": call.id, "content": "found"}
 
 
-def test_malformed_tool_json_from_server(server: ProviderServer) -> None:  # noqa: F811
+def test_malformed_tool_json_from_server(server: ProviderServer) -> None:
     server.script(openai_stream([], calls=[FnCall("search", ['{"q": wea', "ther}"])]))
     reply = model(server).respond(req())
     assert reply.tool_calls == (ToolCall("search", {INVALID_ARGS_KEY: '{"q": weather}'}, "call_1"),)
 
 
-def test_arespond_against_server(server: ProviderServer) -> None:  # noqa: F811
+def test_arespond_against_server(server: ProviderServer) -> None:
     server.script(openai_stream(["As", "ync"]))
     got: list[str] = []
     m = model(server)
@@ -571,7 +570,7 @@ def test_arespond_against_server(server: ProviderServer) -> None:  # noqa: F811
     assert m._sdk_client is None
 
 
-def test_arespond_cancel_closes_request(server: ProviderServer) -> None:  # noqa: F811
+def test_arespond_cancel_closes_request(server: ProviderServer) -> None:
     server.script(sse(openai_chunks([f"c{i}" for i in range(50)]), pause=0.1))
     m = model(server)
     got: list[str] = []
@@ -592,13 +591,13 @@ def test_arespond_cancel_closes_request(server: ProviderServer) -> None:  # noqa
     assert 0 < len(got) < 50
 
 
-def test_429_then_success_through_sdk_retries(server: ProviderServer) -> None:  # noqa: F811
+def test_429_then_success_through_sdk_retries(server: ProviderServer) -> None:
     server.script(openai_error(429, "Rate limit reached", kind="rate_limit_error"), openai_stream(["ok"]))
     assert model(server, retries=1).respond(req()).text == "ok"
     assert len(server.posts) == 2
 
 
-def test_429_outlasting_retries(server: ProviderServer) -> None:  # noqa: F811
+def test_429_outlasting_retries(server: ProviderServer) -> None:
     server.script(*[openai_error(429, "Rate limit reached", kind="rate_limit_error")] * 2)
     with pytest.raises(RateLimitError) as info:
         model(server, retries=1).respond(req())
@@ -607,7 +606,7 @@ def test_429_outlasting_retries(server: ProviderServer) -> None:  # noqa: F811
 
 
 @pytest.mark.parametrize("code", [500, 503])
-def test_server_errors(server: ProviderServer, code: int) -> None:  # noqa: F811
+def test_server_errors(server: ProviderServer, code: int) -> None:
     server.script(*[status(code)] * 2)
     with pytest.raises(ProviderError) as info:
         model(server, retries=1).respond(req())
@@ -616,7 +615,7 @@ def test_server_errors(server: ProviderServer, code: int) -> None:  # noqa: F811
     assert len(server.posts) == 2
 
 
-def test_dropped_mid_stream(server: ProviderServer) -> None:  # noqa: F811
+def test_dropped_mid_stream(server: ProviderServer) -> None:
     server.script(sse(openai_chunks(["Hel", "lo", " world"]), drop_after=3))
     got: list[str] = []
     with pytest.raises(ProviderError) as info:
@@ -627,7 +626,7 @@ def test_dropped_mid_stream(server: ProviderServer) -> None:  # noqa: F811
     assert len(server.posts) == 1
 
 
-def test_stream_without_final_chunk(server: ProviderServer) -> None:  # noqa: F811
+def test_stream_without_final_chunk(server: ProviderServer) -> None:
     chunks = openai_chunks(["Hel", "lo"])
     server.script(sse(chunks, end_after=3))
     got: list[str] = []
@@ -640,7 +639,7 @@ def test_stream_without_final_chunk(server: ProviderServer) -> None:  # noqa: F8
         asyncio.run(model(server).arespond(req()))
 
 
-def test_error_object_inside_stream(server: ProviderServer) -> None:  # noqa: F811
+def test_error_object_inside_stream(server: ProviderServer) -> None:
     chunks = openai_chunks(["Hel"])[:2] + [(None, {"error": {"message": "server melted", "type": "server_error"}})]
     server.script(sse(chunks))
     with pytest.raises(ProviderError, match="server melted") as info:
@@ -648,7 +647,7 @@ def test_error_object_inside_stream(server: ProviderServer) -> None:  # noqa: F8
     assert isinstance(info.value.__cause__, sdk.APIError)
 
 
-def test_auth_and_context_errors(server: ProviderServer) -> None:  # noqa: F811
+def test_auth_and_context_errors(server: ProviderServer) -> None:
     server.script(
         openai_error(401, "Incorrect API key provided", kind="invalid_request_error", err_code="invalid_api_key")
     )
@@ -667,7 +666,7 @@ def test_auth_and_context_errors(server: ProviderServer) -> None:  # noqa: F811
     assert type(pinfo.value) is ProviderError
 
 
-def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: F811
+def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:
     server.script(slow(60.0, openai_stream(["late"])))
     start = time.monotonic()
     with pytest.raises(ProviderError) as info:
@@ -677,7 +676,7 @@ def test_slow_first_byte_past_timeout(server: ProviderServer) -> None:  # noqa: 
     assert isinstance(info.value.__cause__, sdk.APITimeoutError)
 
 
-def test_stream_stalling_past_timeout(server: ProviderServer) -> None:  # noqa: F811
+def test_stream_stalling_past_timeout(server: ProviderServer) -> None:
     server.script(sse(openai_chunks(["never"]), pause=60))
     with pytest.raises(ProviderError) as info:
         model(server, timeout=2.0).respond(req())

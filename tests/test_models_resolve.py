@@ -7,7 +7,6 @@ import pytest
 from alpineagents.models import Anthropic, Model, OpenAICompatible, resolve_model
 from alpineagents.models.resolve import OLLAMA_BASE_URL
 from alpineagents.types import Price
-from servers.fixtures import no_credentials  # noqa: F401 - pytest fixture
 
 
 def test_exports() -> None:
@@ -120,13 +119,13 @@ def test_option_name_check_lists_accepted_names() -> None:
     )
 
 
-def test_no_network_or_credentials_needed(no_credentials: None) -> None:  # noqa: F811
+def test_no_network_or_credentials_needed(no_credentials: None) -> None:
     for text in ("claude-sonnet-5", "gpt-5", "ollama/llama3:8b", "openai/o3"):
         m = resolve_model(text)
         assert m._sdk_client is None  # type: ignore[attr-defined]
 
 
-def test_openai_base_url_env_is_left_to_the_sdk(monkeypatch: pytest.MonkeyPatch, no_credentials: None) -> None:  # noqa: F811
+def test_openai_base_url_env_is_left_to_the_sdk(monkeypatch: pytest.MonkeyPatch, no_credentials: None) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     m = resolve_model("openai/gpt-5")

@@ -42,7 +42,6 @@ from alpineagents.types import (
     Usage,
 )
 from conftest import results
-from servers.fixtures import no_credentials, server  # noqa: F401 - pytest fixtures
 from servers.provider import ProviderServer, openai_error, openai_stream, sse, status
 from servers.responses import (
     FunctionCallOut,
@@ -76,7 +75,7 @@ def ids_block(reply_message: Message) -> RawBlock:
 # -- construction and resolve_model -----------------------------------------------------------------------------
 
 
-def test_construction_needs_no_credentials_and_sets_stateless_defaults(no_credentials: None) -> None:  # noqa: F811
+def test_construction_needs_no_credentials_and_sets_stateless_defaults(no_credentials: None) -> None:
     m = OpenAIResponses("gpt-5")
     assert repr(m) == "OpenAIResponses('gpt-5')"
     assert m.provider == "openai_responses" and m.name == "gpt-5"
@@ -187,7 +186,7 @@ def test_assistant_messages_from_another_adapter_drop_what_they_cannot_send() ->
 # -- streamed replies ----------------------------------------------------------------------------------------------
 
 
-def test_a_streamed_reply_with_reasoning_text_and_parallel_function_calls(server: ProviderServer) -> None:  # noqa: F811
+def test_a_streamed_reply_with_reasoning_text_and_parallel_function_calls(server: ProviderServer) -> None:
     server.script(
         responses_stream(
             Reasoning("rs_1", ["Plan: search twice."], "enc-1"),
@@ -237,7 +236,7 @@ def test_a_streamed_reply_with_reasoning_text_and_parallel_function_calls(server
     assert post.body["include"] == ["reasoning.encrypted_content"]
 
 
-def test_arespond_streams_through_the_async_client(server: ProviderServer) -> None:  # noqa: F811
+def test_arespond_streams_through_the_async_client(server: ProviderServer) -> None:
     server.script(responses_stream(Text(["As", "ync"])))
     got: list[str] = []
     m = model(server)
@@ -246,7 +245,7 @@ def test_arespond_streams_through_the_async_client(server: ProviderServer) -> No
     assert m._sdk_client is None
 
 
-def test_a_given_sdk_client_is_used(server: ProviderServer) -> None:  # noqa: F811
+def test_a_given_sdk_client_is_used(server: ProviderServer) -> None:
     client = sdk.OpenAI(base_url=server.openai_url, api_key="given-key-123", max_retries=0)
     reply = OpenAIResponses("gpt-test", client=client).respond(req())
     assert reply.text == "Hello"
@@ -256,7 +255,7 @@ def test_a_given_sdk_client_is_used(server: ProviderServer) -> None:  # noqa: F8
     assert server.posts[-1].headers["authorization"] == "Bearer given-async-key"
 
 
-def test_a_refusal_is_the_reply_text_with_stop_reason_refusal(server: ProviderServer) -> None:  # noqa: F811
+def test_a_refusal_is_the_reply_text_with_stop_reason_refusal(server: ProviderServer) -> None:
     server.script(responses_stream(Refusal("I can't help with that.")))
     got: list[str] = []
     reply = model(server).respond(req(), got.append)
@@ -264,7 +263,7 @@ def test_a_refusal_is_the_reply_text_with_stop_reason_refusal(server: ProviderSe
     assert reply.stop_reason == "refusal"
 
 
-def test_an_incomplete_reply_cut_by_max_output_tokens_truncates_its_last_call(server: ProviderServer) -> None:  # noqa: F811
+def test_an_incomplete_reply_cut_by_max_output_tokens_truncates_its_last_call(server: ProviderServer) -> None:
     server.script(
         responses_stream(
             FunctionCallOut("search", '{"q": "a"}', call_id="c1", id="fc_1"),
@@ -284,7 +283,7 @@ def test_an_incomplete_reply_cut_by_max_output_tokens_truncates_its_last_call(se
     assert filtered.stop_reason == "content_filter" and not filtered.cut_off and filtered.text == "partial"
 
 
-def test_unreadable_arguments_are_kept_as_text(server: ProviderServer) -> None:  # noqa: F811
+def test_unreadable_arguments_are_kept_as_text(server: ProviderServer) -> None:
     server.script(
         responses_stream(
             FunctionCallOut("search", '{"q": wea', call_id="c1", id="fc_1"),
@@ -310,7 +309,7 @@ def test_a_reply_without_usage_counts_one_request() -> None:
 # -- errors ------------------------------------------------------------------------------------------------------
 
 
-def test_status_errors_map_like_chat_completions(server: ProviderServer) -> None:  # noqa: F811
+def test_status_errors_map_like_chat_completions(server: ProviderServer) -> None:
     server.script(*[openai_error(429, "Rate limit reached", kind="rate_limit_error")] * 2)
     with pytest.raises(RateLimitError) as rate:
         model(server, retries=1).respond(req())
@@ -334,13 +333,13 @@ def test_status_errors_map_like_chat_completions(server: ProviderServer) -> None
     assert type(bad.value) is ProviderError
 
 
-def test_a_429_then_success_goes_through_the_sdk_retries(server: ProviderServer) -> None:  # noqa: F811
+def test_a_429_then_success_goes_through_the_sdk_retries(server: ProviderServer) -> None:
     server.script(openai_error(429, "Rate limit reached", kind="rate_limit_error"), responses_stream(Text(["ok"])))
     assert model(server, retries=1).respond(req()).text == "ok"
     assert len(server.posts) == 2
 
 
-def test_a_stream_dropped_mid_way_is_a_provider_error(server: ProviderServer) -> None:  # noqa: F811
+def test_a_stream_dropped_mid_way_is_a_provider_error(server: ProviderServer) -> None:
     server.script(responses_stream(Text(["Hel", "lo", " world"]), drop_after=6))
     got: list[str] = []
     with pytest.raises(ProviderError) as info:
@@ -352,7 +351,7 @@ def test_a_stream_dropped_mid_way_is_a_provider_error(server: ProviderServer) ->
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_an_error_event_a_failed_response_and_a_stream_without_its_end_are_provider_errors(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     mode: str,
 ) -> None:
     def call() -> Any:
@@ -374,7 +373,7 @@ def test_an_error_event_a_failed_response_and_a_stream_without_its_end_are_provi
     assert type(ended.value) is ProviderError
 
 
-def test_a_callback_exception_leaves_unwrapped(server: ProviderServer) -> None:  # noqa: F811
+def test_a_callback_exception_leaves_unwrapped(server: ProviderServer) -> None:
     boom = sdk.OpenAIError("reporter bug shaped like an SDK error")
 
     def on_text(_text: str) -> None:
@@ -386,12 +385,12 @@ def test_a_callback_exception_leaves_unwrapped(server: ProviderServer) -> None: 
     assert info.value is boom
 
 
-def test_no_credentials_is_an_auth_error(no_credentials: None) -> None:  # noqa: F811
+def test_no_credentials_is_an_auth_error(no_credentials: None) -> None:
     with pytest.raises(AuthError, match="OpenAI Responses API authentication failed"):
         OpenAIResponses("gpt-5").respond(req())
 
 
-def test_retry_and_fallback_wrap_it(server: ProviderServer) -> None:  # noqa: F811
+def test_retry_and_fallback_wrap_it(server: ProviderServer) -> None:
     server.script(responses_stream(Text(["Hel", "lo"]), drop_after=5), responses_stream(Text(["again"])))
     events: list[Any] = []
     reply = Retry(model(server), attempts=2, backoff=0).respond(req(), None, events.append)
@@ -407,7 +406,7 @@ def test_retry_and_fallback_wrap_it(server: ProviderServer) -> None:  # noqa: F8
 # -- chaining ----------------------------------------------------------------------------------------------------
 
 
-def test_chain_sends_only_new_items_while_the_history_is_unchanged(server: ProviderServer) -> None:  # noqa: F811
+def test_chain_sends_only_new_items_while_the_history_is_unchanged(server: ProviderServer) -> None:
     m = model(server, chain=True)
     server.script(
         responses_stream(Reasoning("rs_1"), FunctionCallOut("search", '{"q": "a"}', call_id="c1"), response_id="r1"),
@@ -468,7 +467,7 @@ print(json.dumps({{"text": state.messages[-1].text, "entries": len(state.history
 
 
 def test_a_run_with_tools_saved_loads_in_a_fresh_process_and_continues(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     tmp_path: Path,
 ) -> None:
     server.script(
@@ -557,7 +556,7 @@ def test_a_run_with_tools_saved_loads_in_a_fresh_process_and_continues(
     assert all(post.body["store"] is False and "previous_response_id" not in post.body for post in server.posts)
 
 
-def test_a_state_recorded_with_it_continues_with_another_adapter(server: ProviderServer) -> None:  # noqa: F811
+def test_a_state_recorded_with_it_continues_with_another_adapter(server: ProviderServer) -> None:
     server.script(
         responses_stream(Reasoning("rs_1"), FunctionCallOut("lookup", '{"q": "a"}', call_id="call_a", id="fc_a")),
         responses_stream(Text(["Found."])),
@@ -580,7 +579,7 @@ def test_a_state_recorded_with_it_continues_with_another_adapter(server: Provide
     assert "reasoning" not in json.dumps(messages)
 
 
-def test_sse_events_split_in_pieces_are_read_whole(server: ProviderServer) -> None:  # noqa: F811
+def test_sse_events_split_in_pieces_are_read_whole(server: ProviderServer) -> None:
     server.script(sse(responses_events(Text(["one ", "two"])), split=True))
     assert model(server).respond(req()).text == "one two"
 
@@ -594,7 +593,7 @@ def test_a_reasoning_item_without_encrypted_content_is_sent_back_only_when_respo
     assert stored[1:] == [{"type": "reasoning", "id": "rs_9", "summary": []}, {"role": "assistant", "content": "ok"}]
 
 
-def test_images_reach_the_server_in_user_messages_and_function_call_outputs(server: ProviderServer) -> None:  # noqa: F811
+def test_images_reach_the_server_in_user_messages_and_function_call_outputs(server: ProviderServer) -> None:
     shot = Message("user", (ToolResultBlock("c1", (TextBlock("Loaded"), Image(PNG)), "shot"), TextBlock("see")))
     model(server).respond(
         req(Message.user("look", Image(PNG)), Message("assistant", (ToolCall("shot", {}, "c1"),)), shot)
@@ -613,7 +612,7 @@ def test_images_reach_the_server_in_user_messages_and_function_call_outputs(serv
     assert items[3] == {"role": "user", "content": "see"}
 
 
-def test_cancelling_arespond_closes_the_request(server: ProviderServer) -> None:  # noqa: F811
+def test_cancelling_arespond_closes_the_request(server: ProviderServer) -> None:
     server.script(sse(responses_events(Text([f"c{i}" for i in range(50)])), pause=0.1))
     m = model(server)
     got: list[str] = []
@@ -634,13 +633,13 @@ def test_cancelling_arespond_closes_the_request(server: ProviderServer) -> None:
     assert 0 < len(got) < 50
 
 
-def test_the_server_answers_a_request_without_stream_with_one_json_response(server: ProviderServer) -> None:  # noqa: F811
+def test_the_server_answers_a_request_without_stream_with_one_json_response(server: ProviderServer) -> None:
     client = sdk.OpenAI(base_url=server.openai_url, api_key="k", max_retries=0)
     response = client.responses.create(model="gpt-test", input="hi")
     assert response.output_text == "Hello" and response.usage is not None and response.usage.input_tokens == 10
 
 
-def test_after_a_compaction_a_chaining_adapter_sends_the_full_input(server: ProviderServer) -> None:  # noqa: F811
+def test_after_a_compaction_a_chaining_adapter_sends_the_full_input(server: ProviderServer) -> None:
     m = model(server, chain=True)
     server.script(
         responses_stream(FunctionCallOut("lookup", '{"q": "a"}', call_id="c1", id="fc_1"), response_id="r1"),

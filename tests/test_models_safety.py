@@ -24,7 +24,6 @@ from alpineagents.store import Store
 from alpineagents.tool import tool
 from alpineagents.types import ErrorEntry, Message, Request, ToolResultEntry
 from conftest import results, task
-from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.kinds import KEY, KINDS, AdapterKind
 from servers.provider import Action, ProviderServer, Recorded, echo_key, status
 
@@ -42,7 +41,7 @@ def stored_bytes(folder: Path) -> bytes:
 @pytest.mark.parametrize("code", [401, 400, 500])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_an_api_key_echoed_in_an_error_body_is_kept_out_of_the_error_and_the_store(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     tmp_path: Path,
     kind: AdapterKind,
     code: int,
@@ -56,7 +55,7 @@ def test_an_api_key_echoed_in_an_error_body_is_kept_out_of_the_error_and_the_sto
     assert (type(info.value) is AuthError) == (code == 401)
     assert server.posts, "the request reached the server"
     sent = server.posts[-1].headers
-    assert KEY in (sent.get("authorization", "") + sent.get("x-api-key", ""))
+    assert KEY in (sent.get("authorization", "") + sent.get("x-api-key", "") + sent.get("x-goog-api-key", ""))
     text = str(info.value)
     assert "Incorrect API key provided" in text and "[REDACTED]" in text
     assert KEY not in text
@@ -80,7 +79,7 @@ def add(a: float, b: float = 0.0) -> str:
 @pytest.mark.parametrize("raw", ['{"a": NaN}', '{"a": Infinity, "b": 1}', '{"a": 1, "b": [-Infinity]}'])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_goes_on(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     tmp_path: Path,
     kind: AdapterKind,
     raw: str,
@@ -109,12 +108,14 @@ def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_a_key_read_from_the_environment_is_kept_out_of_the_error_too(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     kind: AdapterKind,
 ) -> None:
     monkeypatch.setenv(kind.key_variable, KEY)
+    for name, value in kind.environment.items():
+        monkeypatch.setenv(name, value)
     model = kind.at(server)
     kind.forget_key(model)
     server.script(echo_key(401))
@@ -125,7 +126,7 @@ def test_a_key_read_from_the_environment_is_kept_out_of_the_error_too(
     assert KEY.encode() not in stored_bytes(tmp_path)
 
 
-def test_a_key_known_only_from_the_request_headers_is_kept_out_of_the_error(server: ProviderServer) -> None:  # noqa: F811
+def test_a_key_known_only_from_the_request_headers_is_kept_out_of_the_error(server: ProviderServer) -> None:
     import openai
 
     client = openai.AsyncOpenAI(base_url=server.openai_url, api_key=KEY, max_retries=0)
@@ -212,16 +213,20 @@ def _echo_key_with_request_id(code: int) -> Action:
     return act
 
 
+SDK_ERRORS = ("anthropic", "openai_compatible", "openai_responses")
+"""The kinds whose SDK exception carries the status, the request id and the HTTP response checked below."""
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("code", [401, 400, 500])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_nothing_reachable_from_a_provider_error_holds_the_key(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     kind: AdapterKind,
     code: int,
     mode: str,
 ) -> None:
-    server.script(_echo_key_with_request_id(code))
+    server.script(_echo_key_with_request_id(code) if kind.name in SDK_ERRORS else echo_key(code))
     model = kind.at(server)
     request = Request(None, (Message.user("hi"),))
     with pytest.raises(ProviderError) as info:
@@ -230,8 +235,12 @@ def test_nothing_reachable_from_a_provider_error_holds_the_key(
         else:
             asyncio.run(model.arespond(request))
     sent = server.posts[-1].headers
-    assert KEY in (sent.get("authorization", "") + sent.get("x-api-key", "")), "the server got the key"
+    sent_keys = sent.get("authorization", "") + sent.get("x-api-key", "") + sent.get("x-goog-api-key", "")
+    assert KEY in sent_keys, "the server got the key"
     assert holders_of(KEY, info.value) == []
+    assert info.value.status_code == code
+    if kind.name not in SDK_ERRORS:
+        return
     cause = info.value.__cause__
     assert type(cause).__module__.split(".")[0] in ("anthropic", "openai"), "the SDK exception stays the cause"
     assert getattr(cause, "status_code", None) == code

@@ -18,7 +18,6 @@ from alpineagents.models import Anthropic, Fallback, Model, OpenAICompatible, Re
 from alpineagents.models.base import COMPACT_PROMPT, OnEvent, OnText
 from alpineagents.models.wrappers import is_retryable
 from alpineagents.types import Message, ModelEvent, Price, Reply, Request, TextBlock, Usage
-from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.provider import (
     ProviderServer,
     anthropic_error,
@@ -80,7 +79,7 @@ def provider_error(status: int | None = None) -> ProviderError:
 # -- Retry against the fake server --------------------------------------------------------------------------------
 
 
-def test_retry_after_stream_dropped_mid_reply(server: ProviderServer) -> None:  # noqa: F811
+def test_retry_after_stream_dropped_mid_reply(server: ProviderServer) -> None:
     server.script(sse(anthropic_events(["Hel", "lo", " there"]), drop_after=5), anthropic_stream(["Hello", " there"]))
     model = Retry(claude(server), attempts=3, backoff=0)
     texts: list[str] = []
@@ -99,7 +98,7 @@ def test_retry_after_stream_dropped_mid_reply(server: ProviderServer) -> None:  
     assert reply.usage.requests == 1
 
 
-def test_retry_after_overload_outlasting_sdk_retries(server: ProviderServer) -> None:  # noqa: F811
+def test_retry_after_overload_outlasting_sdk_retries(server: ProviderServer) -> None:
     server.script(
         anthropic_error(529, "overloaded_error", "Overloaded"),
         anthropic_error(529, "overloaded_error", "Overloaded"),
@@ -113,7 +112,7 @@ def test_retry_after_overload_outlasting_sdk_retries(server: ProviderServer) -> 
     assert "streamed text" not in events[0].message
 
 
-def test_retry_after_rate_limit_and_server_errors(server: ProviderServer) -> None:  # noqa: F811
+def test_retry_after_rate_limit_and_server_errors(server: ProviderServer) -> None:
     server.script(
         openai_error(429, "Rate limit reached", kind="rate_limit_error"),
         openai_error(500, "oops", kind="server_error"),
@@ -126,7 +125,7 @@ def test_retry_after_rate_limit_and_server_errors(server: ProviderServer) -> Non
     assert [e.data["attempt"] for e in events] == [2, 3]
 
 
-def test_retry_after_timeout(server: ProviderServer) -> None:  # noqa: F811
+def test_retry_after_timeout(server: ProviderServer) -> None:
     # The first answer comes after 60 s, far past the timeout; the timeout leaves a busy machine time for the second.
     server.script(slow(60.0, anthropic_stream(["late"])), anthropic_stream(["quick"]))
     events: list[ModelEvent] = []
@@ -135,7 +134,7 @@ def test_retry_after_timeout(server: ProviderServer) -> None:  # noqa: F811
     assert len(events) == 1 and "timed out" in events[0].message.lower()
 
 
-def test_retry_after_stream_without_final_event(server: ProviderServer) -> None:  # noqa: F811
+def test_retry_after_stream_without_final_event(server: ProviderServer) -> None:
     events_ = anthropic_events(["Hel", "lo"])
     server.script(sse(events_, end_after=len(events_) - 3), anthropic_stream(["Hello"]))
     events: list[ModelEvent] = []
@@ -143,7 +142,7 @@ def test_retry_after_stream_without_final_event(server: ProviderServer) -> None:
     assert len(events) == 1
 
 
-def test_retry_gives_up_after_attempts(server: ProviderServer) -> None:  # noqa: F811
+def test_retry_gives_up_after_attempts(server: ProviderServer) -> None:
     server.script(*[anthropic_error(529, "overloaded_error", "Overloaded")] * 3)
     events: list[ModelEvent] = []
     with pytest.raises(ProviderError) as info:
@@ -161,7 +160,7 @@ def test_retry_gives_up_after_attempts(server: ProviderServer) -> None:  # noqa:
         (anthropic_error(404, "not_found_error", "model: claude-test"), ProviderError),
     ],
 )
-def test_retry_never_retries_auth_context_and_bad_requests(server: ProviderServer, action: Any, error: type) -> None:  # noqa: F811
+def test_retry_never_retries_auth_context_and_bad_requests(server: ProviderServer, action: Any, error: type) -> None:
     server.script(action, anthropic_stream(["never"]))
     events: list[ModelEvent] = []
     with pytest.raises(error):
@@ -169,7 +168,7 @@ def test_retry_never_retries_auth_context_and_bad_requests(server: ProviderServe
     assert events == [] and len(server.posts) == 1
 
 
-def test_retry_async(server: ProviderServer) -> None:  # noqa: F811
+def test_retry_async(server: ProviderServer) -> None:
     server.script(sse(anthropic_events(["Hel", "lo"]), drop_after=5), anthropic_stream(["Hello"]))
     texts: list[str] = []
     events: list[tuple[ModelEvent, int]] = []
@@ -261,7 +260,7 @@ def test_retry_argument_checks() -> None:
 # -- Fallback ----------------------------------------------------------------------------------------------------
 
 
-def test_fallback_to_another_provider(server: ProviderServer) -> None:  # noqa: F811
+def test_fallback_to_another_provider(server: ProviderServer) -> None:
     server.script(
         anthropic_error(529, "overloaded_error", "Overloaded"), openai_stream(["from gpt"], model="gpt-test-0601")
     )
@@ -281,7 +280,7 @@ def test_fallback_to_another_provider(server: ProviderServer) -> None:  # noqa: 
     assert [p.path for p in server.posts] == ["/v1/messages", "/v1/chat/completions"]
 
 
-def test_fallback_after_stream_dropped(server: ProviderServer) -> None:  # noqa: F811
+def test_fallback_after_stream_dropped(server: ProviderServer) -> None:
     server.script(sse(anthropic_events(["Hel", "lo"]), drop_after=5), openai_stream(["Hi"]))
     events: list[ModelEvent] = []
     texts: list[str] = []
@@ -291,7 +290,7 @@ def test_fallback_after_stream_dropped(server: ProviderServer) -> None:  # noqa:
     assert events[0].data["streamed_chars"] == 5
 
 
-def test_fallback_does_not_move_on_after_auth_or_context_errors(server: ProviderServer) -> None:  # noqa: F811
+def test_fallback_does_not_move_on_after_auth_or_context_errors(server: ProviderServer) -> None:
     server.script(anthropic_error(401, "authentication_error", "bad key"))
     with pytest.raises(AuthError):
         Fallback(claude(server), gpt(server)).respond(req())
@@ -301,7 +300,7 @@ def test_fallback_does_not_move_on_after_auth_or_context_errors(server: Provider
     assert len(server.posts) == 2
 
 
-def test_fallback_last_error_raised(server: ProviderServer) -> None:  # noqa: F811
+def test_fallback_last_error_raised(server: ProviderServer) -> None:
     server.script(anthropic_error(500, "api_error", "down"), openai_error(503, "also down", kind="server_error"))
     events: list[ModelEvent] = []
     with pytest.raises(ProviderError, match="also down"):
@@ -309,7 +308,7 @@ def test_fallback_last_error_raised(server: ProviderServer) -> None:  # noqa: F8
     assert len(events) == 1
 
 
-def test_fallback_async(server: ProviderServer) -> None:  # noqa: F811
+def test_fallback_async(server: ProviderServer) -> None:
     server.script(anthropic_error(529, "overloaded_error", "Overloaded"), openai_stream(["async gpt"]))
     events: list[ModelEvent] = []
     reply = asyncio.run(Fallback(claude(server), gpt(server)).arespond(req(), None, events.append))
@@ -385,7 +384,7 @@ def test_wrapped_models_nest() -> None:
 # -- through an Agent: restarts are recorded in the history ----------------------------------------------------------
 
 
-def test_agent_records_retry_and_fallback_events(server: ProviderServer) -> None:  # noqa: F811
+def test_agent_records_retry_and_fallback_events(server: ProviderServer) -> None:
     from alpineagents.agent import Agent
     from alpineagents.state import State
 
@@ -407,7 +406,7 @@ def test_agent_records_retry_and_fallback_events(server: ProviderServer) -> None
     assert kinds.index("model_request") < kinds.index("model_event") < kinds.index("model_reply")
 
 
-def test_agent_async_records_retry_event(server: ProviderServer) -> None:  # noqa: F811
+def test_agent_async_records_retry_event(server: ProviderServer) -> None:
     from alpineagents.agent import Agent
     from alpineagents.state import State
 

@@ -47,7 +47,6 @@ from alpineagents.terminal import Terminal
 from alpineagents.testing import FakeHuman, FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message, Price
-from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.provider import ProviderServer, anthropic_stream, echo_key, openai_stream, status
 from servers.responses import responses_stream
 
@@ -363,7 +362,7 @@ def crashes_quoting(secret: str) -> str:
     raise ValueError(f"cannot open {secret}")
 
 
-def test_no_error_text_reaches_a_span_with_content_capture_off(telemetry: Telemetry, server: ProviderServer) -> None:  # noqa: F811
+def test_no_error_text_reaches_a_span_with_content_capture_off(telemetry: Telemetry, server: ProviderServer) -> None:
     secret = "the-patients-name-Jane-Roe"
     tools = [quotes, crashes_quoting]
     agent = Agent(FakeModel([tool_call("quotes", secret=secret), "ok"]), tools=tools, name="main", reporter=None)
@@ -403,7 +402,7 @@ def test_no_error_text_reaches_a_span_with_content_capture_off(telemetry: Teleme
     assert secret in (chat.status.description or ""), "with capture on the error's text is recorded"
 
 
-def test_no_api_key_reaches_a_span(telemetry: Telemetry, server: ProviderServer) -> None:  # noqa: F811
+def test_no_api_key_reaches_a_span(telemetry: Telemetry, server: ProviderServer) -> None:
     otel.instrument(telemetry.tracer_provider, telemetry.meter_provider, capture_content=True)
     model = Anthropic("claude-x", base_url=server.url, api_key=KEY, max_tokens=100, temperature=0.5)
     server.script(anthropic_stream(["Hello"]))
@@ -426,7 +425,7 @@ def test_no_api_key_reaches_a_span(telemetry: Telemetry, server: ProviderServer)
     assert KEY not in _everything(telemetry.spans())
 
 
-def test_the_openai_adapters_give_their_response_id(telemetry: Telemetry, server: ProviderServer) -> None:  # noqa: F811
+def test_the_openai_adapters_give_their_response_id(telemetry: Telemetry, server: ProviderServer) -> None:
     server.script(openai_stream(["Hello"]))
     Agent(OpenAICompatible("gpt-x", base_url=server.openai_url, api_key=KEY), reporter=None).run("Hi")
     assert telemetry.named("chat gpt-x")[0].attributes["gen_ai.response.id"] == "chatcmpl-1"
@@ -438,7 +437,7 @@ def test_the_openai_adapters_give_their_response_id(telemetry: Telemetry, server
     assert KEY not in _everything(telemetry.spans())
 
 
-def test_retries_are_events_of_the_request_span(telemetry: Telemetry, server: ProviderServer) -> None:  # noqa: F811
+def test_retries_are_events_of_the_request_span(telemetry: Telemetry, server: ProviderServer) -> None:
     model = Retry(Anthropic("claude-x", base_url=server.url, api_key=KEY, retries=0), attempts=3, backoff=0)
     server.script(status(529), anthropic_stream(["Hello"]))
     Agent(model, reporter=None).run("Hi")
@@ -858,7 +857,7 @@ def test_a_run_resumed_in_another_process_links_by_the_state_id(telemetry: Telem
     state_id = telemetry.named("invoke_agent")[0].attributes["gen_ai.conversation.id"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "otel_child.py"), str(tmp_path), state_id],
+        [sys.executable, str(ROOT / "tests" / "helpers" / "otel_child.py"), str(tmp_path), state_id],
         env=env,
         capture_output=True,
         text=True,

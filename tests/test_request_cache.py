@@ -40,7 +40,6 @@ from alpineagents.types import (
     ToolSpec,
     Usage,
 )
-from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.kinds import KINDS, AdapterKind
 from servers.provider import ProviderServer
 
@@ -335,7 +334,7 @@ def test_one_adapter_serves_many_conversations_on_threads() -> None:
 # -- through the real SDKs ----------------------------------------------------------------------------------------
 
 
-def test_what_the_sdks_send_equals_a_request_from_scratch(server: ProviderServer) -> None:  # noqa: F811
+def test_what_the_sdks_send_equals_a_request_from_scratch(server: ProviderServer) -> None:
     for kind in KINDS:
         model = kind.at(server)
         messages = [Message.user("start", Image(PNG))]
@@ -351,7 +350,7 @@ def test_what_the_sdks_send_equals_a_request_from_scratch(server: ProviderServer
             messages.append(Message("user", (ToolResultBlock(call.id, result, "search"),)))
 
 
-def test_concurrent_async_requests_through_one_adapter(server: ProviderServer) -> None:  # noqa: F811
+def test_concurrent_async_requests_through_one_adapter(server: ProviderServer) -> None:
     async def converse(model: Model, seed: int) -> list[Request]:
         messages = [Message.user(f"conversation {seed}")]
         sent = []

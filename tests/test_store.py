@@ -1,7 +1,7 @@
 """Stores: the Store role, save/load, StateInfo, and the three stores that ship (FileStore, SQLiteStore, PostgresStore).
 
-The checks that apply to any store run once per kind of store (the `store` fixture, over `KINDS`); a new store
-joins them by adding one `StoreKind` to `KINDS`. Checks of one store's own layout or failure modes name it.
+The checks that apply to any store run once per kind of store (the `store` fixture, over `KINDS` of
+`store_kinds.py`); a new store joins them by adding one `StoreKind` to `KINDS`. Checks of one store's own layout or failure modes name it.
 """
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ import asyncio
 import base64
 import dataclasses
 import gc
-import itertools
 import json
 import os
 import select
-import shutil
 import sqlite3
 import stat
 import threading
@@ -35,7 +33,6 @@ from alpineagents import _serial
 from alpineagents._async import ASYNC_RUN
 from alpineagents.agent import Agent
 from alpineagents.errors import ResumeWarning
-from alpineagents.postgres import PostgresStore
 from alpineagents.state import STOPPED_WAITING, UNSAVED_RESULT, State
 from alpineagents.store import FileStore, Record, StateInfo, Store
 from alpineagents.testing import FakeModel, tool_call
@@ -57,6 +54,7 @@ from alpineagents.types import (
     Usage,
 )
 from conftest import slowness, timed
+from helpers.store_kinds import KINDS, LOCAL_KINDS, StoreKind, check_contract
 
 SQLiteStore = store_module.SQLiteStore
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(100)
@@ -117,218 +115,6 @@ def make_agent(replies: list[Any], store: Store | None = None, tools: Sequence[A
     return Agent(fake, tools=list(tools), store=store, reporter=None, human=None, **kw), fake
 
 
-class StoreKind:
-    """One kind of store in the suite: how to make one, and how to reach its raw data (to look at it or damage it
-    the way a crash, a loss of data or a careless hand would). A new store joins every check of the `store`
-    fixture by adding a subclass to `KINDS`."""
-
-    name: str
-    store_type: type[Store]
-    in_local_files = True
-    """Whether the store keeps its data in files this process writes (a database server's files are not)."""
-
-    def make(self, request: pytest.FixtureRequest, folder: Path) -> Store:
-        """A new, empty store (`request` reaches fixtures a store may need, such as a database server)."""
-        raise NotImplementedError
-
-    def reopen(self, store: Store) -> Store:
-        """Another store object for the same storage."""
-        raise NotImplementedError
-
-    def raw_info(self, store: Store, state_id: str) -> str:
-        raise NotImplementedError
-
-    def set_info(self, store: Store, state_id: str, text: str) -> None:
-        raise NotImplementedError
-
-    def raw_lines(self, store: Store, state_id: str) -> list[str]:
-        raise NotImplementedError
-
-    def set_lines(self, store: Store, state_id: str, lines: list[str]) -> None:
-        """Replace the State's stored entries (the store's own count of them follows)."""
-        raise NotImplementedError
-
-    def copy(self, store: Store, state_id: str, target: Path) -> Store:
-        """A copy of the store's data as it is right now (what a crash at this moment leaves)."""
-        raise NotImplementedError
-
-    def bad_line_named(self, index: int) -> str:
-        """How the damaged error names the stored entry at `index`."""
-        raise NotImplementedError
-
-    def growing_file(self, store: Store, state_id: str) -> Path:
-        """The file a save of the State makes longer (stores that keep their data in files of this process)."""
-        raise NotImplementedError
-
-    def opener(self, store: Store) -> str:
-        """Python source of an expression that opens this store in another process."""
-        raise NotImplementedError
-
-
-class FileKind(StoreKind):
-    name = "file"
-    store_type = FileStore
-
-    def make(self, request: pytest.FixtureRequest, folder: Path) -> Store:
-        return FileStore(folder / "runs")
-
-    def _folder(self, store: Store, state_id: str) -> Path:
-        assert isinstance(store, FileStore)
-        return store._root / state_id  # pyright: ignore[reportPrivateUsage]
-
-    def reopen(self, store: Store) -> Store:
-        return FileStore(store._root)  # pyright: ignore[reportAttributeAccessIssue]
-
-    def raw_info(self, store: Store, state_id: str) -> str:
-        return (self._folder(store, state_id) / "info.json").read_text()
-
-    def set_info(self, store: Store, state_id: str, text: str) -> None:
-        (self._folder(store, state_id) / "info.json").write_text(text)
-
-    def raw_lines(self, store: Store, state_id: str) -> list[str]:
-        text = (self._folder(store, state_id) / "log.jsonl").read_text()
-        assert text == "" or text.endswith("\n")
-        return text.split("\n")[:-1]
-
-    def set_lines(self, store: Store, state_id: str, lines: list[str]) -> None:
-        (self._folder(store, state_id) / "log.jsonl").write_text("".join(line + "\n" for line in lines))
-
-    def copy(self, store: Store, state_id: str, target: Path) -> Store:
-        # Temporary files (".info.json.*") come and go while a save runs; a crash would leave at most one, which
-        # loading ignores, so they are not copied (copying one that vanished midway would fail).
-        shutil.copytree(self._folder(store, state_id), target / state_id, ignore=shutil.ignore_patterns(".*"))
-        return FileStore(target)
-
-    def bad_line_named(self, index: int) -> str:
-        return f"line {index + 1}"
-
-    def growing_file(self, store: Store, state_id: str) -> Path:
-        return self._folder(store, state_id) / "log.jsonl"
-
-    def opener(self, store: Store) -> str:
-        return f"FileStore({str(store._root)!r})"  # pyright: ignore[reportAttributeAccessIssue]
-
-
-class SQLiteKind(StoreKind):
-    name = "sqlite"
-    store_type = SQLiteStore
-
-    def make(self, request: pytest.FixtureRequest, folder: Path) -> Store:
-        return SQLiteStore(folder / "runs.db")
-
-    def _connect(self, store: Store) -> sqlite3.Connection:
-        assert isinstance(store, SQLiteStore)
-        return sqlite3.connect(store._given)  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
-
-    def reopen(self, store: Store) -> Store:
-        return SQLiteStore(store._given)  # pyright: ignore[reportAttributeAccessIssue]
-
-    def raw_info(self, store: Store, state_id: str) -> str:
-        with self._connect(store) as conn:
-            return conn.execute("SELECT info FROM alpine_states WHERE id = ?", (state_id,)).fetchone()[0]
-
-    def set_info(self, store: Store, state_id: str, text: str) -> None:
-        with self._connect(store) as conn:
-            conn.execute("UPDATE alpine_states SET info = ? WHERE id = ?", (text, state_id))
-
-    def raw_lines(self, store: Store, state_id: str) -> list[str]:
-        with self._connect(store) as conn:
-            rows = conn.execute("SELECT line FROM alpine_entries WHERE state_id = ? ORDER BY seq", (state_id,))
-            return [row[0] for row in rows]
-
-    def set_lines(self, store: Store, state_id: str, lines: list[str]) -> None:
-        with self._connect(store) as conn:
-            conn.execute("DELETE FROM alpine_entries WHERE state_id = ?", (state_id,))
-            conn.executemany(
-                "INSERT INTO alpine_entries VALUES (?, ?, ?)", [(state_id, i, line) for i, line in enumerate(lines)]
-            )
-            conn.execute("UPDATE alpine_states SET count = ? WHERE id = ?", (len(lines), state_id))
-
-    def copy(self, store: Store, state_id: str, target: Path) -> Store:
-        target.mkdir(parents=True, exist_ok=True)
-        dst = sqlite3.connect(target / "copy.db")
-        with self._connect(store) as src:
-            src.backup(dst)
-        dst.close()
-        return SQLiteStore(target / "copy.db")
-
-    def bad_line_named(self, index: int) -> str:
-        return f"entry {index}"
-
-    def growing_file(self, store: Store, state_id: str) -> Path:
-        return Path(store._given)  # pyright: ignore[reportAttributeAccessIssue]
-
-    def opener(self, store: Store) -> str:
-        return f"SQLiteStore({store._given!r})"  # pyright: ignore[reportAttributeAccessIssue]
-
-
-class PostgresKind(StoreKind):
-    """PostgresStore on the real PostgreSQL server of the test session (the `postgres` fixture), one schema a test."""
-
-    name = "postgres"
-    in_local_files = False
-
-    store_type = PostgresStore
-    _copies = itertools.count()
-
-    def make(self, request: pytest.FixtureRequest, folder: Path) -> Store:
-        server = request.getfixturevalue("postgres")
-        return PostgresStore(server.dsn, schema=request.getfixturevalue("postgres_schema"))
-
-    def _where(self, store: Store) -> tuple[str, str]:
-        return store._conninfo, store._schema  # pyright: ignore[reportAttributeAccessIssue]
-
-    def _sql(self, store: Store, query: str, *args: Any) -> list[Any]:
-        import psycopg
-
-        dsn, schema = self._where(store)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            cursor = conn.execute(query.replace("{schema}", schema), args)  # pyright: ignore
-            return cursor.fetchall() if cursor.description else []
-
-    def reopen(self, store: Store) -> Store:
-        dsn, schema = self._where(store)
-        return PostgresStore(dsn, schema=schema)
-
-    def raw_info(self, store: Store, state_id: str) -> str:
-        return self._sql(store, "SELECT info FROM {schema}.states WHERE id = %s", state_id)[0][0]
-
-    def set_info(self, store: Store, state_id: str, text: str) -> None:
-        self._sql(store, "UPDATE {schema}.states SET info = %s WHERE id = %s", text, state_id)
-
-    def raw_lines(self, store: Store, state_id: str) -> list[str]:
-        rows = self._sql(store, "SELECT line FROM {schema}.entries WHERE state_id = %s ORDER BY seq", state_id)
-        return [row[0] for row in rows]
-
-    def set_lines(self, store: Store, state_id: str, lines: list[str]) -> None:
-        self._sql(store, "DELETE FROM {schema}.entries WHERE state_id = %s", state_id)
-        for seq, line in enumerate(lines):
-            self._sql(
-                store, "INSERT INTO {schema}.entries (state_id, seq, line) VALUES (%s, %s, %s)", state_id, seq, line
-            )
-        self._sql(store, "UPDATE {schema}.states SET count = %s WHERE id = %s", len(lines), state_id)
-
-    def copy(self, store: Store, state_id: str, target: Path) -> Store:
-        dsn, schema = self._where(store)
-        where = f"{schema}_copy{next(self._copies)}"
-        copy = PostgresStore(dsn, schema=where)
-        copy.list()  # makes its tables
-        self._sql(store, f"INSERT INTO {where}.states SELECT * FROM {{schema}}.states WHERE id = %s", state_id)
-        self._sql(store, f"INSERT INTO {where}.entries SELECT * FROM {{schema}}.entries WHERE state_id = %s", state_id)
-        return copy
-
-    def bad_line_named(self, index: int) -> str:
-        return f"entry {index}"
-
-    def opener(self, store: Store) -> str:
-        dsn, schema = self._where(store)
-        return f"__import__('alpineagents.postgres').postgres.PostgresStore({dsn!r}, schema={schema!r})"
-
-
-KINDS: list[StoreKind] = [FileKind(), SQLiteKind(), PostgresKind()]
-LOCAL_KINDS = [kind for kind in KINDS if kind.in_local_files]
-
-
 @pytest.fixture(params=KINDS, ids=[kind.name for kind in KINDS])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     return request.param.make(request, tmp_path)
@@ -338,6 +124,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
 def local_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     """A store that keeps its data in files this process writes."""
     return request.param.make(request, tmp_path)
+
+
+def test_every_store_passes_the_store_contract(store: Store) -> None:
+    check_contract(store, reopen)
 
 
 def kind_of(store: Store) -> StoreKind:

@@ -19,7 +19,7 @@ from alpineagents.state import State
 from alpineagents.store import FileStore, SQLiteStore, Store
 from alpineagents.testing import FakeModel
 from alpineagents.types import Message
-from cli_agents import cli
+from helpers.cli_agents import cli
 
 
 def saved(store: Store, state_id: str = "kept") -> State:
@@ -160,3 +160,49 @@ def test_an_edited_entry_kind_is_damaged_and_names_the_state(tmp_path: Path) -> 
     log.write_text("".join(line + "\n" for line in lines))
     with pytest.raises(ValueError, match=r"^saved State 'edited' is damaged: unknown history entry kind 'telepathy'"):
         store.load("edited")
+
+
+_RACER = """
+import sys, time
+from alpineagents.agent import Agent
+from alpineagents.state import State
+from alpineagents.store import SQLiteStore
+from alpineagents.testing import FakeModel
+from alpineagents.types import Message
+
+path, start, name = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+store = SQLiteStore(path)
+while time.time() < start:
+    time.sleep(0.001)
+if name.startswith("reader"):
+    deadline = time.time() + 2
+    while time.time() < deadline:
+        store.list()  # a store being made is either not there yet or whole: never "empty", never damaged
+else:
+    Agent(FakeModel(["Hi"]), store=store, reporter=None, human=None).run(State(id=name, messages=[Message.user("Hello")]))
+"""
+
+
+def test_processes_making_one_new_sqlite_store_at_once_all_find_it_whole(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "new" / "runs.db"
+    start = time.time() + 2  # every process started and importing done by then
+    names = [f"writer{n}" for n in range(6)] + [f"reader{n}" for n in range(4)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RACER, str(path), str(start), name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ},
+        )
+        for name in names
+    ]
+    outputs = [process.communicate(timeout=120) for process in processes]
+    for name, process, (_, err) in zip(names, processes, outputs, strict=True):
+        assert process.returncode == 0, f"{name}: {err.decode(errors='replace')[-2000:]}"
+    assert sorted(info.id for info in SQLiteStore(path).list()) == [f"writer{n}" for n in range(6)]
+    assert [name for name in os.listdir(path.parent) if ".new-" in name] == [], "no half-made database is left"

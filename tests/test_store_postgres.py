@@ -22,7 +22,6 @@ from typing import Any
 import psycopg
 import pytest
 
-import pgserver
 from alpineagents.agent import Agent
 from alpineagents.postgres import SCHEMA_VERSION, PostgresStore
 from alpineagents.state import State
@@ -31,6 +30,7 @@ from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message
 from conftest import task
+from helpers import pgserver
 
 ROOT = Path(__file__).resolve().parent.parent
 

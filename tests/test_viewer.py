@@ -1,6 +1,6 @@
 """The run viewer in a real headless browser: Playwright driving Debian's chromium at /usr/bin/chromium.
 
-The runs are made by the `alpineagents` command with the agents of `tests/cli_agents.py`, the viewer is
+The runs are made by the `alpineagents` command with the agents of `tests/helpers/cli_agents.py`, the viewer is
 `alpineagents view` on a free 127.0.0.1 port. The screenshots go to a temporary folder, or to docs/screenshots/ with
 `ALPINEAGENTS_SCREENSHOTS=1` (how the README's pictures are made). Without chromium the tests are skipped, except in
 CI (the CI variable is set), where they must run.
@@ -9,6 +9,7 @@ CI (the CI variable is set), where they must run.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -20,11 +21,10 @@ from typing import Any
 import pytest
 
 from alpineagents.store import SQLiteStore
-from cli_agents import HERE as TESTS
-from cli_agents import XSS, cli, command, command_env, has_entry, viewer
+from helpers.cli_agents import XSS, cli, command, command_env, has_entry, viewer
 
 CHROMIUM = "/usr/bin/chromium"
-ROOT = TESTS.parent
+ROOT = Path(__file__).resolve().parents[1]
 SHOTS = (
     ROOT / "docs" / "screenshots"
     if os.environ.get("ALPINEAGENTS_SCREENSHOTS") == "1"
@@ -139,7 +139,7 @@ def test_a_run_page_shows_tool_calls_errors_a_subagent_and_a_compaction(page: An
     assert sorted(badges) == ["denied", "done", "done", "error"]
     error = page.locator("li.kind-tool_result.bad")
     assert "could not reach http://example.invalid: connection refused" in error.inner_text()
-    assert " s" in error.locator(".fact").first.inner_text()  # its duration
+    assert re.fullmatch(r"\d+ ms|\d+\.\d{3} s", error.locator(".fact").first.inner_text())  # its duration, to the ms
     assert "rm is not allowed." in page.locator("li.kind-tool_result.warn").inner_text()
     assert 'Run write_note(title="Findings")?' in page.locator("li.kind-human").nth(1).inner_text()
     compact = page.locator("li.kind-context_change", has_text="context compacted")
@@ -147,7 +147,7 @@ def test_a_run_page_shows_tool_calls_errors_a_subagent_and_a_compaction(page: An
     reply = page.locator("li.kind-model_reply").first
     assert "Let me look around." in reply.inner_text()
     assert reply.locator(".piece.call").count() == 4
-    assert page.locator("section.charts svg").count() == 3
+    assert page.locator("section.charts svg").count() == 4  # the waterfall, tokens, cost and tool durations
     shot(page, "run-page.png")
     shot(page, "run-page-full.png", full=True)
 
@@ -225,6 +225,13 @@ def test_a_run_that_is_still_going_updates_as_its_store_grows(page: Any, runs: P
         assert page.locator("li.entry").count() > before
         page.locator("section.head .status", has_text="stopped by waiting_for_user").wait_for(timeout=WAIT_MS)
         assert "opened" in page.locator("li.kind-tool_result").inner_text()
+        count = page.locator(".entry-count")
+        page.wait_for_function(
+            "n => document.querySelector('.entry-count').textContent === String(n)",
+            arg=page.locator("li.entry").count(),
+            timeout=WAIT_MS,
+        )
+        assert int(count.inner_text()) == page.locator("li.entry").count() > before
     finally:
         process.wait(timeout=60)
 
@@ -270,6 +277,11 @@ def test_a_damaged_run_is_listed_with_the_reason_and_its_page_says_so(page: Any,
         page.goto(found)
         assert page.locator('tr[data-id="bad1"] .status').inner_text().startswith("cannot load: ")
         assert page.locator('tr[data-id="ok1"] .status').inner_text() == "stopped by waiting_for_user"
+        status = page.locator('tr[data-id="bad1"] .status').bounding_box()
+        cell = page.locator('tr[data-id="bad1"] td.state').bounding_box()
+        after = page.locator('tr[data-id="bad1"] td.num').nth(1).bounding_box()
+        assert status["x"] + status["width"] <= cell["x"] + cell["width"] + 1  # a long status wraps in its cell
+        assert status["x"] + status["width"] <= after["x"]  # and never covers the next column
         response = page.goto(found + "runs/bad1")
         assert response.status == 500
         assert page.locator("h1").inner_text() == "The store cannot be read"
@@ -299,3 +311,75 @@ def test_the_viewer_shows_the_demo_run(page: Any, tmp_path: Path) -> None:
         assert 'count_lines(path="README.md")' in timeline and "list_examples()" in timeline
         assert "The examples are:" in page.locator("section.head .answer").inner_text()
         shot(page, "demo-run.png")
+
+
+def test_the_waterfall_shows_requests_tool_calls_and_nested_subagents_to_the_millisecond(
+    page: Any, address: str
+) -> None:
+    page.goto(address + "runs/lead1")
+    chart = page.locator("svg.waterfall")
+    rows = chart.locator("g.span")
+    labels = rows.locator(".span-label").all_text_contents()
+    assert labels[0] == "request to fake" and labels[-1] == "request to fake"
+    assert 'write_note(title="Findings")' in labels and 'fetch_page(url="http://example.invalid")' in labels
+    assert not any(label.startswith("rm(") for label in labels)  # refused: it never ran
+    scout = labels.index('scout(prompt="List the open issues")')
+    assert rows.nth(scout + 1).get_attribute("class") == "span depth-1"  # the subagent's rows, nested under it
+    assert labels[scout + 2] == 'list_issues(state="open")'
+    times = rows.locator(".span-time").all_text_contents()
+    assert times and all(re.fullmatch(r"\d+ ms|\d+\.\d{3} s", text) for text in times)
+    boxes = [rows.nth(i).locator("rect").bounding_box() for i in (scout, scout + 1)]
+    assert boxes[1]["x"] >= boxes[0]["x"] - 1  # the subagent starts inside its call...
+    assert boxes[1]["x"] + boxes[1]["width"] <= boxes[0]["x"] + boxes[0]["width"] + 1  # ...and ends before it ends
+    chart.scroll_into_view_if_needed()
+    shot(page, "waterfall.png")
+    rows.nth(labels.index('write_note(title="Findings")')).locator("a").click()
+    page.wait_for_function("location.hash.startsWith('#lead1-e')", timeout=WAIT_MS)
+    assert "write_note" in page.locator("li.entry:target").inner_text()
+    rows.nth(scout + 2).locator("a").click()
+    page.wait_for_url("**/runs/*#*-e*")
+    assert 'list_issues(state="open")' in page.locator("li.entry:target").inner_text()
+
+
+def test_the_runs_list_searches_the_content_filters_by_status_and_sorts_by_cost_turns_and_status(
+    page: Any, address: str
+) -> None:
+    page.goto(address)
+    rows = {row_id: page.locator(f'tr[data-id="{row_id}"]') for row_id in row_ids(page)}
+    child = next(row_id for row_id in rows if row_id not in ("lead1", "r1", "xss1", "b1", "p1", "live1"))
+    page.fill("input[name=q]", "Connection Refused")  # only in the error text of lead1's fetch_page result
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url("**q=Connection+Refused**")
+    assert row_ids(page) == ["lead1"]
+    page.goto(address + "?q=" + "%231 crash on start")  # a tool result of the scout subagent only
+    assert row_ids(page) == [child]
+    page.goto(address + "?q=title%3D%22Findings")  # in tool-call arguments, quotes included
+    assert row_ids(page) == ["lead1"]
+    page.goto(address)
+    page.select_option("select[name=status]", "error")
+    page.click("form.search button")
+    page.wait_for_url("**status=error**")
+    assert row_ids(page) == ["b1"]
+    page.fill("input[name=q]", "break")
+    page.click("form.search button")
+    page.wait_for_url("**q=break**")
+    assert row_ids(page) == ["b1"] and page.locator("select[name=status]").input_value() == "error"
+    shot(page, "search-and-filters.png")
+    page.goto(address + "?q=zzz-nothing&status=finished")
+    assert row_ids(page) == [] and "no runs" in page.locator("tbody").inner_text()
+
+    page.goto(address)
+    page.click("#sort-cost")
+    page.wait_for_url("**sort=cost**")
+    costs = [text.strip() for text in page.locator("tr.run-row td.num:nth-child(6)").all_inner_texts()]
+    known = [float(text[1:]) for text in costs if text != "-"]
+    assert known == sorted(known, reverse=True) and row_ids(page)[0] == "lead1"
+    assert costs[len(known) :] == ["-"] * (len(costs) - len(known))  # unknown costs last
+    page.click("#sort-turns")
+    page.wait_for_url("**sort=turns**")
+    turns = [int(text) for text in page.locator("tr.run-row td.num:nth-child(3)").all_inner_texts()]
+    assert turns == sorted(turns, reverse=True)
+    page.click("#sort-status")
+    page.wait_for_url("**sort=status**")
+    statuses = page.locator("tr.run-row .status").all_inner_texts()
+    assert statuses == sorted(statuses)

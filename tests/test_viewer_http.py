@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from cli_agents import cli, viewer
+from helpers.cli_agents import cli, viewer
 
 
 def get(address: str, path: str, host: str | None = None) -> tuple[int, str]:

@@ -1,13 +1,14 @@
 """Runs spread over worker processes on real DBOS: all finish, each exactly once, taken over after a kill -9,
 handed back on SIGTERM; on one machine (SQLite for DBOS and the store) and on PostgreSQL (for both).
 
-The workers are real processes started here with the `alpineagents worker` command, running `tests/worker_app.py`:
+The workers are real processes started here with the `alpineagents worker` command, running `tests/helpers/worker_app.py`:
 a scripted model that asks for one `note` call per run, whose side effect is a line in a journal file, so a call
 that ran twice would show there.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
@@ -37,17 +38,15 @@ class Setup:
 
     def workers_module(self):  # noqa: ANN201 - the test application, imported in this process with this setup
         os.environ.update(self.env)
-        sys.modules.pop("worker_app", None)
-        import worker_app
-
-        return worker_app
+        sys.modules.pop("helpers.worker_app", None)
+        return importlib.import_module("helpers.worker_app")
 
     def start_worker(self, **extra: str) -> subprocess.Popen[bytes]:
         name = f"worker-{len(list(self.logs.iterdir()))}"
         log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - the child's
         return subprocess.Popen(
             [sys.executable, "-m", "alpineagents", "worker", "worker_app:workers", "--id", name],
-            env={**os.environ, **self.env, **extra, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT / 'src'}"},
+            env={**os.environ, **self.env, **extra, "PYTHONPATH": f"{TESTS / 'helpers'}{os.pathsep}{ROOT / 'src'}"},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -309,26 +308,32 @@ def test_submits_of_one_state_from_several_processes_at_once_queue_one_run(setup
     import json
 
     app = setup.workers_module()
+    from alpineagents.state import State
+    from alpineagents.types import Message
+
     app.workers._migrate()  # noqa: SLF001 - the queue's tables, before the submitters race
+    app.workers.store.save(State(id="made", messages=[Message.user("the store exists")]))  # and the store's
     states = 5
+    start = time.time() + 3  # every submitter imported and ready by then
+    env = {**os.environ, **setup.env, "PYTHONPATH": f"{TESTS / 'helpers'}{os.pathsep}{ROOT / 'src'}"}
+    submitters = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SUBMITTER, str(start), str(states)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
+    outputs = [submitter.communicate(timeout=120) for submitter in submitters]
+    for submitter, (_out, err) in zip(submitters, outputs, strict=True):
+        assert submitter.returncode == 0, err.decode(errors="replace")[-3000:]
+    ids = [json.loads(out) for out, _ in outputs]
+    assert ids[0] == ids[1] == ids[2], "every retry got the one run of its State"
+    # The workers start once every submit returned: a run that ended before a late retry would make that retry a
+    # new message, which is not what this test is about.
     workers = [setup.start_worker()]
     try:
-        start = time.time() + 3  # every submitter imported and ready by then
-        env = {**os.environ, **setup.env, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT / 'src'}"}
-        submitters = [
-            subprocess.Popen(
-                [sys.executable, "-c", _SUBMITTER, str(start), str(states)],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-            for _ in range(3)
-        ]
-        outputs = [submitter.communicate(timeout=120) for submitter in submitters]
-        for submitter, (_out, err) in zip(submitters, outputs, strict=True):
-            assert submitter.returncode == 0, err.decode(errors="replace")[-3000:]
-        ids = [json.loads(out) for out, _ in outputs]
-        assert ids[0] == ids[1] == ids[2], "every retry got the one run of its State"
         runs = [app.workers.run(run_id, f"race-{n}") for n, run_id in enumerate(ids[0])]
         assert wait_all(setup, runs, 120) == [f"done: task {n}" for n in range(states)]
     finally:

@@ -61,7 +61,7 @@ Info = Mapping[str, Any]
 
 def _info_mapping(state_id: str, info: object) -> Mapping[str, Any]:
     if not isinstance(info, Mapping):
-        raise ValueError(f"saved State {state_id!r} is damaged: its info is not a dict")
+        raise damaged_error(state_id, "its info is not a dict", fix=False)
     return info  # pyright: ignore[reportUnknownVariableType]
 
 
@@ -183,10 +183,29 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
     reached only asynchronously), or both; `list`/`alist` and `delete`/`adelete` are optional. The library builds
     `save`/`asave` and `load`/`aload` on them; those are not meant to be overridden.
 
-    Contract of `write(state_id, entries, info, *, create=False)`: skip every entry whose `seq` is below the number
-    of entries the store has, append the rest (they continue with no gap), then replace the info. With
-    `create=True`, raise `ValueError` if the id exists, else write everything or nothing. With `create=False`,
-    raise `LookupError` if the id does not exist. `read(state_id)` returns `Record(entries, info)` or `None`.
+    What an implementation provides:
+
+    - `write(state_id, entries, info, *, create=False)`: skip every entry whose `seq` is below the number of
+      entries the store has, append the rest (they continue with no gap), then replace the info. With `create=True`,
+      raise `ValueError` if the id exists, else write everything or nothing. With `create=False`, raise
+      `LookupError` if the id does not exist. Calls for different ids may come from many threads at once.
+    - `read(state_id)`: `Record(entries, info)` with the entries in `seq` order from 0, or `None`. Data that does
+      not add up raises `ValueError` saying the saved State is damaged; it is never returned in part.
+    - `list()`: one `StateInfo` per State (`StateInfo.from_info`), newest first; `delete(state_id)`: remove it,
+      nothing when it does not exist. Both optional.
+    - Equality ties a State to its store: a saved State is saved only where `==` says it was. A store whose several
+      objects stand for the same storage (the same folder, file or database) defines `__eq__` and `__hash__` so;
+      the default is identity.
+    - Fresh reads (optional, a speed-up): a store whose `read` builds a new `Record` on every call, held only by its
+      caller, says so with `_fresh_read = read` in its class body; `load` then drops each entry dict as soon as it
+      is decoded. A subclass that overrides `read` is not covered by its parent's opt-in.
+    - Fork safety: a child made by `os.fork()` is another process. A store that keeps connections, threads or
+      guards drops the parent's in the child (`alpineagents._stores.locks.at_fork_in_child`) and never uses them
+      there; one process at a time writes a State, so a store with locks between processes makes the child take
+      its own (`StateLockedError` while the parent holds it).
+
+    The conformance suite of the tests (`tests/store_kinds.py`) checks a store against all of this; the built-in
+    stores are in `alpineagents._stores`, listed in `_stores/registry.py`.
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
@@ -375,7 +394,7 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
         def bad_seq(index: int, item: Any) -> ValueError | None:
             seq = item.get("seq") if isinstance(item, Mapping) else None
             if type(seq) is not int or seq != index:
-                return ValueError(f"saved State {state_id!r} is damaged: history entry {index} has seq {seq!r}")
+                return damaged_error(state_id, f"history entry {index} has seq {seq!r}", fix=False)
             return None
 
         with _collector_paused():

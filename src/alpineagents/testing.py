@@ -20,7 +20,7 @@ from alpineagents._values.construct import maker
 from alpineagents.errors import ContextTooLongError
 from alpineagents.human import Human, parse_answer
 from alpineagents.models.base import Model
-from alpineagents.types import Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, Usage
+from alpineagents.types import Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock, Usage
 
 if TYPE_CHECKING:
     from alpineagents.state import State
@@ -35,6 +35,24 @@ __all__ = ["FakeModel", "FakeHuman", "tool_call"]
 def tool_call(name: str, /, **args: Any) -> ToolCall:
     """Return `ToolCall(name, args, id="call_" + 12 random lowercase hex digits)`, a fresh id on every call."""
     return ToolCall(name=name, args=dict(args), id="call_" + os.urandom(6).hex())
+
+
+def _last_said(request: Request) -> str:
+    """`Last message: '...'`: the text of the request's latest message that has one (the person's, most often),
+    and what came after it (tool results), so the request the script has no reply for can be recognised."""
+    after: list[str] = []
+    for message in reversed(request.messages):
+        if message.text:
+            tail = f" (then {', '.join(reversed(after))})" if after else ""
+            return f"Last message: {message.text!r} from the {message.role}{tail}"
+        results = [block.name or block.call_id for block in message.content if isinstance(block, ToolResultBlock)]
+        if results:
+            after.append("the results of " + ", ".join(results))
+        elif message.tool_calls:
+            after.append("a call of " + ", ".join(call.name for call in message.tool_calls))
+        else:
+            after.append(f"a message of the {message.role} with no text")
+    return "Last message: '' (the request has no message with text)"
 
 
 class FakeModel(Model):
@@ -86,9 +104,9 @@ class FakeModel(Model):
                     f"context_window={self._context_window}"
                 )
             if not self._items:
-                last = request.messages[-1].text if request.messages else ""
                 raise RuntimeError(
-                    f"FakeModel: ran out of prepared replies (all {self._count} used). Last message: {last!r}"
+                    f"FakeModel: ran out of prepared replies (all {self._count} used). {_last_said(request)}; add "
+                    "a reply for this request to the FakeModel's list"
                 )
             item = self._items.popleft()
         if callable(item) and not isinstance(item, (BaseException, Reply, ToolCall)):

@@ -24,6 +24,7 @@ from typing_extensions import Unpack
 
 from alpineagents._tools.callbacks import HANDLER_EXAMPLE, HINTS_FOR_EXAMPLE, check_hints_for, handled_classes
 from alpineagents._tools.docstring import parse_docstring as _parse_docstring
+from alpineagents._tools.docstring import warn_about_docstring
 from alpineagents._tools.reconcile import CannotTell, Happened, NotHappened, Reconcile, check_reconcile
 from alpineagents._tools.schema import SUPPORTED_TYPES_TEXT, error_message, read_parameters
 from alpineagents._tools.scope import CurrentCall, current_call
@@ -328,6 +329,7 @@ class FunctionTool(Tool):
             )
             name = fn.__name__
         summary, param_docs = _parse_docstring(fn.__doc__)
+        warn_about_docstring(fn, name, summary if description is None else description, param_docs)
         Tool.__init__(
             self,
             name=name,

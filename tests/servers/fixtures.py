@@ -1,4 +1,4 @@
-"""Pytest fixtures for the fake provider server (import them into a test module to use them)."""
+"""Pytest fixtures for the fake provider server (`tests/conftest.py` registers them for every test module)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,20 @@ from servers.provider import ProviderServer
 
 _SERVER: ProviderServer | None = None
 
+_CLOUD_VARIABLES = (
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+)
+"""The Gemini and AWS settings the SDKs read from the environment (removed like the others)."""
+
 
 def _shared() -> ProviderServer:
     global _SERVER
@@ -22,7 +36,7 @@ def _shared() -> ProviderServer:
 
 def _clear_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
-        if name.startswith(("ANTHROPIC_", "OPENAI_")):
+        if name.startswith(("ANTHROPIC_", "OPENAI_", "GOOGLE_", "GEMINI_", "AWS_")):
             monkeypatch.delenv(name, raising=False)
 
 
@@ -39,6 +53,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderServer]:
         "ANTHROPIC_BASE_URL",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
+        *_CLOUD_VARIABLES,
     ):
         monkeypatch.delenv(name, raising=False)
     yield shared
@@ -55,5 +70,6 @@ def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
         "ANTHROPIC_BASE_URL",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
+        *_CLOUD_VARIABLES,
     ):
         monkeypatch.delenv(name, raising=False)

@@ -9,16 +9,20 @@ body. Adding an adapter adds one `AdapterKind` here; the suites then check it li
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import anthropic
 import openai
 
-from alpineagents.models import Anthropic, OpenAICompatible, OpenAIResponses
+from alpineagents.models import Anthropic, Bedrock, Gemini, OpenAICompatible, OpenAIResponses
 from alpineagents.models._adapter import Adapter
 from alpineagents.types import Request
+from servers.bedrock import ToolUseOut, bedrock_stream
+from servers.gemini import Call, gemini_stream
 from servers.provider import Action, FnCall, ProviderServer, ToolUse, anthropic_stream, openai_stream
 from servers.responses import FunctionCallOut, Text, responses_stream
 
@@ -56,6 +60,8 @@ class AdapterKind:
     options: tuple[dict[str, Any], ...]
     """Settings that change the request (thinking or reasoning, cache, temperature, output limit, ...), one
     adapter each, for the raw-path test."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Other environment variables the SDK needs beside `key_variable` to read its credentials from there."""
 
 
 def _anthropic_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
@@ -146,5 +152,87 @@ OPENAI_RESPONSES = AdapterKind(
     options=({"reasoning": "low", "max_tokens": 100, "temperature": 0.5}, {"store": True}, {"chain": True}),
 )
 
-KINDS: tuple[AdapterKind, ...] = (ANTHROPIC, OPENAI_COMPATIBLE, OPENAI_RESPONSES)
+
+def _gemini_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
+    return gemini_stream([], calls=[Call(tool, json.loads(raw), id=call_id)], finish_reason=stop_reason or "STOP")
+
+
+def _gemini_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    from google import genai
+
+    assert isinstance(model, Gemini)
+    client = genai.Client(api_key=KEY, http_options={"base_url": srv.url})
+    for _ in client.models.generate_content_stream(**model._request_body(request)):
+        pass
+
+
+GEMINI = AdapterKind(
+    name="google",
+    make=Gemini,
+    at=lambda srv, **options: Gemini("gemini-test", base_url=srv.url, api_key=KEY, **{"retries": 0, **options}),
+    key_variable="GEMINI_API_KEY",
+    forget_key=_unset("_api_key"),
+    reply=lambda texts: gemini_stream(list(texts)),
+    tool_reply=_gemini_tool_reply,
+    conversation=lambda body: body["contents"],
+    create=_gemini_create,
+    options=({"thinking": True, "max_tokens": 500}, {"thinking": "low", "temperature": 0.2}),
+)
+
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
+"""The AWS secret key that goes with `KEY` (the access key id of the Bedrock adapters made by `at`)."""
+
+
+@cache
+def _aws_session() -> Any:
+    """One boto3 session holding `KEY` (a client is quicker to make from a session that made one before)."""
+    import boto3.session
+
+    return boto3.session.Session(aws_access_key_id=KEY, aws_secret_access_key=SECRET, region_name="us-east-1")
+
+
+def _bedrock_client(srv: ProviderServer) -> Any:
+    from botocore.config import Config
+
+    config = Config(retries={"total_max_attempts": 1})
+    return _aws_session().client("bedrock-runtime", endpoint_url=srv.url, config=config)
+
+
+def _bedrock_at(srv: ProviderServer, **options: Any) -> Bedrock:
+    client = _bedrock_client(srv)
+    settings = {"client": client, "region": "us-east-1", "endpoint_url": srv.url, "retries": 0, **options}
+    return Bedrock("anthropic.claude-test-v1:0", **settings)
+
+
+def _bedrock_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
+    assert isinstance(model, Bedrock)
+    for _ in _bedrock_client(srv).converse_stream(**model._converse_kwargs(request))["stream"]:
+        pass
+
+
+def _bedrock_forget_key(model: Adapter) -> None:
+    """Drop the given client: the adapter makes its own, from the credential chain (the environment here)."""
+    model._sdk_client = None  # type: ignore[attr-defined]
+    model._given_client = None  # type: ignore[attr-defined]
+
+
+def _bedrock_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
+    return bedrock_stream([], tools=[ToolUseOut(tool, [raw], id=call_id)], stop_reason=stop_reason)
+
+
+BEDROCK = AdapterKind(
+    name="bedrock",
+    make=Bedrock,
+    at=_bedrock_at,
+    key_variable="AWS_ACCESS_KEY_ID",
+    forget_key=_bedrock_forget_key,
+    reply=lambda texts: bedrock_stream(list(texts)),
+    tool_reply=_bedrock_tool_reply,
+    conversation=lambda body: body["messages"],
+    create=_bedrock_create,
+    options=({"thinking": 4096, "max_tokens": 8192}, {"cache": True, "temperature": 0.3}),
+    environment={"AWS_SECRET_ACCESS_KEY": SECRET},
+)
+
+KINDS: tuple[AdapterKind, ...] = (ANTHROPIC, OPENAI_COMPATIBLE, OPENAI_RESPONSES, GEMINI, BEDROCK)
 """Every built-in adapter."""

@@ -162,6 +162,14 @@ def echo_key(code: int = 401) -> Action:
     `Incorrect API key provided: <key>`, in the error shape of the API the request was sent to."""
 
     def act(handler: _Handler, request: Recorded) -> None:
+        if ":streamGenerateContent" in request.path or ":generateContent" in request.path:
+            from servers.gemini import gemini_echo_key  # the Gemini and Bedrock modules build on this one
+
+            return gemini_echo_key(code)(handler, request)
+        if request.path.endswith("/converse-stream"):
+            from servers.bedrock import bedrock_echo_credentials
+
+            return bedrock_echo_credentials(code)(handler, request)
         header = request.headers.get("authorization") or request.headers.get("x-api-key") or ""
         key = header.split(" ", 1)[1] if header.lower().startswith("bearer ") else header
         message = f"Incorrect API key provided: {key}. You can find your API key at https://example.test/keys."
@@ -552,6 +560,14 @@ class ProviderServer:
                 return self._script.popleft()
         if request.path.endswith("/chat/completions"):
             return openai_stream()
+        if ":streamGenerateContent" in request.path or ":generateContent" in request.path:
+            from servers.gemini import gemini_default
+
+            return gemini_default(request)
+        if request.path.endswith(("/converse-stream", "/invoke-with-response-stream")):
+            from servers.bedrock import bedrock_default
+
+            return bedrock_default(request)
         if request.path.endswith("/responses"):
             from servers.responses import responses_default  # the Responses API module builds on this one
 

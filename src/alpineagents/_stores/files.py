@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents._stores.batch import already_saved_error, not_saved_error
 from alpineagents._stores.closer import close_later
-from alpineagents._stores.damage import check_reaches_info, damaged_error
+from alpineagents._stores.damage import check_reaches_info, damaged_error, not_json_error
 from alpineagents._stores.lines import parse_all, parse_each
 from alpineagents._stores.locks import Release, locked_error
 
 if TYPE_CHECKING:
-    from alpineagents.store import StateInfo
+    pass
 
 __all__ = [
     "LOG",
@@ -50,7 +50,6 @@ __all__ = [
     "a_file",
     "is_state_name",
     "remove_folder",
-    "newest_first",
 ]
 
 LOG = "log.jsonl"
@@ -430,9 +429,7 @@ def _parse_log(data: bytes, state_id: str, log: Path) -> list[Any]:
         return values
     return parse_each(
         enumerate(data[: end - 1].split(b"\n"), 1),
-        lambda number, error: ValueError(
-            f"saved State {state_id!r} is damaged: line {number} of {log} is not valid JSON ({error})"
-        ),
+        lambda number, error: not_json_error(state_id, f"line {number} of {log}", error),
     )
 
 
@@ -454,7 +451,7 @@ def read_info(state_id: str, folder: Path, *, old: bool = True) -> Any:
             return None
     return parse_each(
         [(0, data)],
-        lambda _, error: ValueError(f"saved State {state_id!r} is damaged: {path} is not valid JSON ({error})"),
+        lambda _, error: not_json_error(state_id, path, error),
     )[0]
 
 
@@ -470,7 +467,7 @@ def read_folder(folder: Path, state_id: str) -> tuple[list[Any], Any]:
     entries = [] if data is None else _parse_log(data, state_id, log)
     info = read_info(state_id, folder)
     if info is None:
-        raise ValueError(f"saved State {state_id!r} is damaged: {folder} has no info.json")
+        raise damaged_error(state_id, f"{folder} has no info.json")
     check_reaches_info(state_id, entries, info, log, folder / INFO)
     return entries, info
 
@@ -481,13 +478,3 @@ def remove_folder(root: Path, state_id: str) -> None:
     temp = root / f".deleted-{state_id}-{os.urandom(6).hex()}"
     os.rename(root / state_id, temp)
     shutil.rmtree(temp, ignore_errors=True)
-
-
-def newest_first(infos: list[StateInfo]) -> list[StateInfo]:
-    """The listing order: newest `updated_at` first, States with no history last, ties in ascending id order."""
-    dated = [i for i in infos if i.updated_at is not None]
-    undated = [i for i in infos if i.updated_at is None]
-    dated.sort(key=lambda i: i.id)
-    dated.sort(key=lambda i: i.updated_at.timestamp(), reverse=True)  # pyright: ignore[reportOptionalMemberAccess]
-    undated.sort(key=lambda i: i.id)
-    return dated + undated

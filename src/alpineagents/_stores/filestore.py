@@ -16,9 +16,9 @@ from pathlib import Path
 from alpineagents._stores import files
 from alpineagents._stores.batch import Lines, check_write, entries_to_add
 from alpineagents._stores.disk import disk_full_error, is_disk_full
-from alpineagents._stores.group import GroupCommit, Job
+from alpineagents._stores.group import GroupCommit, GroupCommitting, Job
 from alpineagents._stores.lines import json_line, log_text
-from alpineagents._stores.listing import Unlisted, listing, raise_damage
+from alpineagents._stores.listing import Unlisted, listing, newest_first, raise_damage
 from alpineagents._stores.locks import at_fork_in_child, drop_lock, hold_lock, settle_lock
 from alpineagents._stores.paths import check_path
 from alpineagents.errors import fix_message
@@ -47,7 +47,7 @@ class _FileWrite(Job):
         self.new: files.NewFolder | None = None  # a new State's folder, until it is renamed into place
 
 
-class FileStore(Store):
+class FileStore(GroupCommitting, Store):
     """The store that ships: each State in a folder of its own under `path` (the root).
 
     ```
@@ -114,29 +114,6 @@ class FileStore(Store):
     def _key(self, state_id: str) -> str:
         """The State's name among the writer locks of this process."""
         return os.path.join(self._real(), state_id)
-
-    def write(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
-        """Append the entries the log lacks (flushed to disk) and replace `info.json`.
-
-        Raises:
-            ValueError: `create=True` and the folder exists; the entries leave a gap or differ from saved ones; the
-                log is damaged.
-            LookupError: `create=False` and the State's folder does not exist.
-            StateLockedError: Another process is writing this State.
-            OSError: The disk refused (e.g. full, not writable): the lines this write appended are cut off again,
-                so the next load finds the State as the last successful write left it.
-        """
-        self._group.commit(self._job(state_id, entries, info, create))
-
-    async def awrite(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
-        """`write` for async code: the same checks, then the save point waits for its group commit on this event
-        loop (no thread of its own). A subclass that overrides `write` gets it called, on a worker thread."""
-        if type(self).write is not FileStore.write:
-            await super().awrite(state_id, entries, info, create=create)
-            return
-        job = self._job(state_id, entries, info, create)
-        del entries, info  # the job holds their encoded form (see Store.asave)
-        await self._group.acommit(job)
 
     def _job(self, state_id: str, entries: Entries, info: Info, create: bool) -> _FileWrite:
         check_id(state_id, "FileStore.write()")
@@ -324,7 +301,7 @@ class FileStore(Store):
         ]
         found = listing(names, lambda state_id, _: self._listed_info(state_id))
         infos = [item for item in found if isinstance(item, StateInfo)]
-        return [*files.newest_first(infos), *(item for item in found if isinstance(item, Unlisted))]
+        return [*newest_first(infos), *(item for item in found if isinstance(item, Unlisted))]
 
     def _listed_info(self, state_id: str) -> StateInfo | None:
         """The `StateInfo` of a State folder from its `info.json` (`None` without one)."""

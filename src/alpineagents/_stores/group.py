@@ -9,7 +9,8 @@ after the queue empties (so that a run's next save point does not start a thread
 The promise of a save point does not change: the writer returns only after its job is on stable storage, or raises
 the job's own error (a job that failed its own checks does not affect the others), or the group's when the flush
 as a whole failed. A sync writer that finds nothing being flushed flushes its own job on its own thread (no thread
-hop for a lone writer); jobs that arrive meanwhile queue up for the flusher. A writer interrupted while it waits
+hop for a lone writer), and so does an async writer whose task is the only one on its event loop; jobs that arrive
+meanwhile queue up for the flusher. A writer interrupted while it waits
 (Ctrl+C, a cancelled task) gives up waiting; its job may still be written, which is harmless: a store accepts
 entries it already has when they are sent again.
 
@@ -23,11 +24,12 @@ import asyncio
 import copy
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from alpineagents._stores.locks import SAVING
 
-__all__ = ["GroupCommit", "Job"]
+__all__ = ["GroupCommit", "Job", "GroupCommitting"]
 
 _IDLE_SECONDS = 1.0
 """How long the flusher waits for more work after the queue empties before its thread ends."""
@@ -108,10 +110,21 @@ class GroupCommit:
         if job.error is not None:
             raise job.error
 
+    def _claim_alone(self) -> bool:
+        """For an async writer: claim the flush when nothing is queued or being flushed and the calling task is the
+        only one on its event loop (otherwise the job goes to the flusher)."""
+        if self._flushing or self._queued or len(asyncio.all_tasks()) > 1:
+            return False
+        with self._wake:
+            if self._flushing or self._queued:
+                return False
+            self._flushing = True
+        return True
+
     def _flush_alone(self, job: Job) -> None:
-        """Flush a lone sync writer's job on its own thread; the jobs that arrived meanwhile go to the flusher."""
+        """Flush a lone writer's job on its own thread; the jobs that arrived meanwhile go to the flusher."""
         try:
-            self._flush_group([job])
+            self._flush_group([job], wake=False)  # its writer is this thread: nobody to wake
         finally:
             with self._wake:
                 more = bool(self._queued)
@@ -121,7 +134,17 @@ class GroupCommit:
                 threading.Thread(target=self._flusher, name=self._name, daemon=True).start()
 
     async def acommit(self, job: Job) -> None:
-        """`commit` for async code: awaits the job on this event loop (no thread of its own)."""
+        """`commit` for async code: awaits the job on this event loop (no thread of its own).
+
+        A lone save point whose task is the only one on its loop is flushed right here, like a lone sync writer's:
+        there is nobody to group with and nothing else on the loop that could run meanwhile, so handing it to the
+        flusher thread and waking the loop back would only add two thread hand-offs.
+        """
+        if self._claim_alone():
+            self._flush_alone(job)
+            if job.error is not None:
+                raise job.error
+            return
         job._loop = loop = asyncio.get_running_loop()
         job._future = future = loop.create_future()
         self._enqueue(job)
@@ -150,7 +173,7 @@ class GroupCommit:
             self._flush_group(group)
             del group  # a job can hold what its writer was saving (a State, and with it its lock): let it go now
 
-    def _flush_group(self, group: list[Job]) -> None:
+    def _flush_group(self, group: list[Job], *, wake: bool = True) -> None:
         try:
             flush = self._flush()
             if flush is None:  # pragma: no cover - a writer waiting holds its store
@@ -160,7 +183,8 @@ class GroupCommit:
             for job in group:
                 if job.error is None:
                     job.error = _own_copy(error)
-        _wake_writers(group)
+        if wake:
+            _wake_writers(group)
 
 
 def _own_copy(error: BaseException) -> BaseException:
@@ -173,3 +197,46 @@ def _own_copy(error: BaseException) -> BaseException:
     own.__cause__ = error.__cause__
     own.__traceback__ = None
     return own
+
+
+class GroupCommitting:
+    """The `write` and `awrite` of a store that commits in groups (put it before `Store` in the store's bases).
+
+    The store provides `_group` (its `GroupCommit`, made with its flush) and `_job`, which checks one write and
+    encodes it into the store's `Job` in the writer's thread (so that what waits for the flush is text, not the
+    entry dicts). `write` waits for the job's group commit on the calling thread; `awrite` on the caller's event
+    loop, with no thread of its own. A subclass that overrides `write` gets it called by `awrite` on a worker
+    thread, as for any store.
+    """
+
+    _group: GroupCommit
+
+    def _job(self, state_id: str, entries: Sequence[dict[str, Any]], info: Mapping[str, Any], create: bool) -> Job:
+        raise NotImplementedError
+
+    def write(
+        self, state_id: str, entries: Sequence[dict[str, Any]], info: Mapping[str, Any], *, create: bool = False
+    ) -> None:
+        """Add the entries the store lacks and replace the info, durably, before returning.
+
+        Raises:
+            ValueError: `create=True` and the id exists; the entries leave a gap or differ from saved ones; the
+                saved data is damaged.
+            LookupError: `create=False` and the id does not exist.
+            StateLockedError: Another process is writing this State.
+            OSError: The storage refused (a full disk says so, with where and what to do); nothing of this write
+                is found by the next load.
+        """
+        self._group.commit(self._job(state_id, entries, info, create))
+
+    async def awrite(
+        self, state_id: str, entries: Sequence[dict[str, Any]], info: Mapping[str, Any], *, create: bool = False
+    ) -> None:
+        """`write` for async code: the same checks, then the save point waits for its group commit on this event
+        loop (no thread of its own)."""
+        if type(self).write is not GroupCommitting.write:  # a subclass's own write: run it as any store's
+            await super().awrite(state_id, entries, info, create=create)  # pyright: ignore[reportAttributeAccessIssue]
+            return
+        job = self._job(state_id, entries, info, create)
+        del entries, info  # the job holds their encoded form (see Store.asave)
+        await self._group.acommit(job)

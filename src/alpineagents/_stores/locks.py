@@ -30,6 +30,7 @@ __all__ = [
     "locked_error",
     "holds_lock",
     "hold_lock",
+    "hold_after_asking",
     "settle_lock",
     "drop_lock",
     "let_go_of",
@@ -98,6 +99,26 @@ def holds_lock(key: str) -> bool:
     """Whether this process holds the writer lock for `key` now (a store that must ask its database for the lock
     asks before `hold_lock`, so that no other thread waits for the database while the table of locks is held)."""
     return key in _HOLDS
+
+
+def hold_after_asking(key: str, ask: Callable[[], Release]) -> None:
+    """Take the process's writer lock for `key` from a store that must ask its database for it (a round trip):
+    `ask` runs before the table of held locks is entered, never while it is held, because a State's lock may be
+    given back by the garbage collector on any thread, and that needs the table. `ask` raises `StateLockedError`
+    when another process has the lock, else returns what releases it. When another thread of this process took the
+    lock meanwhile, the database counted it twice: this one is released again at once."""
+    if holds_lock(key):
+        return
+    release = ask()
+    used: builtins.list[bool] = []
+
+    def acquire() -> Release:
+        used.append(True)
+        return release
+
+    hold_lock(key, acquire)
+    if not used:
+        release()
 
 
 def hold_lock(key: str, acquire: Callable[[], Release]) -> None:

@@ -15,13 +15,11 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
 
 from alpineagents._install import install_hint
-from alpineagents._serial import time_from_str
 from alpineagents._stores import batch, damage, lines, locks
-from alpineagents._stores.listing import Unlisted, listing
+from alpineagents._stores.listing import Unlisted, listing, updated_key
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Record, StateInfo, Store
@@ -411,12 +409,11 @@ class PostgresStore(Store):
         except psycopg.OperationalError as error:
             raise OSError(errno.EIO, f"{self!r} could not reach its database: {_first_line(error)}") from error
         except psycopg.errors.DataError as error:
-            raise ValueError(
-                fix_message(
-                    f"the database of {self!r} holds damaged data ({_first_line(error)})",
-                    "restore the database from a backup, or use another schema",
-                    'store = PostgresStore(dsn, schema="agents_new")',
-                )
+            raise damage.damaged_store_error(
+                self,
+                _first_line(error),
+                "restore the database from a backup, or use another schema",
+                'store = PostgresStore(dsn, schema="agents_new")',
             ) from error
 
     def _prepare(self, conn: psycopg.Connection[Any]) -> None:
@@ -474,26 +471,17 @@ class PostgresStore(Store):
         return f"postgres:{self._shown}:{self._schema}:{state_id}"
 
     def _hold(self, name: str, state_id: str) -> None:
-        """Make sure this process holds the State's lock (taking it from the database the first time).
-
-        The database is asked before the process-wide table of held locks is entered, never while it is held: a
-        State's lock can be given back by the garbage collector on any thread, and that needs the table."""
+        """Make sure this process holds the State's lock (asking the database the first time)."""
         key = _lock_key(self._schema, state_id)
-        if locks.holds_lock(name):
-            return
-        with self._errors():
-            taken = self._locks.take(key)
-        if not taken:
-            raise locks.locked_error(state_id, self)
-        used: builtins.list[bool] = []
 
-        def acquire() -> Callable[[], None]:
-            used.append(True)
+        def ask() -> Callable[[], None]:
+            with self._errors():
+                taken = self._locks.take(key)
+            if not taken:
+                raise locks.locked_error(state_id, self)
             return lambda: self._locks.give_back(key)
 
-        locks.hold_lock(name, acquire)
-        if not used:  # another thread of this process took it meanwhile: the database counted ours twice
-            self._locks.give_back(key)
+        locks.hold_after_asking(name, ask)
 
     def _lock_held(self, conn: psycopg.Connection[Any], state_id: str) -> Any:
         """A query (sent with the write, no extra round trip) telling whether the lock connection still holds the
@@ -554,7 +542,7 @@ class PostgresStore(Store):
         """One transaction; False (nothing written) when this process no longer holds the State's lock. `again`:
         this is the same write sent again after a lost connection, so a create may find its own first attempt."""
         info_text = lines.json_line(info).decode()
-        updated = _updated(info)
+        updated = updated_key(info)
         with self._connection() as conn:
             with _pipeline(conn):  # round trip 1: open the transaction, check the lock, read (or create) the row
                 conn.execute("BEGIN")
@@ -638,7 +626,7 @@ class PostgresStore(Store):
         return Record(entries, info)
 
     def _not_json(self, state_id: str, what: str, error: ValueError) -> ValueError:
-        return damage.damaged_error(state_id, f"{what} in {self!r} is not valid JSON ({error})")
+        return damage.not_json_error(state_id, f"{what} in {self!r}", error)
 
     def _lines(self, state_id: str) -> builtins.list[tuple[int, str]]:
         with self._connection() as conn:
@@ -704,17 +692,6 @@ class PostgresStore(Store):
             self._again_if_lost(lambda again: self._delete(state_id))
         finally:
             locks.drop_lock(name)
-
-
-def _updated(info: Mapping[str, Any]) -> datetime | None:
-    """The info's `updated_at` as a time for `list()` to sort by in the query (None when absent or unreadable)."""
-    text = info.get("updated_at")
-    if text is None:
-        return None
-    try:
-        return time_from_str(text)
-    except (TypeError, ValueError):
-        return None
 
 
 def _first_line(error: BaseException) -> str:

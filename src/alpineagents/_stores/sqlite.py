@@ -30,13 +30,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
-from alpineagents._serial import time_from_str
 from alpineagents._stores.batch import Lines, already_saved_error, check_write, entries_to_add, not_saved_error
-from alpineagents._stores.damage import check_count
+from alpineagents._stores.damage import check_count, damaged_store_error, not_json_error
 from alpineagents._stores.disk import disk_full_error
-from alpineagents._stores.group import GroupCommit, Job
+from alpineagents._stores.group import GroupCommit, GroupCommitting, Job
 from alpineagents._stores.lines import json_line, parse_all, parse_each
-from alpineagents._stores.listing import Unlisted, listing, raise_damage
+from alpineagents._stores.listing import Unlisted, listing, raise_damage, updated_key
 from alpineagents._stores.locks import Release, at_fork_in_child, drop_lock, hold_lock, locked_error, settle_lock
 from alpineagents._stores.paths import check_path
 from alpineagents.errors import fix_message
@@ -60,6 +59,36 @@ CREATE TABLE IF NOT EXISTS alpine_entries (
 _HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite database file."""
 _TABLES = {"alpine_states": ("id", "count", "info", "updated"), "alpine_entries": ("state_id", "seq", "line")}
+
+def _create_database(path: str) -> None:
+    """Make a new store's database file at `path` whole: its tables are made, in WAL mode, in a file of its own
+    beside it, which is then linked into place. So no process ever finds the store's file there but empty (which
+    would read as "not a store", or as damage), even while several processes make the same new store at once: the
+    first link wins and the others use its file."""
+    import sqlite3  # here, not at the top: importing alpineagents does not load sqlite3
+
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    new = f"{path}.new-{os.getpid()}-{threading.get_ident()}"
+    os.close(os.open(new, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
+    try:
+        conn = sqlite3.connect(new, isolation_level=None)
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.executescript(_SCHEMA)
+            conn.execute("PRAGMA journal_mode=WAL")  # kept in the file's header
+        finally:
+            conn.close()
+        with contextlib.suppress(FileExistsError):  # another process made the store first: its file is used
+            os.link(new, path)
+    finally:
+        os.unlink(new)
+    fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)  # the new name survives a power loss
+    finally:
+        os.close(fd)
+
 
 _INHERITED: builtins.list[sqlite3.Connection] = []
 """Connections a forked child inherited: never used (SQLite forbids carrying a connection across a fork) and never
@@ -124,19 +153,16 @@ def _offset(state_id: str) -> int:
 
 
 def _sort_key(info: Mapping[str, Any]) -> str | None:
-    updated = info.get("updated_at")
-    if updated is None:
-        return None
-    try:
-        at = time_from_str(updated)
-    except (TypeError, ValueError):
+    """The listing's key (`updated_key`) as the text the `updated` column holds: UTC, to the microsecond."""
+    at = updated_key(info)
+    if at is None:
         return None
     if at.tzinfo is not None:
         at = at.astimezone(UTC).replace(tzinfo=None)
     return at.isoformat(timespec="microseconds")
 
 
-class SQLiteStore(Store):
+class SQLiteStore(GroupCommitting, Store):
     """A store that keeps many States in one SQLite file: each entry a row, each save point one transaction.
 
     `SQLiteStore(path)` takes the database file (created with its parent folders by the first save of a new
@@ -238,8 +264,7 @@ class SQLiteStore(Store):
         except FileNotFoundError:
             if not create:
                 return False
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            _create_database(path)
             return True
         except IsADirectoryError:
             raise self._not_a_store("it is a folder") from None
@@ -297,12 +322,11 @@ class SQLiteStore(Store):
         )
 
     def _damaged(self, what: str) -> ValueError:
-        return ValueError(
-            fix_message(
-                f"the database of {self!r} is damaged: {what}",
-                "restore the file from a backup, or point the store at a new file",
-                'store = SQLiteStore("runs.db")',
-            )
+        return damaged_store_error(
+            self,
+            what,
+            "restore the file from a backup, or point the store at a new file",
+            'store = SQLiteStore("runs.db")',
         )
 
     @contextlib.contextmanager
@@ -356,28 +380,8 @@ class SQLiteStore(Store):
 
     # -- the role -----------------------------------------------------------------------------------------------
 
-    def write(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
-        """Add the entries the database lacks and replace the info, in one transaction.
-
-        Raises:
-            ValueError: `create=True` and the id exists; the entries leave a gap or differ from saved ones.
-            LookupError: `create=False` and the id does not exist.
-            StateLockedError: Another process is writing this State.
-            OSError: The database could not be written (e.g. a full disk); nothing of this write is kept.
-        """
-        self._group.commit(self._job(state_id, entries, info, create, "SQLiteStore.write()"))
-
-    async def awrite(self, state_id: str, entries: Entries, info: Info, *, create: bool = False) -> None:
-        """`write` for async code: the same checks, then the save point waits for its group commit on this event
-        loop (no thread of its own). A subclass that overrides `write` gets it called, on a worker thread."""
-        if type(self).write is not SQLiteStore.write:
-            await super().awrite(state_id, entries, info, create=create)
-            return
-        job = self._job(state_id, entries, info, create, "SQLiteStore.write()")
-        del entries, info  # the job holds their encoded form (see Store.asave)
-        await self._group.acommit(job)
-
-    def _job(self, state_id: str, entries: Entries, info: Info, create: bool, where: str) -> _Write:
+    def _job(self, state_id: str, entries: Entries, info: Info, create: bool) -> _Write:
+        where = "SQLiteStore.write()"
         check_id(state_id, where)
         lines, checked = check_write(where, entries, info)
         return _Write(state_id, lines, (json_line(checked).decode(), _sort_key(checked)), create, self._key(state_id))
@@ -514,9 +518,7 @@ class SQLiteStore(Store):
     def _parse_info(self, state_id: str, text: str | bytes) -> Any:
         return parse_each(
             [(0, text)],
-            lambda _, error: ValueError(
-                f"saved State {state_id!r} is damaged: its info in {self!r} is not valid JSON ({error})"
-            ),
+            lambda _, error: not_json_error(state_id, f"its info in {self!r}", error),
         )[0]
 
     def _parse_entries(self, state_id: str, rows: builtins.list[tuple[int, str | bytes]]) -> builtins.list[Any]:
@@ -530,9 +532,7 @@ class SQLiteStore(Store):
                 return values
         return parse_each(
             rows,
-            lambda seq, error: ValueError(
-                f"saved State {state_id!r} is damaged: entry {seq} in {self!r} is not valid JSON ({error})"
-            ),
+            lambda seq, error: not_json_error(state_id, f"entry {seq} in {self!r}", error),
         )
 
     def list(self) -> builtins.list[StateInfo]:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
 
-__all__ = ["parse_docstring"]
+__all__ = ["parse_docstring", "warn_about_docstring"]
 
 _ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:(.*)$")
 """An entry line: `name: text` or `name (type): text`."""
@@ -85,3 +88,31 @@ def _entries(lines: list[str], header: int) -> dict[str, str]:
         elif current is not None:
             params[current] = f"{params[current]} {stripped}" if params[current] else stripped
     return params
+
+
+def warn_about_docstring(fn: Callable[..., Any], name: str, summary: str, param_docs: Mapping[str, str]) -> None:
+    """Warn, at the function's own line, when the model would read nothing about the tool `name` (no docstring and
+    no `description=`: `summary` is empty) or when an `Args:` entry names no parameter of `fn` (a typo, or a
+    parameter renamed since), since the model reads these texts to choose and call the tool."""
+    problems: list[str] = []
+    if not summary:
+        problems.append(
+            f"tool {name!r} has no description, so the model reads nothing about what it does: give "
+            f"{fn.__name__} a docstring whose first paragraph says it (or pass @tool(description=...))"
+        )
+    unknown = [key for key in param_docs if key not in inspect.signature(fn).parameters]
+    if unknown:
+        names = ", ".join(repr(key) for key in unknown)
+        problems.append(
+            f"the Args: section of tool {name!r} describes {names}, which {fn.__name__} has no parameter named: "
+            "fix the name in the docstring, or remove the entry"
+        )
+    code = getattr(fn, "__code__", None)
+    for problem in problems:
+        warnings.warn_explicit(
+            problem,
+            UserWarning,
+            code.co_filename if code is not None else "<unknown>",
+            code.co_firstlineno if code is not None else 0,
+            module=getattr(fn, "__module__", None) or "alpineagents.tool",
+        )

@@ -20,9 +20,11 @@ from alpineagents.cli.approvals import approvals, approve, deny
 from alpineagents.cli.ids import state_id
 from alpineagents.cli.output import note, outcome_json, print_json, print_table, say
 from alpineagents.cli.replay import Replay, usage_line
+from alpineagents.cli.serve import serve
 from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
 from alpineagents.cli.web import export, view
 from alpineagents.cli.worker import worker
+from alpineagents.loop import waiting_for_user
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import Terminal
@@ -125,6 +127,11 @@ def resume(
         state = opened.load(state_id)
         if message:
             state.add_message(Message.user(message))
+        elif waiting_for_user(state):  # running it again would send the same messages for the same answer
+            raise Misuse(
+                f"run {state_id} is waiting for the user: give the message to send, e.g. "
+                f'alpineagents resume {state_id} {agent_spec} "your reply"'
+            )
     _run(agent, opened, state, model, as_json)
 
 
@@ -226,3 +233,4 @@ main.add_command(worker)
 main.add_command(approvals)
 main.add_command(approve)
 main.add_command(deny)
+main.add_command(serve)

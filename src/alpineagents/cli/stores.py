@@ -107,6 +107,12 @@ def _check_place(text: str, kind: str, path: str, create: bool) -> None:
         raise Misuse(f"--store {text!r} names no path")
     if not create and not os.path.exists(path):
         raise click.ClickException(f"no store at {text}: give an existing folder or database with --store")
+    parent = os.path.dirname(os.path.abspath(path))
+    if create and not os.path.exists(path) and not os.path.isdir(parent):  # a typo must not make folders
+        raise click.ClickException(
+            f"no folder {parent} to make the new store {text} in: create it first (mkdir -p {parent}), or give an "
+            "existing folder or database with --store"
+        )
     if kind == "sqlite" and os.path.isdir(path):
         raise click.ClickException(f"{text} is a folder, not a SQLite database file")
     if kind == "file" and os.path.exists(path) and not os.path.isdir(path):

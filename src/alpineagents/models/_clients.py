@@ -19,6 +19,9 @@ from alpineagents.types import Price
 
 __all__ = ["close_with_loop", "SDKClients"]
 
+_CLIENT_SECRETS = ("api_key", "auth_token", "aws_access_key", "aws_secret_key", "aws_session_token", "access_token")
+"""The attributes an SDK client keeps a credential in (the last four: Anthropic's Bedrock and Vertex clients)."""
+
 
 def close_with_loop(client: Any) -> Any:
     """Arrange for `client.close()` to run when the running event loop shuts down its async generators (as
@@ -96,7 +99,7 @@ class SDKClients(Adapter):
         clients = [self._sdk_client, self._given_client, *(entry[0] for entry in list(self._async_clients.values()))]
         for client in clients:
             if client is not None:
-                known.extend(getattr(client, name, None) for name in ("api_key", "auth_token"))
+                known.extend(getattr(client, name, None) for name in _CLIENT_SECRETS)
         return known
 
     def _sdk(self) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 import ssl
 import threading
@@ -65,6 +66,28 @@ def _caught() -> tuple[type[BaseException], ...]:
     return (_sdk().AnthropicError, TypeError, ValueError, httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
 
 
+_CLOUD_CLIENTS = (
+    "AnthropicBedrock",
+    "AsyncAnthropicBedrock",
+    "AnthropicBedrockMantle",
+    "AsyncAnthropicBedrockMantle",
+    "AnthropicVertex",
+    "AsyncAnthropicVertex",
+)
+
+
+def _cloud_clients() -> tuple[type, ...]:
+    """The SDK's clients for Claude on Bedrock and Vertex AI: they move the model into the URL when they prepare a
+    request, from the body as a dict, so they get the typed call (`messages.stream`) rather than prebuilt bytes."""
+    sdk = _sdk()
+    return tuple(cls for name in _CLOUD_CLIENTS if isinstance(cls := getattr(sdk, name, None), type))
+
+
+def _stream_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of `client.messages.stream(...)` that send `body`."""
+    return {key: value for key, value in body.items() if key != "stream"}
+
+
 class _Rejected(Exception):
     """Carries a bad-request error of the API up to the too-high retry of `respond`."""
 
@@ -109,6 +132,9 @@ class Anthropic(SDKClients):
     """Adapter for the Anthropic Messages API (streamed), built on the official `anthropic` SDK.
 
     Construction does no I/O and needs no credentials; the SDK client is created on the first request.
+    `client`: an SDK client to use instead of making one, for Claude on Amazon Bedrock or Google Vertex AI
+    (`anthropic.AnthropicBedrock(...)`, `anthropic.AnthropicVertex(...)`, or any `anthropic.Anthropic`); an async one
+    (`AsyncAnthropicBedrock`, ...) serves `arespond`, a sync one `respond`.
     """
 
     provider = "anthropic"
@@ -134,6 +160,7 @@ class Anthropic(SDKClients):
         api_key: str | None = None,
         base_url: str | None = None,
         supports: Iterable[str] | None = None,
+        client: Any = None,
     ) -> None:
         if name.startswith("anthropic/"):
             name = name[len("anthropic/") :]
@@ -183,6 +210,17 @@ class Anthropic(SDKClients):
         if cache is True:
             self._check_supported("cache", "cache=True")
         self.cache: bool = ("cache" in self.supports) if cache is None else bool(cache)
+        if client is not None:
+            self._adopt(client)
+
+    def _adopt(self, client: Any) -> None:
+        """Use the caller's SDK client: an async one (its `close` is a coroutine function) for `arespond`,
+        otherwise for `respond`."""
+        self._given_client = client
+        if inspect.iscoroutinefunction(getattr(client, "close", None)):
+            self._async_client = lambda: client  # the fixed seam, replaced on the instance
+        else:
+            self._sdk_client = client
 
     # -- clients -------------------------------------------------------------------------------------------------
 
@@ -458,6 +496,8 @@ class Anthropic(SDKClients):
         sdk = _sdk()
         from anthropic.lib.streaming import MessageStream
 
+        if isinstance(client, _cloud_clients()):
+            return client.messages.stream(**_stream_kwargs(body))
         raw = client.post(
             "/v1/messages",
             cast_to=sdk.types.Message,
@@ -472,6 +512,8 @@ class Anthropic(SDKClients):
         sdk = _sdk()
         from anthropic.lib.streaming import AsyncMessageStream
 
+        if isinstance(client, _cloud_clients()):
+            return client.messages.stream(**_stream_kwargs(body))
         raw = await client.post(
             "/v1/messages",
             cast_to=sdk.types.Message,
@@ -574,7 +616,10 @@ class Anthropic(SDKClients):
         if isinstance(error, TypeError):
             lowered = str(error).lower()
             if any(hint in lowered for hint in _AUTH_HINTS):
-                return AuthError(f"Anthropic authentication failed (no credentials): {error}")
+                return AuthError(
+                    "Anthropic authentication failed (no credentials): set the ANTHROPIC_API_KEY environment "
+                    "variable, or pass Anthropic(..., api_key=...)"
+                )  # the SDK's own text, in the cause, names neither
             return ProviderError(f"Error while building the Anthropic request: {error}")
         if isinstance(error, sdk.AnthropicError):
             return ProviderError(f"Anthropic API error: {error}")

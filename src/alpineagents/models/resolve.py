@@ -9,6 +9,8 @@ from typing import Any, Protocol
 from alpineagents.errors import fix_message
 from alpineagents.models.anthropic import Anthropic
 from alpineagents.models.base import Model
+from alpineagents.models.bedrock import Bedrock
+from alpineagents.models.gemini import Gemini
 from alpineagents.models.openai_compatible import OpenAICompatible
 from alpineagents.models.openai_responses import OpenAIResponses
 
@@ -52,6 +54,8 @@ PROVIDERS: tuple[Provider, ...] = (
     Provider("openai", OpenAICompatible, "Chat Completions", "OPENAI_API_KEY", name_prefix="gpt-"),
     Provider("ollama", OpenAICompatible, "Chat Completions", "none", base_url=OLLAMA_BASE_URL, keeps_base_url=True),
     Provider("openai-responses", OpenAIResponses, "Responses API", "OPENAI_API_KEY", keeps_base_url=True),
+    Provider("google", Gemini, "Gemini API", "GOOGLE_API_KEY", name_prefix="gemini-"),
+    Provider("bedrock", Bedrock, "Converse API", "AWS_ACCESS_KEY_ID"),
 )
 """The model-string prefixes and the adapters they pick, in the order error messages list them. A new adapter adds
 its row here; the docs' table of model strings is checked against this one."""
@@ -90,9 +94,10 @@ def resolve_model(model: Any, **options: Any) -> Model:
 
     `"anthropic/NAME"` and `"claude-..."` give `Anthropic`; `"openai/NAME"` and `"gpt-..."` give
     `OpenAICompatible` (Chat Completions); `"ollama/NAME"` gives `OpenAICompatible` at `OLLAMA_BASE_URL`;
-    `"openai-responses/NAME"` gives `OpenAIResponses` (the Responses API). A `base_url=` option keeps the last two
-    (they go to that address); with any other string it gives the catch-all, `OpenAICompatible` with the whole
-    string as the name. Keyword `options` go to the adapter. Needs no network and no credentials.
+    `"openai-responses/NAME"` gives `OpenAIResponses` (the Responses API); `"google/NAME"` and `"gemini-..."` give
+    `Gemini`; `"bedrock/NAME"` gives `Bedrock` (Converse, credentials from the AWS chain). A `base_url=` option
+    keeps `ollama` and `openai-responses` (they go to that address); with any other string it gives the catch-all,
+    `OpenAICompatible` with the whole string as the name. Keyword `options` go to the adapter. Needs no network and no credentials.
     """
     if isinstance(model, Model):
         if options:

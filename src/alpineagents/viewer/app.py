@@ -1,6 +1,7 @@
 """The viewer's web app (Starlette): the runs list, one run's page, and the JSON a live page polls.
 
-Pages: `/` (the runs list; `q` searches the id and first message, `sort=updated` or `updated_asc`),
+Pages: `/` (the runs list; `q` searches the id, first message and content, `status=` filters, `sort=updated`,
+`updated_asc`, `cost`, `turns` or `status` orders: see `search`),
 `/runs/{id}` (one run), `/api/runs/{id}/entries?after=N` (what a live page adds: the entries after the first N,
 the header and the charts), `/api/runs` (the list as JSON). Every response forbids scripts other than the
 viewer's own, as a second guard behind the escaping.
@@ -24,8 +25,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from alpineagents.state import check_id
 from alpineagents.store import Store
-from alpineagents.viewer import page
-from alpineagents.viewer.runs import first_line, matches, stored_runs, summarize, unlisted_summary
+from alpineagents.viewer import page, search
+from alpineagents.viewer.runs import first_line, stored_runs, summarize, unlisted_summary
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 """The names and addresses of this machine every viewer answers to."""
@@ -90,15 +91,11 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
 
     def runs_list(request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
-        newest_first = request.query_params.get("sort", "updated") != "updated_asc"
+        status = request.query_params.get("status", "")
+        order = request.query_params.get("sort", "updated")
         runs = stored_runs(store)
-        chosen = [info for info in runs.infos if not query or matches(info, query)]
-        chosen.sort(key=lambda info: info.updated_at is None)  # runs never saved with history go last
-        if not newest_first:
-            chosen.reverse()
-        rows = [summarize(store, info) for info in chosen]
-        rows += [unlisted_summary(gone) for gone in runs.unlisted if query.casefold() in gone.id.casefold()]
-        return HTMLResponse(page.list_html(rows, query, newest_first, len(runs)), headers=_headers())
+        shown = search.rows(store, runs, query, status, order)
+        return HTMLResponse(page.list_html(shown, query, status, order, len(runs)), headers=_headers())
 
     def run_view(request: Request) -> Response:
         state_id = request.path_params["state_id"]

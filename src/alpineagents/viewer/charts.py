@@ -12,7 +12,7 @@ from markupsafe import Markup, escape
 
 from alpineagents._turn.program import PROGRAM
 from alpineagents.types import HistoryEntry, ModelReplyEntry
-from alpineagents.viewer.timeline import Item
+from alpineagents.viewer.timeline import Item, duration_text
 
 WIDTH = 640
 BAR_AREA = 150
@@ -113,8 +113,9 @@ def _bar_label(x: float, label: str, count: int) -> str:
     return f'<text x="{x:.1f}" y="{20 + BAR_AREA + 14}" text-anchor="middle" class="tick">{escape(label)}</text>'
 
 
-def cost_chart(data: Sequence[Turn]) -> Markup:
-    """Bars of the cost of each turn, or "" when no turn has a known cost."""
+def cost_chart(data: Sequence[Turn], total: float | None = None) -> Markup:
+    """Bars of the cost of each turn, or "" when no turn has a known cost. `total` is the run's cost with its
+    subagents' (the header's): when it differs, the title says what the bars leave out."""
     costs = [turn.cost or 0.0 for turn in data]
     if not any(turn.cost is not None for turn in data) or not any(costs):
         return Markup("")
@@ -129,7 +130,11 @@ def cost_chart(data: Sequence[Turn]) -> Markup:
             f'height="{height:.1f}" fill="#b279a2"><title>turn {escape(turn.label)}: ${cost:.4f}</title></rect>'
         )
         body.append(_bar_label(x + slot / 2 - 2, turn.label, len(data)))
-    return _frame(f"cost per turn (total ${sum(costs):.4f})", 20 + BAR_AREA + 22, body)
+    own = sum(costs)
+    title = f"cost per turn (total ${own:.4f})"
+    if total is not None and abs(total - own) >= 0.00005:
+        title = f"cost per turn of this run's own requests (${own:.4f}; with its subagents' ${total:.4f})"
+    return _frame(title, 20 + BAR_AREA + 22, body)
 
 
 def duration_chart(items: Sequence[Item]) -> Markup:
@@ -149,7 +154,7 @@ def duration_chart(items: Sequence[Item]) -> Markup:
         body.append(
             f'<text x="{label_width - 6}" y="{y + 12}" text-anchor="end" class="tick">{escape(name)}</text>'
             f'<rect x="{label_width}" y="{y + 2}" width="{max(width, 1):.1f}" height="{row - 5}" '
-            f'class="bar-{escape(item.tone or "plain")}"><title>{escape(item.label)}: {seconds:.3f} s</title></rect>'
-            f'<text x="{label_width + width + 4:.1f}" y="{y + 12}" class="tick">{seconds:.2f} s</text>'
+            f'class="bar-{escape(item.tone or "plain")}"><title>{escape(item.label)}: {duration_text(seconds)}</title></rect>'
+            f'<text x="{label_width + width + 4:.1f}" y="{y + 12}" class="tick">{duration_text(seconds)}</text>'
         )
     return _frame("tool durations", 30 + len(timed[:60]) * row, body)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
 from typing import Any
@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from alpineagents.store import StateInfo, Store
 from alpineagents.types import RunStartEntry
-from alpineagents.viewer import charts, timeline
+from alpineagents.viewer import charts, search, timeline, waterfall
 from alpineagents.viewer.runs import Run, Summary, TreeNode, open_run, status, stored_runs, subagent_tree
 
 ENV = Environment(
@@ -71,6 +71,7 @@ class RunPage:
     header: dict[str, Any]
     charts: list[Markup]
     tree: TreeNode | None = None
+    spans: list[waterfall.Span] = field(default_factory=list)
 
 
 def header(run: Run) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def run_page(store: Store, state_id: str, infos: Sequence[StateInfo] | None = No
     run = open_run(store, state_id)
     items = timeline.build(run.history, run.raw)
     turns = charts.turns(run.history)
-    drawn = [charts.token_chart(turns), charts.cost_chart(turns), charts.duration_chart(items)]
+    drawn = [charts.token_chart(turns), charts.cost_chart(turns, run.state.usage.cost), charts.duration_chart(items)]
     listing = stored_runs(store).infos if infos is None else infos
     return RunPage(
         run,
@@ -116,7 +117,17 @@ def run_page(store: Store, state_id: str, infos: Sequence[StateInfo] | None = No
         header(run),
         [chart for chart in drawn if chart],
         subagent_tree(listing, state_id),
+        waterfall.spans(state_id, items, lambda child_id: _items(store, child_id)),
     )
+
+
+def _items(store: Store, state_id: str) -> list[timeline.Item] | None:
+    """The timeline items of a subagent run, or None when it is not in the store or cannot be read."""
+    try:
+        run = open_run(store, state_id)
+    except (LookupError, ValueError, OSError):
+        return None
+    return timeline.build(run.history, run.raw)
 
 
 def server_link(state_id: str) -> str:
@@ -126,7 +137,14 @@ def server_link(state_id: str) -> str:
 
 def _context(link: Callable[[str], str], **values: Any) -> dict[str, Any]:
     live = bool(values.get("live"))
-    return {"css": _asset("viewer.css"), "js": _asset("viewer.js"), "link": link, "policy": policy(live=live), **values}
+    return {
+        "css": _asset("viewer.css"),
+        "js": _asset("viewer.js"),
+        "link": link,
+        "policy": policy(live=live),
+        "waterfall": lambda page: waterfall.chart(page.spans, link, page.run.id),
+        **values,
+    }
 
 
 def problem_html(heading: str, message: str) -> str:
@@ -136,12 +154,11 @@ def problem_html(heading: str, message: str) -> str:
     return template.render(_context(server_link, **values))
 
 
-def list_html(rows: Sequence[Summary], query: str, newest_first: bool, total: int) -> str:
+def list_html(rows: Sequence[Summary], query: str, status: str, order: str, total: int) -> str:
     """The runs list page."""
     template = ENV.get_template("list.html")
-    return template.render(
-        _context(server_link, rows=rows, query=query, newest_first=newest_first, total=total, live=False)
-    )
+    values = {"rows": rows, "query": query, "status": status, "order": order, "total": total, "live": False}
+    return template.render(_context(server_link, statuses=list(search.STATUSES), **values))
 
 
 def run_html(page: RunPage) -> str:

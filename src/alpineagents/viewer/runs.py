@@ -182,6 +182,12 @@ def summarize(store: Store, info: StateInfo) -> Summary:
             info.id, info.first_message, info.turn, info.created_at, info.updated_at,
             "cannot load: " + first_line(error), info.finished, None, 0, 0, info.parent_id,
         )  # fmt: skip
+    return summary_of(run)
+
+
+def summary_of(run: Run) -> Summary:
+    """The listing row of a run already read."""
+    info = run.info
     usage = run.state.usage
     return Summary(
         info.id,

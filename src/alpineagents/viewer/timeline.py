@@ -93,6 +93,11 @@ class Item:
     turn: int = 0
 
 
+def duration_text(seconds: float) -> str:
+    """A duration to the millisecond: `340 ms` under a second, else `2.481 s`."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.3f} s"
+
+
 def as_json(value: Any) -> str:
     """`value` as indented JSON text (frozen containers included; anything else through `str`)."""
     return json.dumps(value, indent=2, ensure_ascii=False, default=_plain)
@@ -178,7 +183,7 @@ def _reply(item: Item, entry: ModelReplyEntry, asked: datetime | None) -> None:
     item.facts = _usage_fact(entry)
     if asked is not None:
         item.duration = max(0.0, (entry.at - asked).total_seconds())
-        item.facts.insert(0, f"took {item.duration:.2f} s")
+        item.facts.insert(0, f"took {duration_text(item.duration)}")
     item.pieces = message_pieces(reply.message)
     if reply.cut_off:
         item.tone, item.badge = "warn", "cut off"
@@ -195,7 +200,7 @@ def _tool(item: Item, entry: ToolResultEntry, ready: datetime | None) -> None:
     item.links = list(entry.child_ids)
     if ready is not None and outcome not in REFUSED:
         item.duration = max(0.0, (entry.at - ready).total_seconds())
-        item.facts.append(f"{item.duration:.2f} s")
+        item.facts.append(duration_text(item.duration))
     if entry.usage is not None:
         item.facts.append(f"subagents: {entry.usage.input_tokens} in, {entry.usage.output_tokens} out")
 

@@ -21,6 +21,7 @@
           head.innerHTML = data.header;
           charts.innerHTML = data.charts;
           page.setAttribute("data-count", String(data.count));
+          page.querySelector(".entry-count").textContent = String(data.count);
         }
       })
       .catch(function () { /* the viewer stopped; try again on the next tick */ })

@@ -1,6 +1,6 @@
 """The child program of tests/test_otel.py: another process resumes a State from a FileStore with tracing on.
 
-`python tests/otel_child.py STORE_DIR STATE_ID` loads the State, adds a message, runs it with tracing on (spans to
+`python tests/helpers/otel_child.py STORE_DIR STATE_ID` loads the State, adds a message, runs it with tracing on (spans to
 an in-memory exporter) and prints one JSON line: the conversation id of its run's span and that span's links.
 """
 

@@ -17,8 +17,8 @@ import sys
 import threading
 
 from alpineagents.state import State
-from alpineagents.store import FileStore, SQLiteStore
 from alpineagents.types import Message
+from store_kinds import kind_named
 
 MARKER = "/alpineagents-marker"
 
@@ -27,7 +27,7 @@ def main() -> None:
     kind, path, acks, threads, saves = sys.argv[1:6]
     lone = sys.argv[6:] == ["lone"]
     creates = sys.argv[6:] == ["creates"]
-    store = SQLiteStore(path) if kind == "sqlite" else FileStore(path)
+    store = kind_named(kind).open({"kind": kind, "dir": path})
     count = 1 if lone else int(threads)
     states = [State(id=f"t{n}", messages=[Message.user(f"t{n} message 0")]) for n in range(count)]
     for state in states:

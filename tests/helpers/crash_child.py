@@ -1,6 +1,6 @@
 """The child program of tests/test_crash.py: a real agent run that kills itself (SIGKILL) at a named point.
 
-`python tests/crash_child.py serve` starts a zygote: it imports the library once, then reads one JSON job per line
+`python tests/helpers/crash_child.py serve` starts a zygote: it imports the library once, then reads one JSON job per line
 on stdin, forks a fresh child for it, waits, and answers one JSON line (`{"signal": n}` or `{"exit": n}`). The
 zygote never touches a State, so every child starts without any State in memory.
 
@@ -37,10 +37,11 @@ from alpineagents.loop import loop, waiting_for_user
 from alpineagents.postgres import PostgresStore
 from alpineagents.reporter import Reporter
 from alpineagents.state import State
-from alpineagents.store import FileStore, Store
+from alpineagents.store import Store
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message
+from store_kinds import kind_named
 
 STATE_ID = "crash"
 PROMPT = "Write notes a and b, log x, then note c."
@@ -142,12 +143,7 @@ def body(agent: Agent, state: State) -> None:
 
 
 def make_store(job: dict[str, Any]) -> Store:
-    kind, folder = job["kind"], job["dir"]
-    if kind == "file":
-        return FileStore(os.path.join(folder, "runs"))
-    if kind == "postgres":
-        return PostgresStore(job["dsn"], schema=job["schema"])
-    return store_module.SQLiteStore(os.path.join(folder, "runs.db"))  # pyright: ignore[reportAttributeAccessIssue]
+    return kind_named(job["kind"]).open(job)
 
 
 def _patch_store() -> None:

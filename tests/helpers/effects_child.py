@@ -1,9 +1,9 @@
 """The child program of tests/test_effects.py: a run whose tool pays into a ledger file (the "external system"),
 killed with SIGKILL at a named point, then resumed in another process whose tool can reconcile.
 
-`python tests/effects_child.py run DIR POINT`: run the payment; POINT is `before_effect` (the tool dies before
+`python tests/helpers/effects_child.py run DIR POINT`: run the payment; POINT is `before_effect` (the tool dies before
 it writes the ledger) or `after_effect` (it dies after the ledger line is written, before its result is saved).
-`python tests/effects_child.py resume DIR MODE [DECISION]`: load the State, optionally decide its waiting call
+`python tests/helpers/effects_child.py resume DIR MODE [DECISION]`: load the State, optionally decide its waiting call
 (`approve` or `deny`), run it; MODE is `ledger` (reconcile looks the call's idempotency key up in the ledger) or
 `unsure` (reconcile cannot tell). Writes `final.json`: what the model read last, the State's stop, its waiting
 calls and the effect marks of its history.
