@@ -60,6 +60,7 @@ _HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite database file."""
 _TABLES = {"alpine_states": ("id", "count", "info", "updated"), "alpine_entries": ("state_id", "seq", "line")}
 
+
 def _create_database(path: str) -> None:
     """Make a new store's database file at `path` whole: its tables are made, in WAL mode, in a file of its own
     beside it, which is then linked into place. So no process ever finds the store's file there but empty (which
