@@ -88,6 +88,11 @@ def test_module_exports_and_constants() -> None:
         "invalid_args_message",
         "SUPPORTED_TYPES_TEXT",
         "DONE",
+        "current_call",
+        "CurrentCall",
+        "Happened",
+        "NotHappened",
+        "CannotTell",
     ]
     assert DONE == "(done)"
     assert SUPPORTED_TYPES_TEXT == (

@@ -364,6 +364,20 @@ def test_the_runs_list_searches_the_content_filters_by_status_and_sorts_by_cost_
     page.click("form.search button")
     page.wait_for_url("**q=break**")
     assert row_ids(page) == ["b1"] and page.locator("select[name=status]").input_value() == "error"
+    page.goto(address)
+    agents = page.locator("select[name=agent] option").all_inner_texts()
+    assert {"any agent", "lead", "scout", "calc", "broken"} <= set(agents)
+    page.select_option("select[name=agent]", "scout")
+    page.click("form.search button")
+    page.wait_for_url("**agent=scout**")
+    assert row_ids(page) == [child]
+    models = page.locator("select[name=model] option").all_inner_texts()
+    assert models[0] == "any model" and len(models) >= 2
+    page.goto(address + "?since=2999-01-01")
+    assert row_ids(page) == []
+    page.goto(address + "?since=2000-01-01&agent=lead")
+    assert row_ids(page) == ["lead1"]
+    page.goto(address + "?q=add&status=stopped&since=2000-01-01")
     shot(page, "search-and-filters.png")
     page.goto(address + "?q=zzz-nothing&status=finished")
     assert row_ids(page) == [] and "no runs" in page.locator("tbody").inner_text()

@@ -343,3 +343,25 @@ def test_submits_of_one_state_from_several_processes_at_once_queue_one_run(setup
         assert [m.text for m in state.messages if m.role == "user" and m.text] == [f"task {n}"]
         assert sum(entry.kind == "run_start" for entry in state.history) == 1
     assert setup.notes() == Counter({f"task {n}": 1 for n in range(states)})
+
+
+def test_a_worker_killed_after_a_tools_effect_has_the_call_reconciled_by_the_worker_that_takes_over(
+    setup: Setup,
+) -> None:
+    """The `pay` tool pays into a ledger, then its worker dies (SIGKILL) before the result is saved. The worker
+    that takes the run over asks the tool's reconcile, which finds the payment by the call's idempotency key: the
+    tool is not called again and the model reads the result reconcile gave."""
+    app = setup.workers_module()
+    Path(str(setup.journal) + ".kill").touch()
+    run = app.workers.submit("payer", "pay 30", state_id="pay-1")
+    workers = [setup.start_worker(), setup.start_worker()]
+    try:
+        answer = wait_all(setup, [run], 240)[0]
+    finally:
+        stop(workers)
+    assert sorted(worker.returncode for worker in workers)[0] == -signal.SIGKILL  # one died in the tool
+    assert answer == "model read: paid 30 (found in the ledger)"
+    calls = setup.journal.read_text().splitlines()
+    assert [line.split()[0] for line in calls] == ["pay", "reconcile"]
+    assert calls[0].split()[1] == calls[1].split()[1] == calls[0].split()[1]
+    assert len(Path(str(setup.journal) + ".ledger").read_text().splitlines()) == 1

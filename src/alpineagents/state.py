@@ -25,6 +25,7 @@ from alpineagents._history.attributes import assignment_error, missing_attribute
 from alpineagents._history.children import Joined
 from alpineagents._history.closing import INTERRUPTED as INTERRUPTED
 from alpineagents._history.closing import STOPPED_TURN as STOPPED_TURN
+from alpineagents._history.closing import UNSAVED_RESULT as UNSAVED_RESULT
 from alpineagents._history.closing import closed_outcome as closed_outcome
 from alpineagents._history.closing import closed_result as closed_result
 from alpineagents._history.construction import check_keywords, history_snapshot, initial_entries, keyword_signature
@@ -70,10 +71,6 @@ if TYPE_CHECKING:  # the layers above the State, which it only holds and hands b
 __all__ = ["State", "StateSnapshot"]
 
 
-UNSAVED_RESULT = (
-    "(unknown: the run stopped before this result was saved, so the tool may or may not have run. "
-    "Check whether it took effect before relying on it or running it again)"
-)
 STOPPED_WAITING = "(process stopped while waiting for the model)"
 
 

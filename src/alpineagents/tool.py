@@ -25,7 +25,9 @@ from typing_extensions import Unpack
 from alpineagents._tools.callbacks import HANDLER_EXAMPLE, HINTS_FOR_EXAMPLE, check_hints_for, handled_classes
 from alpineagents._tools.docstring import parse_docstring as _parse_docstring
 from alpineagents._tools.docstring import warn_about_docstring
+from alpineagents._tools.reconcile import CannotTell, Happened, NotHappened, Reconcile, check_reconcile
 from alpineagents._tools.schema import SUPPORTED_TYPES_TEXT, error_message, read_parameters
+from alpineagents._tools.scope import CurrentCall, current_call
 from alpineagents.errors import ToolError, ToolInputError, fix_message
 from alpineagents.types import INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, Image, TextBlock, ToolResultContent, ToolSpec
 
@@ -44,6 +46,11 @@ __all__ = [
     "invalid_args_message",
     "SUPPORTED_TYPES_TEXT",
     "DONE",
+    "current_call",
+    "CurrentCall",
+    "Happened",
+    "NotHappened",
+    "CannotTell",
 ]
 
 DONE = "(done)"
@@ -144,7 +151,13 @@ class Tool:
     """The base of every tool: a name, a description and a JSON Schema the model sees, plus `run`.
 
     Subclasses call `super().__init__(...)` and implement `run(self, args, state)` (as `def` or `async def`).
+    A tool whose effect must never happen twice may also define `reconcile(self, call)` (or pass `reconcile=`):
+    it is asked, when a run resumes, about each call of the tool whose effect is unknown (see `Happened`).
     """
+
+    reconcile: Reconcile | None = None
+    """Asked about a call whose process died before its result was saved: `Happened(result)`, `NotHappened()` or
+    `CannotTell()`. `None`: the call stays closed as unknown."""
 
     name: str
     description: str
@@ -166,8 +179,10 @@ class Tool:
         destructive: bool | None = None,
         idempotent: bool | None = None,
         open_world: bool | None = None,
+        reconcile: Reconcile | None = None,
     ) -> None:
         _check_name(name)
+        check_reconcile(name, reconcile)
         if not isinstance(description, str):
             raise TypeError(
                 fix_message(
@@ -204,6 +219,8 @@ class Tool:
         self.input_schema = schema
         self.parallel = parallel
         self.read_only, self.destructive, self.idempotent, self.open_world = hints
+        if reconcile is not None:
+            self.reconcile = reconcile
         self._tool_initialized = True
 
     @property
@@ -249,6 +266,7 @@ class ToolOptions(TypedDict, total=False):
     destructive: bool | None
     idempotent: bool | None
     open_world: bool | None
+    reconcile: Reconcile | None
 
 
 _OPTIONS = tuple(ToolOptions.__annotations__)
@@ -284,6 +302,7 @@ class FunctionTool(Tool):
         destructive: bool | None = None,
         idempotent: bool | None = None,
         open_world: bool | None = None,
+        reconcile: Reconcile | None = None,
     ) -> None:
         self._given = _options(locals())
         if isinstance(fn, Tool):
@@ -320,6 +339,7 @@ class FunctionTool(Tool):
             destructive=destructive,
             idempotent=idempotent,
             open_world=open_world,
+            reconcile=reconcile,
         )
         self._handled = handled_classes(name, exception_handler) if exception_handler is not None else ()
         if hints_for is not None:
@@ -482,6 +502,7 @@ def tool(
     destructive: bool | None = None,
     idempotent: bool | None = None,
     open_world: bool | None = None,
+    reconcile: Reconcile | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a typed function: `@tool` or `@tool(name=..., read_only=True, ...)`."""
     options = _options(locals())

@@ -11,7 +11,13 @@ import asyncio
 
 from alpineagents.types import ToolOutcome, ToolOutcomeKind
 
-__all__ = ["INTERRUPTED", "STOPPED_TURN", "is_interrupt", "closed_result", "closed_outcome"]
+__all__ = ["UNSAVED_RESULT", "INTERRUPTED", "STOPPED_TURN", "is_interrupt", "closed_result", "closed_outcome"]
+
+UNSAVED_RESULT = (
+    "(unknown: the run stopped before this result was saved, so the tool may or may not have run. "
+    "Check whether it took effect before relying on it or running it again)"
+)
+"""The result text of a call that was running when its process died (given when its State is loaded)."""
 
 INTERRUPTED = "(interrupted by user)"
 """The result text of a call closed by Ctrl+C or cancellation."""

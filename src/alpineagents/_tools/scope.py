@@ -3,6 +3,8 @@
 The tool runner sets `CALL_SCOPE` around each tool run (in the worker thread's or Task's own context copy), so a
 `run`/`arun` started inside the tool finds its parent. The value is a `CallScope`: a `(state, call)` tuple that
 also carries `.context`, the settings of the `use_tools`/`ause_tools` that ran the tool (or `None`).
+
+`current_call()` is the public reading of it: the running call, its State's id and its idempotency key.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from alpineagents import _observe as observe
+from alpineagents._values.construct import value
+from alpineagents.errors import fix_message
+from alpineagents.types import ToolCall
 
 if TYPE_CHECKING:
     from alpineagents._turn.permission_rules import Owner, PermissionList
@@ -21,9 +26,8 @@ if TYPE_CHECKING:
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
     from alpineagents.store import Store
-    from alpineagents.types import ToolCall
 
-__all__ = ["CALL_SCOPE", "CallScope", "RunSettings", "enter_call"]
+__all__ = ["CALL_SCOPE", "CallScope", "RunSettings", "enter_call", "CurrentCall", "current_call", "call_of"]
 
 
 class RunSettings(Protocol):
@@ -85,3 +89,42 @@ def enter_call(state: State, call: ToolCall, context: RunSettings | None) -> Non
     CALL_SCOPE.set(CallScope(state, call, context))
     if (observer := observe.OBSERVER) is not None:
         observer.tool_running(state, call)
+
+
+@value
+class CurrentCall:
+    """The tool call being run (or reconciled): what a tool passes to a service that takes idempotency keys."""
+
+    state_id: str
+    """The id of the State whose call it is."""
+    call: ToolCall
+    """The call: its id, the tool's name, the model's arguments."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """``"<state id>:<call id>"``: the same for every attempt of this call, in any process, and different for
+        every other call. A service that accepts idempotency keys does the effect once per key."""
+        return f"{self.state_id}:{self.call.id}"
+
+
+def call_of(state: State, call: ToolCall) -> CurrentCall:
+    """The ``CurrentCall`` of ``call`` of ``state``."""
+    return CurrentCall(state.id, call)
+
+
+def current_call() -> CurrentCall:
+    """The tool call running in this context (inside a tool's function or ``run``, or its ``reconcile``).
+
+    Raises:
+        LookupError: no tool call runs here (the tool was called directly, not by a run).
+    """
+    scope = CALL_SCOPE.get()
+    if scope is None:
+        raise LookupError(
+            fix_message(
+                "current_call() was called outside a tool call",
+                "call it inside a tool that a run calls (agent.run, agent.use_tools, agent.run_tool)",
+                "@tool\ndef pay(amount: int) -> str:\n    key = current_call().idempotency_key\n    ...",
+            )
+        )
+    return CurrentCall(scope[0].id, scope[1])

@@ -17,6 +17,7 @@ from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.context import RUNS, RunContext, run_context
 from alpineagents._turn.driver import Steps, save, save_after_error
 from alpineagents._turn.permission_rules import check_run_start
+from alpineagents._turn.reconcile import reconcile_steps
 from alpineagents._turn.steps import use_tools_steps
 from alpineagents.errors import ResumeWarning, fix_message
 from alpineagents.state import State
@@ -248,6 +249,7 @@ def run_steps(
             if agent._mcp_servers:
                 yield (agent._mcp_open, agent._amcp_open, ())
                 using_mcp = True
+            yield from reconcile_steps(agent, state)  # calls whose effect is unknown, when their tools can tell
             if state.pending_calls and has_waits(state._acc):  # calls held for a person's decision
                 yield from use_tools_steps(agent, state, "run")
             if type(state.stopped) is StoppedForApproval:  # some still wait: the loop has nothing to do

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from alpineagents._history.effects import effect_marks
 from alpineagents._replay.fork import fork_onto, forked_model
 from alpineagents._values.visible import visible
 from alpineagents.agent import Agent
@@ -162,6 +163,15 @@ def list_runs(limit: int | None, text: str | None, top: bool, as_json: bool, sto
         note("no runs")
 
 
+EFFECT_MARKS = {
+    "unknown": "effect unknown (the process stopped before its result was saved)",
+    "happened": "effect unknown, reconciled: it had happened (the result comes from reconcile)",
+    "not_happened": "effect unknown, reconciled: it had not happened (run again, once)",
+    "cannot_tell": "effect unknown, reconcile cannot tell (waits for a person's decision)",
+}
+"""What `show` says of a call whose effect was unknown, by what became of it."""
+
+
 @main.command(short_help="Print a run as the Terminal showed it.")
 @click.argument("state_id", metavar="ID", callback=state_id)
 @click.option("--json", "as_json", is_flag=True, help="Print the saved history entries as a JSON list.")
@@ -176,6 +186,8 @@ def show(state_id: str, as_json: bool, store: str | None) -> None:
             return
         say(f"run {found.id}: {found.info.first_message or '(no first message)'}")
         Replay(opened, sys.stdout).history(found.history)
+    for call_id, mark in effect_marks(found.state.history).items():  # calls cut off by a crash (as loading closes them)
+        click.echo(f"call {call_id}: {EFFECT_MARKS[mark]}")
     if found.unfinished:
         click.echo(UNFINISHED)
     click.echo(usage_line(found.state.usage))

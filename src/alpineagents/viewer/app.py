@@ -1,7 +1,7 @@
 """The viewer's web app (Starlette): the runs list, one run's page, and the JSON a live page polls.
 
-Pages: `/` (the runs list; `q` searches the id, first message and content, `status=` filters, `sort=updated`,
-`updated_asc`, `cost`, `turns` or `status` orders: see `search`),
+Pages: `/` (the runs list; `q` searches the id, first message and content, `status=`, `agent=`, `model=` and
+`since=YYYY-MM-DD` filter, `sort=updated`, `updated_asc`, `cost`, `turns` or `status` orders: see `search`),
 `/runs/{id}` (one run), `/compare?a=ID&b=ID` (two runs side by side), `/evals` and `/evals/{id}` (eval reports),
 `/api/runs/{id}/entries?after=N` (what a live page adds: the entries after the first N, the header and the charts),
 `/api/runs` (the list as JSON). Every response forbids scripts other than the viewer's own, as a second guard
@@ -93,12 +93,12 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
     """The viewer app over `store`, answering to the loopback names and to `allowed_hosts`."""
 
     def runs_list(request: Request) -> Response:
-        query = request.query_params.get("q", "").strip()
-        status = request.query_params.get("status", "")
+        asked = {key: request.query_params.get(key, "").strip() for key in ("q", "status", "agent", "model", "since")}
         order = request.query_params.get("sort", "updated")
+        choice = search.Choice(asked.pop("q"), order=order, **asked)
         runs = stored_runs(store)
-        shown = search.rows(store, runs, query, status, order)
-        return HTMLResponse(page.list_html(shown, query, status, order, len(runs)), headers=_headers())
+        shown, options = search.rows(store, runs, choice)
+        return HTMLResponse(page.list_html(shown, choice, options, len(runs)), headers=_headers())
 
     def run_view(request: Request) -> Response:
         state_id = request.path_params["state_id"]

@@ -1,19 +1,38 @@
-"""How the viewer shows the approval records of a run: a call waiting for a person's decision, and the decision."""
+"""How the viewer shows the approval records of a run (a call waiting for a person's decision, and the decision),
+and the records of calls whose effect was unknown (a tool's ``reconcile`` answer)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from alpineagents._history.effects import RECONCILE_KEY
 from alpineagents._values.approval import APPROVAL_KEY
 from alpineagents.types import ExchangeEntry
 
-__all__ = ["approval_label"]
+__all__ = ["approval_label", "RECONCILED"]
+
+RECONCILED = {
+    "happened": ("its effect had happened: the result comes from reconcile", "ok"),
+    "not_happened": ("its effect had not happened: it runs again, once", "warn"),
+    "cannot_tell": ("nobody can tell whether its effect happened: it waits for a person", "warn"),
+}
+"""What the viewer says of each ``reconcile`` answer, and its tone."""
 
 
 def approval_label(entry: ExchangeEntry) -> tuple[str, str, str] | None:
     """`(label, tone, badge)` for an exchange that records an approval (a wait or a decision), else None."""
     answer: Any = entry.content.answer
-    mark = answer.get(APPROVAL_KEY) if entry.kind == "human" and hasattr(answer, "get") else None
+    if entry.kind != "human" or not hasattr(answer, "get"):
+        return None
+    reconciled = RECONCILED.get(answer.get(RECONCILE_KEY))
+    if reconciled is not None:
+        said, tone = reconciled
+        return (
+            f"call {answer.get('call_id') or '?'} ({answer.get('tool') or 'tool'}) reconciled: {said}",
+            tone,
+            "reconciled",
+        )
+    mark = answer.get(APPROVAL_KEY)
     if mark is None:
         return None
     call = answer.get("call_id") or "?"

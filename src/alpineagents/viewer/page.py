@@ -154,11 +154,11 @@ def problem_html(heading: str, message: str) -> str:
     return template.render(_context(server_link, **values))
 
 
-def list_html(rows: Sequence[Summary], query: str, status: str, order: str, total: int) -> str:
+def list_html(rows: Sequence[Summary], choice: search.Choice, options: dict[str, list[str]], total: int) -> str:
     """The runs list page."""
     template = ENV.get_template("list.html")
-    values = {"rows": rows, "query": query, "status": status, "order": order, "total": total, "live": False}
-    return template.render(_context(server_link, statuses=list(search.STATUSES), **values))
+    values = {"rows": rows, "choice": choice, "query": choice.query, "order": choice.order, "total": total}
+    return template.render(_context(server_link, statuses=list(search.STATUSES), live=False, **options, **values))
 
 
 def run_html(page: RunPage) -> str:

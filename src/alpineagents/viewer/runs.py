@@ -61,6 +61,8 @@ class Summary:
     tokens: int
     entries: int
     parent_id: str | None
+    agent: str | None = None
+    model: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The row as plain JSON values (times as ISO strings)."""
@@ -76,6 +78,8 @@ class Summary:
             "tokens": self.tokens,
             "entries": self.entries,
             "parent_id": self.parent_id,
+            "agent": self.agent,
+            "model": self.model,
         }
 
 
@@ -189,6 +193,7 @@ def summary_of(run: Run) -> Summary:
     """The listing row of a run already read."""
     info = run.info
     usage = run.state.usage
+    starts = [entry.content for entry in run.history if isinstance(entry, RunStartEntry)]
     return Summary(
         info.id,
         info.first_message,
@@ -201,6 +206,8 @@ def summary_of(run: Run) -> Summary:
         usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens,
         len(run.raw),
         info.parent_id,
+        starts[-1].name if starts else None,
+        starts[-1].model if starts else None,
     )
 
 

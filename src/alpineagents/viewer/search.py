@@ -1,15 +1,18 @@
 """The runs list of the viewer: which runs a search and a status filter keep, and in which order.
 
 A search matches the run's id and first message, then the content of its saved entries (message texts, thinking,
-tool arguments and results, errors). The status filter keeps the runs whose status starts with one of the words
-of `STATUSES`. Sorting is by `updated` (newest first; `updated_asc` oldest first), `cost` or `turns` (largest
-first, unknown last) or `status` (by its text).
+tool arguments and results, errors). The filters keep the runs whose status starts with one of the words of
+`STATUSES`, whose latest run was by one agent or on one model, and that were updated on or after a day (UTC).
+Sorting is by `updated` (newest first; `updated_asc` oldest first), `cost` or `turns` (largest first, unknown last)
+or `status` (by its text).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from alpineagents.store import Store
@@ -45,10 +48,39 @@ def _content_holds(store: Store, state_id: str, needle: str) -> Summary | None:
     return None
 
 
-def rows(store: Store, runs: Listing, query: str, status: str, order: str) -> list[Summary]:
-    """The rows the list shows for the search `query`, the `status` filter (a key of `STATUSES`, or "") and the
-    `order` (a key of `SORTS`, `updated` or `updated_asc`)."""
-    needle = query.strip().casefold()
+@dataclass(frozen=True)
+class Choice:
+    """What the list page asks for: the search, the filters ("" for none) and the order."""
+
+    query: str = ""
+    status: str = ""
+    agent: str = ""
+    model: str = ""
+    since: str = ""
+    order: str = "updated"
+
+    def keeps(self, row: Summary) -> bool:
+        """True when `row` passes every filter."""
+        kept = STATUSES.get(self.status)
+        if kept is not None and not row.status.startswith(kept):
+            return False
+        if (self.agent and row.agent != self.agent) or (self.model and row.model != self.model):
+            return False
+        day = _day(self.since)
+        return day is None or (row.updated_at is not None and row.updated_at.date() >= day)
+
+
+def _day(text: str) -> date | None:
+    try:
+        return date.fromisoformat(text) if text else None
+    except ValueError:  # not a day: no filter
+        return None
+
+
+def rows(store: Store, runs: Listing, choice: Choice) -> tuple[list[Summary], dict[str, list[str]]]:
+    """The rows the list shows for `choice`, and the agents and models of the rows the search found (the filters'
+    options)."""
+    needle = choice.query.strip().casefold()
     found: list[Summary] = []
     for info in runs.infos:
         if not needle or matches(info, needle):
@@ -58,13 +90,15 @@ def rows(store: Store, runs: Listing, query: str, status: str, order: str) -> li
             if row is not None:
                 found.append(row)
     found += [unlisted_summary(gone) for gone in runs.unlisted if needle in gone.id.casefold()]
-    kept = STATUSES.get(status)
-    if kept is not None:
-        found = [row for row in found if row.status.startswith(kept)]
-    if order in SORTS:
-        found.sort(key=SORTS[order])
+    options = {
+        "agents": sorted({row.agent for row in found if row.agent}),
+        "models": sorted({row.model for row in found if row.model}),
+    }
+    found = [row for row in found if choice.keeps(row)]
+    if choice.order in SORTS:
+        found.sort(key=SORTS[choice.order])
     else:
         found.sort(key=lambda row: row.updated_at is None)  # the listing is newest first; unsaved runs go last
-        if order == "updated_asc":
+        if choice.order == "updated_asc":
             found.reverse()
-    return found
+    return found, options

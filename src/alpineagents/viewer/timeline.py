@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from alpineagents._history.closing import UNSAVED_RESULT
 from alpineagents._turn.program import PROGRAM
 from alpineagents.types import (
     IMAGE_TYPES,
@@ -192,6 +193,8 @@ def _tool(item: Item, entry: ToolResultEntry, ready: datetime | None) -> None:
     outcome = entry.outcome
     item.label = f"{format_call(entry.call)}"
     item.badge = outcome.value + (" (late)" if entry.late else "")
+    if entry.content == UNSAVED_RESULT:  # the process died while it ran
+        item.badge = "effect unknown"
     item.tone = "ok" if outcome in GOOD else ("warn" if outcome in REFUSED else "bad")
     item.pieces = content_pieces("result", entry.content, "result")
     item.links = list(entry.child_ids)
