@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from alpineagents._history.decode import entry_from_dict
 from alpineagents.errors import fix_message
 from alpineagents.events import StreamEvent, checked_after, entry_events
 from alpineagents.types import ModelReplyEntry, ToolCall
+
+if TYPE_CHECKING:
+    from alpineagents.store import Record
 
 __all__ = ["Readable", "follow", "afollow"]
 
@@ -49,7 +52,7 @@ class _Cursor:
         self.news_at = time.monotonic()
         self.idle = idle
 
-    def events(self, record: Any) -> list[StreamEvent]:
+    def events(self, record: Record | None) -> list[StreamEvent]:
         if record is None:
             return []
         entries: Sequence[Mapping[str, Any]] = record.entries

@@ -26,10 +26,10 @@ import inspect
 import threading
 import types
 from collections import deque
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from concurrent.futures import CancelledError as FutureCancelledError
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from alpineagents import _observe as observe
 from alpineagents._frozen import thaw
@@ -139,11 +139,14 @@ _PLAIN = frozenset({str, type(None), dict, list, tuple, int, float, bool})
 """Types of tool results that are never awaitable (a cheap test before `inspect.isawaitable`)."""
 
 
-async def _await(awaitable: Any) -> Any:
+T = TypeVar("T")
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-def _drive(job: _Job, awaitable: Any) -> Any:
+def _drive(job: _Job, awaitable: Awaitable[object]) -> object:
     """Run an awaitable to completion on a new event loop in this worker thread."""
     loop = asyncio.new_event_loop()
     try:
@@ -227,7 +230,7 @@ class _Outcome:
 
     __slots__ = ("value", "error")
 
-    def __init__(self, value: Any, error: BaseException | None) -> None:
+    def __init__(self, value: object, error: BaseException | None) -> None:
         self.value = value
         self.error = error
 
@@ -678,7 +681,7 @@ def _cancel(job: _Job) -> None:
         pass
 
 
-def _safely(interrupt: BaseException, fn: Callable[..., Any], *args: Any) -> None:
+def _safely(interrupt: BaseException, fn: Callable[..., object], *args: object) -> None:
     try:
         fn(*args)
     except BaseException as error:  # noqa: BLE001 - the interrupt is what propagates

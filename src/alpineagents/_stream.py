@@ -23,7 +23,8 @@ import contextvars
 import ctypes
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from alpineagents._async import start_daemon
@@ -50,6 +51,10 @@ STOP_DEADLINE = 30.0
 
 _ENTRY, _TEXT, _END = 0, 1, 2
 
+_Item = Sequence[Any]
+"""One item of the queue: its tag (`_ENTRY`, `_TEXT`, `_END`), the State's id and path, the position, and the body
+the tag says (a history entry; the text chunks, in a list that later chunks join while it waits; the run's end)."""
+
 
 class Runner(Protocol):
     """What a stream needs from an Agent: the step sequence of a run followed by a feed."""
@@ -65,7 +70,7 @@ class _Queue:
 
     __slots__ = ("lock", "wake", "items", "paths", "waiting")
 
-    def __init__(self, top: State, lock: Any, wake: Callable[[], None]) -> None:
+    def __init__(self, top: State, lock: AbstractContextManager[object], wake: Callable[[], None]) -> None:
         self.lock = lock
         self.wake = wake
         self.items: deque[Any] = deque()
@@ -80,7 +85,7 @@ class _Queue:
             path = self.paths[state_id] = (*above, state_id) if above is not None else (state_id,)
         return path
 
-    def _push(self, item: Any) -> None:
+    def _push(self, item: _Item) -> None:
         self.items.append(item)
         if self.waiting:
             self.waiting = False
@@ -141,7 +146,7 @@ class _Reader:
         self.streamed: set[str] = set()  # States whose current reply streamed its text
         self.calls: dict[str, dict[str, ToolCall]] = {}  # the calls of each State's latest reply
 
-    def add(self, item: Any) -> None:
+    def add(self, item: _Item) -> None:
         tag, state_id, path, position, body = item
         if tag == _TEXT:
             self.streamed.add(state_id)

@@ -108,7 +108,7 @@ def _compact_checks(state: object, instructions: object, method: str) -> State:
     return state
 
 
-def _ask_checks(state: object, prompt: object, returns: Any, retries: object, method: str) -> Answers:
+def _ask_checks(state: object, prompt: object, returns: object, retries: object, method: str) -> Answers:
     """The checks of `ask` before anything is asked; the answer format of `returns`."""
     state = _checked_state(state, method)
     if not isinstance(prompt, str):
@@ -132,7 +132,7 @@ def _ask_checks(state: object, prompt: object, returns: Any, retries: object, me
     return Answers(returns)
 
 
-def _is_mcp(item: Any) -> bool:
+def _is_mcp(item: object) -> bool:
     module = type(item).__module__
     return module == "alpineagents.mcp_tools"
 
@@ -166,7 +166,7 @@ def _check_lists(tools: Any, permissions: Any, skills: Any) -> tuple[tuple[Any, 
     return tools_given, permissions_given, skills_given
 
 
-def _check_labels(**labels: Any) -> None:
+def _check_labels(**labels: object) -> None:
     for setting, value in labels.items():
         if value is not None and not isinstance(value, str):
             raise TypeError(
@@ -261,7 +261,7 @@ class Agent:
         system: str | None = None,
         tools: Iterable[Any] = (),
         skills: Iterable[str] = (),
-        loop: Any = None,
+        loop: Callable[..., object] | None = None,
         reporter: Reporter | Default | None = DEFAULT,
         human: Human | Default | None = DEFAULT,
         store: Store | None = None,
@@ -392,7 +392,7 @@ class Agent:
 
     # --- copy and context managers --------------------------------------------------------------------------
 
-    def copy(self, **changes: Any) -> Agent:
+    def copy(self, **changes: object) -> Agent:
         """A new Agent from this one's constructor arguments with `changes` laid over them.
 
         Raises:
@@ -416,7 +416,7 @@ class Agent:
         self._mcp_open()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._mcp_close()
 
     async def __aenter__(self) -> Agent:
@@ -424,7 +424,7 @@ class Agent:
         await self._amcp_open()
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self._amcp_close()
 
     def _mcp(self, name: str) -> Any:
@@ -456,14 +456,14 @@ class Agent:
 
     # --- tool calls the program makes -----------------------------------------------------------------------
 
-    def _program_steps(self, state: object, tool: Any, args: dict[str, Any], method: str) -> Steps:
+    def _program_steps(self, state: object, tool: object, args: dict[str, object], method: str) -> Steps:
         state = _checked_state(state, method)
         found = (
             self._subagent_of(tool, method) if isinstance(tool, Agent) else program_tool(self._tool_map, tool, method)
         )
         return program_call_steps(self, state, found, new_call(found, args, method), method, True)
 
-    def run_tool(self, state: State, tool: Any, /, **args: Any) -> Any:
+    def run_tool(self, state: State, tool: object, /, **args: object) -> Any:
         """Run one tool call the program chose, as if the model had asked for it, and return its result content.
 
         `tool` is a tool of this Agent (the tool or its name) or any tool object; `args` are checked as a model's
@@ -482,7 +482,7 @@ class Agent:
             raise _sync_refusal("run_tool")
         return drive(self._program_steps(state, tool, args, "run_tool"))
 
-    async def arun_tool(self, state: State, tool: Any, /, **args: Any) -> Any:
+    async def arun_tool(self, state: State, tool: object, /, **args: object) -> Any:
         """The async twin of `run_tool`: an `async def` tool runs as a task on the event loop."""
         return await adrive(self._program_steps(state, tool, args, "arun_tool"))
 
@@ -710,7 +710,7 @@ class Agent:
         """The async twin of `compact`."""
         await adrive(compact_steps(self, _compact_checks(state, instructions, "acompact"), instructions))
 
-    def ask(self, state: State, prompt: str, returns: Any = str, *, retries: int = 2) -> Any:
+    def ask(self, state: State, prompt: str, returns: object = str, *, retries: int = 2) -> Any:
         """Ask the model a side question about the State's context and return the answer as `returns`.
 
         The context does not change; one `ask` entry records the question, the answer and the usage.
@@ -723,7 +723,7 @@ class Agent:
         answers = _ask_checks(state, prompt, returns, retries, "ask")
         return drive(ask_steps(self, state, prompt, answers, retries, "ask"))
 
-    async def aask(self, state: State, prompt: str, returns: Any = str, *, retries: int = 2) -> Any:
+    async def aask(self, state: State, prompt: str, returns: object = str, *, retries: int = 2) -> Any:
         """The async twin of `ask`."""
         answers = _ask_checks(state, prompt, returns, retries, "aask")
         return await adrive(ask_steps(self, state, prompt, answers, retries, "aask"))
@@ -736,7 +736,7 @@ class Agent:
             return context.human, context.human_inherited
         return self.human, False
 
-    def ask_human(self, state: State, prompt: str, returns: Any = str) -> Any:
+    def ask_human(self, state: State, prompt: str, returns: object = str) -> Any:
         """Ask the applicable Human and record the exchange; `returns` is `str`, `bool` or `Literal[...]`.
 
         Raises:
@@ -747,7 +747,7 @@ class Agent:
         human, inherited = self._human_for(state, "ask_human")
         return ask_human_with(state, human, prompt, returns, method="ask_human", inherited=inherited)
 
-    async def aask_human(self, state: State, prompt: str, returns: Any = str) -> Any:
+    async def aask_human(self, state: State, prompt: str, returns: object = str) -> Any:
         """The async twin of `ask_human`: awaits the Human's `aask` (or runs its `ask` on a worker thread)."""
         human, inherited = self._human_for(state, "aask_human")
         return await aask_human_with(state, human, prompt, returns, method="aask_human", inherited=inherited)

@@ -33,6 +33,7 @@ from alpineagents.types import (
     StopEntry,
     TextBlock,
     ToolCall,
+    ToolResultContent,
     ToolResultEntry,
 )
 
@@ -168,7 +169,7 @@ def _short(text: str, limit: int = 160) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(thaw(value), sort_keys=True, ensure_ascii=False, default=repr)
 
 
@@ -177,7 +178,7 @@ def _call(call: ToolCall) -> str:
     return f"{call.name}({args})"
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: ToolResultContent) -> str:
     if isinstance(content, str):
         return content
     return " ".join(

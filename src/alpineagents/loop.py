@@ -53,7 +53,7 @@ class LoopState(Protocol):
 _NEEDS_BOTH = "@loop needs both until and limit"
 
 
-def is_async_callable(obj: Any) -> bool:
+def is_async_callable(obj: object) -> bool:
     """True for an `async def` function (or a partial of one), an object with a true `is_async`, or an object
     whose class's `__call__` is `async def`: such a loop runs only with `arun`."""
     target = obj
@@ -67,7 +67,7 @@ def is_async_callable(obj: Any) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def condition_name(condition: Any) -> str:
+def condition_name(condition: object) -> str:
     """The name of an `until` condition: its `__name__`, or its class name when it has none."""
     name = getattr(condition, "__name__", None)
     if isinstance(name, str):
@@ -75,7 +75,7 @@ def condition_name(condition: Any) -> str:
     return type(condition).__name__
 
 
-def _shown_name(obj: Any) -> str:
+def _shown_name(obj: object) -> str:
     name = getattr(obj, "__name__", None)
     return name if isinstance(name, str) else repr(obj)
 
@@ -90,7 +90,7 @@ def _needs_both() -> TypeError:
     )
 
 
-def _check_until(until: Any) -> tuple[Any, ...]:
+def _check_until(until: object) -> tuple[Any, ...]:
     items = tuple(until) if isinstance(until, (list, tuple)) else (until,)
     for item in items:
         if isinstance(item, bool):
@@ -120,7 +120,7 @@ def _check_until(until: Any) -> tuple[Any, ...]:
     return items
 
 
-def _check_limit(limit: Any) -> int:
+def _check_limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise TypeError(
             fix_message(
@@ -153,7 +153,7 @@ class Loop:
     limit: int
     is_async: bool
 
-    def __init__(self, body: Callable[..., Any], *, until: Any, limit: Any) -> None:
+    def __init__(self, body: Callable[..., Any], *, until: object, limit: object) -> None:
         if until is None or limit is None:
             raise _needs_both()
         until_items = _check_until(until)
@@ -170,7 +170,7 @@ class Loop:
         self.limit = checked_limit
         self.is_async = is_async_callable(body)
 
-    def copy(self, *, until: Any = _KEEP, limit: Any = _KEEP) -> Loop:
+    def copy(self, *, until: object = _KEEP, limit: object = _KEEP) -> Loop:
         """A new Loop with the same body and the given `until`/`limit` (omitted ones kept)."""
         return Loop(
             self.body,
@@ -201,7 +201,7 @@ class Loop:
             state._record_stop(reason)
         return state.answer
 
-    def _bad_result(self, result: Any) -> TypeError:
+    def _bad_result(self, result: object) -> TypeError:
         """The `TypeError` for a body that returned something other than None (an awaitable only matters in a
         sync loop: the body was meant to be async)."""
         name = _shown_name(self.body)
@@ -267,7 +267,7 @@ def turn_steps(loop: object, agent: object, state: LoopState) -> Steps | None:
     return None
 
 
-def loop(fn: Any = None, /, *, until: Any = None, limit: Any = None) -> Callable[[Callable[..., Any]], Loop]:
+def loop(fn: object = None, /, *, until: object = None, limit: object = None) -> Callable[[Callable[..., Any]], Loop]:
     """Decorator factory: `@loop(until=..., limit=...)` wraps a one-turn body into a `Loop`.
 
     Both `until` and `limit` are required; every check happens when the decorator is applied.

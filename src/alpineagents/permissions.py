@@ -190,7 +190,7 @@ class Permission:
     a permission with settings should define a stable repr that shows them.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+    def __new__(cls, *args: object, **kwargs: object) -> Any:
         _check_class(cls)
         return super().__new__(cls)
 

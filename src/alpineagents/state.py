@@ -268,7 +268,7 @@ class State(Recorder, Approvals):
             if straight and self._compacting is not None:
                 self._compacting += 1
 
-    def finish(self, answer: Any = None) -> None:
+    def finish(self, answer: object = None) -> None:
         """End the State for good, with an optional answer (kept in its JSON form; the last non-None one wins).
 
         Raises:
@@ -455,7 +455,7 @@ class State(Recorder, Approvals):
 
     if not TYPE_CHECKING:
 
-        def __setattr__(self, name: str, value: Any) -> None:
+        def __setattr__(self, name: str, value: object) -> None:
             if name.startswith("_"):
                 object.__setattr__(self, name, value)
                 return

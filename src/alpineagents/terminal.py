@@ -180,7 +180,7 @@ class Terminal(Reporter, Human):
         key = id(state)
         queues = self._queues
 
-        def forget(_: Any) -> None:  # the State is gone: drop its lines (dict.pop is atomic)
+        def forget(_: object) -> None:  # the State is gone: drop its lines (dict.pop is atomic)
             if queues.get(key) is queue:
                 queues.pop(key, None)
 
@@ -351,7 +351,7 @@ class Terminal(Reporter, Human):
         return answer
 
 
-def _strong(value: Any) -> Callable[[], Any]:
+def _strong(value: object) -> Callable[[], object]:
     return lambda: value
 
 

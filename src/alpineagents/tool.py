@@ -15,7 +15,7 @@ import inspect
 import json
 import re
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, overload
 
 import pydantic
@@ -398,7 +398,7 @@ class FunctionTool(Tool):
         except Exception as error:
             raise self._handled_error(error) from error
 
-    async def _ahandled(self, coro: Any) -> Any:
+    async def _ahandled(self, coro: Awaitable[Any]) -> Any:
         try:
             return await coro
         except Exception as error:
@@ -449,7 +449,7 @@ class FunctionTool(Tool):
             )
         )
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         return self._target(*args, **kwargs)
 
     @overload
@@ -518,7 +518,7 @@ def tool(
 # --- results ------------------------------------------------------------------------------------------------------
 
 
-def _holds_image(value: Any, depth: int) -> bool:
+def _holds_image(value: object, depth: int) -> bool:
     if isinstance(value, Image):
         return True
     if depth <= 0:
@@ -530,7 +530,7 @@ def _holds_image(value: Any, depth: int) -> bool:
     return False
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """`repr(value)` for an error text; a value whose own `repr` (or `str`) raises is shown by type and address,
     so the conversion error stays the `TypeError` the tool's caller expects."""
     try:
@@ -539,7 +539,7 @@ def _shown(value: Any) -> str:
         return object.__repr__(value)
 
 
-def _json_text(value: Any) -> str:
+def _json_text(value: object) -> str:
     if isinstance(value, (dict, list, tuple)) and _holds_image(value, 4):
         raise TypeError(
             fix_message(
@@ -561,7 +561,7 @@ def _json_text(value: Any) -> str:
         ) from error
 
 
-def format_result(value: Any) -> ToolResultContent:
+def format_result(value: object) -> ToolResultContent:
     """Turn what a tool returned into what the model receives: a `str`, or a tuple of text blocks and Images."""
     if value is None:
         return DONE
@@ -613,7 +613,7 @@ def collect_tools(items: Iterable[Any]) -> dict[str, Tool]:
     found: dict[str, Tool] = {}
     sources: dict[str, Any] = {}
 
-    def add(item: Tool, source: Any) -> None:
+    def add(item: Tool, source: object) -> None:
         if item.name in found:
             raise ValueError(
                 fix_message(
@@ -731,7 +731,7 @@ class ToolMap(Mapping[str, Tool]):
                 )
             ) from None
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: object = None) -> Any:  # type: ignore[override]
         return self._tools.get(name, default)
 
     def __contains__(self, name: object) -> bool:

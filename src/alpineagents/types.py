@@ -319,7 +319,7 @@ class ToolOutcomeKind(StrEnum):
 _OUTCOME_KINDS: dict[str, ToolOutcomeKind] = {kind.value: kind for kind in ToolOutcomeKind}
 
 
-def _outcome_kind(value: Any) -> ToolOutcomeKind:
+def _outcome_kind(value: str) -> ToolOutcomeKind:
     """``ToolOutcomeKind(value)``, with a fast path for the plain strings a loaded history holds."""
     try:
         return _OUTCOME_KINDS[value]

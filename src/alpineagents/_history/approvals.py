@@ -28,7 +28,7 @@ from alpineagents._values.approval import (
     waiting_answer,
 )
 from alpineagents.errors import fix_message
-from alpineagents.types import Exchange, ExchangeEntry, ModelReplyEntry, StopEntry, ToolCall
+from alpineagents.types import Exchange, ExchangeEntry, HistoryEntry, ModelReplyEntry, StopEntry, ToolCall
 
 if TYPE_CHECKING:
     from alpineagents.state import State
@@ -133,7 +133,7 @@ class Approvals:
 
     if TYPE_CHECKING:
 
-        def _commit_locked(self, entry: Any) -> None: ...  # Recorder's
+        def _commit_locked(self, entry: HistoryEntry) -> None: ...  # Recorder's
 
         def _child_for_wait(self, child_id: str) -> State: ...  # State's
 

@@ -18,9 +18,9 @@ The fold needs nothing new: each of these entries already has its rule.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from alpineagents import types as types_module
 from alpineagents._history.closing import UNSAVED_RESULT
@@ -68,7 +68,7 @@ class Unknown:
     """The messages and data recorded after the unknown results (recorded again after the reopening)."""
 
 
-def _is_unknown(entry: HistoryEntry) -> bool:
+def _is_unknown(entry: HistoryEntry) -> TypeGuard[ToolResultEntry]:
     return type(entry) is ToolResultEntry and entry.content == UNSAVED_RESULT and not entry.late
 
 
@@ -135,7 +135,7 @@ def record_reconciled(
             state._commit_locked(kept)
 
 
-def effect_marks(history: Any) -> dict[str, str]:
+def effect_marks(history: Iterable[HistoryEntry]) -> dict[str, str]:
     """For each call of ``history`` whose effect was unknown: ``"unknown"`` (closed as unknown, not reconciled), or
     the ``reconcile`` answer recorded about it (``"happened"``, ``"not_happened"``, ``"cannot_tell"``)."""
     marks: dict[str, str] = {}

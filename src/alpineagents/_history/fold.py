@@ -23,7 +23,7 @@ from datetime import datetime
 from functools import partial
 from itertools import compress
 from operator import is_
-from typing import Any
+from typing import Any, TypeVar
 
 from alpineagents import types as t
 from alpineagents._frozen import FrozenDict
@@ -55,9 +55,10 @@ LATE_RESULT = "[notice] interrupted {call} finished later: {content}"
 _DONE = t.ToolOutcomeKind.DONE
 _EMPTY_USAGE = Usage()
 _new = object.__new__
+T = TypeVar("T")
 
 
-def _branch(items: list[Any], n: int, value: Any) -> list[Any]:
+def _branch(items: list[T], n: int, value: T) -> list[T]:
     """A new list: the first ``n`` items of ``items``, then ``value``.
 
     Used when another snapshot of the same list has grown it past ``n`` (an old snapshot folded again, or two folds

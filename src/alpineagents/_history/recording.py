@@ -317,15 +317,15 @@ class Recorder:
                 return False
         return False
 
-    def _record_ask(self, question: str, answer: Any, usage: Usage | None = None) -> None:
+    def _record_ask(self, question: str, answer: object, usage: Usage | None = None) -> None:
         """Record an ``ask`` exchange (answer in JSON form, or its repr); ``usage`` is added to the State's."""
         self._record_exchange("ask", question, answer, usage)
 
-    def _record_human(self, question: str, answer: Any) -> None:
+    def _record_human(self, question: str, answer: object) -> None:
         """Record a ``human`` exchange (answer in JSON form, or its repr)."""
         self._record_exchange("human", question, answer, None)
 
-    def _record_exchange(self, kind: str, question: str, answer: Any, usage: Usage | None) -> None:
+    def _record_exchange(self, kind: str, question: str, answer: object, usage: Usage | None) -> None:
         try:
             value = answer_form(answer, f"the answer to {question!r}")
         except TypeError:

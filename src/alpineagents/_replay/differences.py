@@ -44,7 +44,7 @@ def check_ignore(ignore: Iterable[str]) -> frozenset[str]:
     return chosen
 
 
-def shown(value: Any, other: Any = None) -> str:
+def shown(value: object, other: object = None) -> str:
     """`value` for a reader, on one line: a string as its `repr`, anything else as JSON. A long string is cut
     around the first character where it differs from `other` (when given)."""
     if isinstance(value, str):
@@ -63,7 +63,7 @@ def shown(value: Any, other: Any = None) -> str:
     return text if len(text) <= _LIMIT * 2 else text[: _LIMIT * 2] + "…"
 
 
-def _both(place: str, recorded: Any, now: Any) -> str:
+def _both(place: str, recorded: object, now: object) -> str:
     return f"{place}\n  recorded: {shown(recorded, now)}\n  now:      {shown(now, recorded)}"
 
 

@@ -122,7 +122,7 @@ def _type_hints(fn: Callable[..., Any], name: str, state_class: type) -> dict[st
         )
 
 
-def _check_type(name: str, param: str, tp: Any) -> None:
+def _check_type(name: str, param: str, tp: object) -> None:
     """Refuse a parameter type outside the supported set, and a stdlib `typing.TypedDict` on Python 3.11."""
     try:
         supported = _supported(tp, set())
@@ -152,7 +152,7 @@ class _StdlibTypedDict(Exception):
         self.cls = cls
 
 
-def _supported(tp: Any, seen: set[int]) -> bool:
+def _supported(tp: object, seen: set[int]) -> bool:
     """Whether `tp` is in the supported set: a scalar, a `Literal`, `list[T]`, `dict[str, T]`, `T | None` of
     supported types, or an Enum, TypedDict, dataclass or Pydantic model whose fields all are (`seen` holds the
     classes being checked, so a class that refers to itself is supported)."""
@@ -204,7 +204,7 @@ def _field_types(tp: type) -> list[Any] | None:
     return None
 
 
-def _strip_required(tp: Any) -> Any:
+def _strip_required(tp: object) -> object:
     origin = typing.get_origin(tp)
     if origin in (typing_extensions.Required, typing_extensions.NotRequired, typing_extensions.ReadOnly):
         return _strip_required(typing.get_args(tp)[0])

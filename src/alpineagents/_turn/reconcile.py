@@ -24,6 +24,8 @@ from alpineagents.tool import format_result
 from alpineagents.types import ToolCall, format_call
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from alpineagents._turn.seams import AgentSeam
     from alpineagents.state import State
 
@@ -37,7 +39,7 @@ def _failed(call: ToolCall, error: Exception) -> CannotTell:
     return CannotTell(f"{_question(call)} (its reconcile failed: {type(error).__name__}: {error})")
 
 
-def _ask(fn: Any, state: State, call: ToolCall) -> Verdict:
+def _ask(fn: Callable[..., object], state: State, call: ToolCall) -> Verdict:
     token = CALL_SCOPE.set(CallScope(state, call))
     try:
         answer = fn(call_of(state, call))
@@ -48,7 +50,7 @@ def _ask(fn: Any, state: State, call: ToolCall) -> Verdict:
     return read_verdict(call.name, answer)
 
 
-async def _aask(fn: Any, state: State, call: ToolCall) -> Verdict:
+async def _aask(fn: Callable[..., object], state: State, call: ToolCall) -> Verdict:
     token = CALL_SCOPE.set(CallScope(state, call))
     try:
         answer = fn(call_of(state, call))

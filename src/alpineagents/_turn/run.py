@@ -97,7 +97,7 @@ def _stacklevel() -> int:
     return level
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     return "(none)" if value is None else str(value)
 
 

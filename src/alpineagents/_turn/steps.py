@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
     from alpineagents._turn.seams import AgentSeam, AnswerFormat, Feed
-    from alpineagents.models.base import Model
+    from alpineagents.models.base import Model, OnEvent
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
     from alpineagents.store import Store
@@ -86,7 +86,9 @@ def _arespond(
     return model.arespond(request, on_text, on_event)  # the model's own coroutine: no frame of ours around it
 
 
-def _ask_model(model: Model, request: Request, on_text: Callable[[str], None] | None, on_event: Any) -> Action:
+def _ask_model(
+    model: Model, request: Request, on_text: Callable[[str], None] | None, on_event: OnEvent | None
+) -> Action:
     """The action of one model request. The model is an argument, not the owner of two bound methods: two objects
     fewer kept while the request waits."""
     return (_respond, _arespond, (model, request, on_text, on_event))

@@ -141,7 +141,7 @@ class SubagentTool(Tool):
                 break
         return f"({self.name} was stopped by the user)"
 
-    def _result(self, child: State, value: Any) -> str | list[str | Image]:
+    def _result(self, child: State, value: object) -> str | list[str | Image]:
         """The result for a child whose run returned `value`: a permission stop gives its reason (the value is
         ignored); a limit stop adds the note `(name stopped after N turns before finishing)`; otherwise the
         value converted like any tool's return value."""

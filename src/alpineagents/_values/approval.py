@@ -21,7 +21,7 @@ asked what and who answered.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -177,7 +177,7 @@ def _marked(entry: ExchangeEntry) -> tuple[str, Any] | None:
     return mark, answer
 
 
-def _time(text: Any) -> datetime | None:
+def _time(text: object) -> datetime | None:
     if not isinstance(text, str):
         return None
     try:
@@ -186,7 +186,7 @@ def _time(text: Any) -> datetime | None:
         return None
 
 
-def _text(data: Any, key: str) -> str | None:
+def _text(data: Mapping[str, object], key: str) -> str | None:
     found = data.get(key)
     return found if isinstance(found, str) else None
 

@@ -8,7 +8,7 @@ import re
 import ssl
 import threading
 from collections.abc import Iterable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
@@ -16,18 +16,10 @@ from alpineagents.models._clients import SDKClients
 from alpineagents.models._json import encode
 from alpineagents.models._wire import EMPTY_REPLY, TextSink, assistant_reply, plain, priced_usage
 from alpineagents.models.base import OnEvent, OnText
-from alpineagents.types import (
-    Image,
-    Message,
-    Price,
-    RawBlock,
-    Reply,
-    Request,
-    TextBlock,
-    ToolCall,
-    ToolResultBlock,
-    ToolResultContent,
-)
+from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
+
+if TYPE_CHECKING:
+    from alpineagents.types import ToolResultContent
 
 __all__ = ["Anthropic", "DEFAULT_MAX_TOKENS"]
 

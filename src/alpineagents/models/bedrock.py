@@ -28,7 +28,7 @@ import base64
 import contextvars
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._adapter import Adapter
@@ -36,6 +36,9 @@ from alpineagents.models._arguments import parse_arguments
 from alpineagents.models._wire import EMPTY_REPLY, TextSink, plain, priced_usage
 from alpineagents.models.base import OnEvent, OnText
 from alpineagents.types import Image, Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock
+
+if TYPE_CHECKING:
+    from alpineagents.types import ToolResultContent
 
 __all__ = ["Bedrock"]
 
@@ -508,7 +511,7 @@ def _user_content(message: Message) -> list[dict[str, Any]]:
     return results + own
 
 
-def _result_content(content: Any) -> list[dict[str, Any]]:
+def _result_content(content: ToolResultContent) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content or EMPTY_REPLY}]
     parts: list[dict[str, Any]] = []

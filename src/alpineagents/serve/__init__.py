@@ -23,20 +23,11 @@ DNS rebinding; request bodies over `max_body` bytes are refused. A program that 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from starlette.applications import Starlette
-from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
-from alpineagents.agent import Agent
 from alpineagents.serve.guard import LOOPBACK_HOSTS, MAX_BODY
-from alpineagents.serve.http import Authorize, create_app
-from alpineagents.store import Store
-
-if TYPE_CHECKING:
-    from alpineagents.workers import Workers
+from alpineagents.serve.http import Authorize, app
 
 __all__ = [
     "app",
@@ -52,58 +43,6 @@ __all__ = [
 
 TOKEN_ENV = "ALPINEAGENTS_SERVE_TOKEN"
 """The environment variable a token is read from when none is given."""
-
-
-def app(
-    agent: Agent,
-    *,
-    store: Store | None = None,
-    token: str | None = None,
-    origins: Iterable[str] = (),
-    hosts: Iterable[str] = LOOPBACK_HOSTS,
-    max_body: int = MAX_BODY,
-    authorize: Authorize | None = None,
-    routes: Iterable[BaseRoute] = (),
-    workers: Workers | None = None,
-) -> Starlette:
-    """An ASGI app (Starlette) that runs `agent` and streams its runs.
-
-    Args:
-        agent: The Agent every run uses. Its Terminal reporter and human (the defaults) are left out: a server
-            has no console.
-        store: Where the runs are kept (default: the Agent's store; one of the two is needed).
-        token: When given, every request must send `Authorization: Bearer <token>`.
-        origins: The origins of web pages allowed to call the API from a browser (CORS); none by default.
-        hosts: The host names the server answers to (the Host header); `"*"` for any.
-        max_body: The largest request body, in bytes.
-        authorize: `authorize(request, state_id) -> bool` (or an awaitable): may this request use that run?
-            Refused requests get 403; the runs list shows only the allowed runs.
-        routes: Starlette routes of your own, served by the same app before the API's (a page, say); they pass
-            the same checks (Host header, token, body size).
-        workers: `alpineagents.workers.Workers` whose queue takes the runs (`agent` must be one of its Agents;
-            the runs are kept in its store). Streams then follow each run through the store, entry by entry.
-
-    Example of `authorize`, for a program whose users each see their own runs::
-
-        owners: dict[str, str] = {}        # state id -> user (keep it in your database)
-
-        def authorize(request, state_id):
-            user = request.headers.get("x-user")            # set by your login proxy
-            if user is None:
-                return False
-            return owners.setdefault(state_id, user) == user  # a new run becomes the user's
-    """
-    return create_app(
-        agent,
-        store=store,
-        token=token,
-        origins=origins,
-        hosts=hosts,
-        max_body=max_body,
-        authorize=authorize,
-        routes=routes,
-        workers=workers,
-    )
 
 
 def check_address(host: str, token: str | None) -> None:

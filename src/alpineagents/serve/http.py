@@ -239,7 +239,7 @@ def stream(encoder: Encoder, source: Any, after: Cursor) -> StreamingResponse:
     return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
 
 
-def create_app(
+def app(
     agent: Agent,
     *,
     store: Store | None = None,
@@ -251,7 +251,33 @@ def create_app(
     routes: Iterable[BaseRoute] = (),
     workers: Workers | None = None,
 ) -> Starlette:
-    """The ASGI app serving `agent`; see `alpineagents.serve.app`."""
+    """An ASGI app (Starlette) that runs `agent` and streams its runs.
+
+    Args:
+        agent: The Agent every run uses. Its Terminal reporter and human (the defaults) are left out: a server
+            has no console.
+        store: Where the runs are kept (default: the Agent's store; one of the two is needed).
+        token: When given, every request must send `Authorization: Bearer <token>`.
+        origins: The origins of web pages allowed to call the API from a browser (CORS); none by default.
+        hosts: The host names the server answers to (the Host header); `"*"` for any.
+        max_body: The largest request body, in bytes.
+        authorize: `authorize(request, state_id) -> bool` (or an awaitable): may this request use that run?
+            Refused requests get 403; the runs list shows only the allowed runs.
+        routes: Starlette routes of your own, served by the same app before the API's (a page, say); they pass
+            the same checks (Host header, token, body size).
+        workers: `alpineagents.workers.Workers` whose queue takes the runs (`agent` must be one of its Agents;
+            the runs are kept in its store). Streams then follow each run through the store, entry by entry.
+
+    Example of `authorize`, for a program whose users each see their own runs::
+
+        owners: dict[str, str] = {}        # state id -> user (keep it in your database)
+
+        def authorize(request, state_id):
+            user = request.headers.get("x-user")            # set by your login proxy
+            if user is None:
+                return False
+            return owners.setdefault(state_id, user) == user  # a new run becomes the user's
+    """
     chosen = store if store is not None else agent.store if workers is None else workers.store
     if chosen is None:
         raise ValueError("serve.app(agent, store=...) needs a store to keep the runs in (or an Agent with store=)")
