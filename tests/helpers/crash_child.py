@@ -29,6 +29,8 @@ import sys
 import traceback
 from typing import Any
 
+from store_kinds import kind_named
+
 from alpineagents import _serial
 from alpineagents import store as store_module
 from alpineagents._stores import files
@@ -41,7 +43,6 @@ from alpineagents.store import Store
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message
-from store_kinds import kind_named
 
 STATE_ID = "crash"
 PROMPT = "Write notes a and b, log x, then note c."

@@ -16,9 +16,10 @@ import os
 import sys
 import threading
 
+from store_kinds import kind_named
+
 from alpineagents.state import State
 from alpineagents.types import Message
-from store_kinds import kind_named
 
 MARKER = "/alpineagents-marker"
 
