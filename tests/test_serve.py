@@ -168,6 +168,17 @@ def test_bad_requests_get_their_status_and_a_json_message(base: str, tmp_path: P
         assert end["type"] == "RunEnded" and end["error"] == "RuntimeError: the model is down"
 
 
+def test_an_id_no_run_can_have_is_an_unknown_run_not_a_failure(base: str) -> None:
+    with client(base) as http:
+        for hostile in ("a.b", "%00", "..%2F..%2Fetc", "x" * 5000):
+            for path in (f"/api/runs/{hostile}", f"/api/runs/{hostile}/events", f"/api/runs/{hostile}/cancel"):
+                response = http.post(path) if path.endswith("cancel") else http.get(path)
+                assert response.status_code == 404, (path[:80], response.text)
+                assert len(response.text) < 400 and "Traceback" not in response.text
+        started = http.post("/api/runs", json={"prompt": "hi", "state_id": "../evil"})
+        assert started.status_code == 404 and started.json()["error"]["code"] == "unknown_run"
+
+
 def test_a_token_is_required_when_given_and_never_shown(
     store: FileStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

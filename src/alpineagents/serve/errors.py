@@ -65,7 +65,8 @@ async def unexpected(request: Request, error: Exception) -> Response:
 
 
 def not_found(state_id: str) -> ApiError:
-    return ApiError(404, "unknown_run", f"no run with id {state_id!r}: list the runs with GET /api/runs")
+    shown = repr(state_id) if len(state_id) <= 80 else f"{state_id[:60]!r}... ({len(state_id)} characters)"
+    return ApiError(404, "unknown_run", f"no run with id {shown}: list the runs with GET /api/runs")
 
 
 def running(state_id: str) -> ApiError:

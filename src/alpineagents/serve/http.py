@@ -37,7 +37,7 @@ from alpineagents.serve.feed import Cursor, items
 from alpineagents.serve.guard import LOOPBACK_HOSTS, MAX_BODY, Guard
 from alpineagents.serve.runs import Runs
 from alpineagents.serve.wire import plain
-from alpineagents.state import State
+from alpineagents.state import State, check_id
 from alpineagents.store import Store
 from alpineagents.viewer.runs import open_run, summarize
 
@@ -65,6 +65,12 @@ class Api:
         return bool(verdict)
 
     async def check(self, request: Request, state_id: str) -> None:
+        """Every route that names a run passes here: an id no State can have is an unknown run (404), never a
+        failure of the store; then `authorize` decides."""
+        try:
+            check_id(state_id, "a run id")
+        except (TypeError, ValueError):
+            raise not_found(state_id) from None
         if not await self.allowed(request, state_id):
             raise ApiError(403, "forbidden", f"this request may not use run {state_id!r}")
 
@@ -137,6 +143,16 @@ class Api:
         state_id = start.state_id or start.new_id
         if not start.messages and not (start.decisions and state_id):
             raise inputs.shape_error("the request holds no user message to answer")
+        if state_id is not None:
+            try:
+                check_id(state_id, "a run id")
+            except (TypeError, ValueError):
+                if start.state_id is not None:
+                    raise not_found(state_id) from None
+                raise inputs.shape_error(
+                    "a conversation id (AG-UI threadId, AI SDK chat id) may only have letters, digits, _ and - "
+                    "(1 to 128 characters)"
+                ) from None
         existing = state_id is not None and (
             state_id in self.runs.live or await _thread(self.runs.store.read, state_id) is not None
         )
