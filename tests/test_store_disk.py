@@ -112,3 +112,28 @@ def test_a_new_state_on_a_full_disk_leaves_nothing_behind(small_disk: Path) -> N
     filler.unlink()
     store.save(State(id="new", messages=[Message.user("x")]))
     assert [info.id for info in store.list()] == ["new"]
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors through /proc")
+def test_the_old_infos_handed_to_the_closer_are_all_closed_soon_and_never_pile_up(tmp_path: Path) -> None:
+    import time
+
+    from alpineagents._stores import closer
+
+    store = FileStore(tmp_path / "runs")
+    state = State(id="lone", messages=[Message.user("go")])
+    store.save(state)
+    before = _open_descriptors()
+    for number in range(300):  # more replaced infos than may wait: the rest are closed by the save point itself
+        state.add_message(Message.user(f"more {number}"))
+        store.save(state)
+        assert len(closer._pending) <= closer._MOST_PENDING  # pyright: ignore[reportPrivateUsage]
+    deadline = time.monotonic() + 5
+    while _open_descriptors() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _open_descriptors() <= before
+    assert store.load("lone").messages[-1].text == "more 299"
