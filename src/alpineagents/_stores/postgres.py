@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
 from alpineagents._install import install_hint
 from alpineagents._stores import batch, damage, lines, locks
 from alpineagents._stores.listing import Unlisted, listing, updated_key
+from alpineagents._stores.runrows import RunPage, RunQuery
+from alpineagents._stores.runsql import Dialect, gone_query, row_values, search, stale_query, table_query, upsert_query
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Record, StateInfo, Store
@@ -322,6 +324,19 @@ class PostgresStore(Store):
         self._ready = False
         self._ready_guard = threading.Lock()
         self._locks = _Locks(self._lock_conninfo)
+        self._runs = Dialect(
+            mark="%s",
+            runs=f'"{schema}".runs',
+            states=f'"{schema}".states',
+            entries=f'"{schema}".entries',
+            hits="alpine_hits",
+            holds="(strpos(lower(line), %s) > 0 OR strpos(lower(line), %s) > 0)",
+            find="strpos",
+            collate='COLLATE "C"',
+            no_limit=None,
+            exact=False,
+        )
+        self._runs_made = False
         locks.at_fork_in_child(self, PostgresStore._forget_after_fork)
         # A store nobody holds any more closes its connections (their locks go with them) and ends its thread.
         weakref.finalize(self, _release, self._locks, self._idle)
@@ -678,6 +693,41 @@ class PostgresStore(Store):
                 self._q("SELECT id, info FROM {schema}.states ORDER BY updated DESC NULLS LAST, id")
             ).fetchall()
         return rows
+
+    def find_runs(self, query: RunQuery) -> RunPage:
+        """One page of the runs that `query` finds (the optional search capability `runrows.FindsRuns`): the rows
+        of the run list are kept in the table `runs` of the store's schema (made on the first search, outside the
+        schema's versions, so older versions still open it), brought up to date first (see `_stores/runsql.py`).
+
+        Raises:
+            PermissionError: The run table cannot be made or written with this role.
+            OSError: The database cannot be reached.
+        """
+        try:
+            return self._again_if_lost(lambda again: self._find_runs(query))
+        except _psycopg().errors.InsufficientPrivilege as error:
+            raise PermissionError(errno.EACCES, f"{self!r} may not keep its run table: {_first_line(error)}") from error
+
+    def _find_runs(self, query: RunQuery) -> RunPage:
+        sql = _psycopg().sql.SQL
+        with self._connection() as conn:
+            if not self._runs_made:
+                conn.execute(sql(table_query(self._runs, "DOUBLE PRECISION")))
+                self._runs_made = True
+            stale = conn.execute(sql(stale_query(self._runs))).fetchall()
+        rows = [row_values(self, state_id, count, info, self._info) for state_id, count, info in stale]
+        with self._connection() as conn, conn.transaction():
+            if rows:
+                conn.cursor().executemany(sql(upsert_query(self._runs)), rows)
+            conn.execute(sql(gone_query(self._runs)))
+        with self._connection() as conn, conn.transaction():
+            conn.execute("CREATE TEMP TABLE alpine_hits (id TEXT PRIMARY KEY) ON COMMIT DROP")
+
+            def execute(text: str, args: Sequence[Any]) -> builtins.list[tuple[Any, ...]]:
+                cursor = conn.execute(sql(text), args)
+                return cursor.fetchall() if cursor.description is not None else []
+
+            return search(self._runs, execute, query)
 
     def delete(self, state_id: str) -> None:
         """Remove the State's rows in one transaction; nothing happens when it does not exist.

@@ -38,6 +38,8 @@ from alpineagents._stores.lines import json_line, parse_all, parse_each
 from alpineagents._stores.listing import Unlisted, listing, raise_damage, updated_key
 from alpineagents._stores.locks import Release, at_fork_in_child, drop_lock, hold_lock, locked_error, settle_lock
 from alpineagents._stores.paths import check_path
+from alpineagents._stores.runrows import RunPage, RunQuery, line_holds
+from alpineagents._stores.runsql import Dialect, gone_query, row_values, search, stale_query, table_query, upsert_query
 from alpineagents.state import check_id
 from alpineagents.store import Entries, Info, Record, StateInfo, Store
 
@@ -55,6 +57,19 @@ CREATE TABLE IF NOT EXISTS alpine_entries (
     state_id TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL, PRIMARY KEY (state_id, seq)
 ) WITHOUT ROWID;
 """
+_RUNS = Dialect(
+    mark="?",
+    runs="alpine_runs",
+    states="alpine_states",
+    entries="alpine_entries",
+    hits="temp.alpine_hits",
+    holds="alpine_holds(line, ?, ?)",
+    find="instr",
+    collate="",
+    no_limit=-1,
+)
+"""The run list's table and search (`find_runs`, see `_stores/runsql.py`): `alpine_holds` is `line_holds`,
+registered on the connection, so the content search folds case as Python does."""
 _HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite database file."""
 _TABLES = {"alpine_states": ("id", "count", "info", "updated"), "alpine_entries": ("state_id", "seq", "line")}
@@ -184,6 +199,7 @@ class SQLiteStore(GroupCommitting, Store):
         self._resolved: str | None = None
         self._conn: sqlite3.Connection | None = None
         self._tables_made = False  # whether the connection's database has this store's tables
+        self._searching: sqlite3.Connection | None = None  # the connection the run search was set up on
         self._mutex = threading.RLock()
         self._group = GroupCommit(self._flush, "alpineagents-sqlite-commit")
         at_fork_in_child(self, SQLiteStore._forget_connection)
@@ -554,6 +570,43 @@ class SQLiteStore(GroupCommitting, Store):
                 conn, "SELECT id, {} FROM alpine_states ORDER BY updated IS NULL, updated DESC, id", "info", ()
             )
         return listing(rows, lambda state_id, text: StateInfo.from_info(state_id, self._parse_info(state_id, text)))
+
+    def find_runs(self, query: RunQuery) -> RunPage:
+        """One page of the runs that `query` finds (the optional search capability `runrows.FindsRuns`): the rows
+        of the run list are kept in the table `alpine_runs`, brought up to date first (see `_stores/runsql.py`).
+
+        Raises:
+            ValueError: The database is damaged.
+            OSError: The database cannot be reached (`PermissionError` when it cannot be written: the run table
+                cannot be made or updated).
+        """
+        with self._mutex, self._errors():
+            conn = self._search_connection()
+            if conn is None:
+                return RunPage([], 0, 0)
+            query_text = stale_query(_RUNS).replace("SELECT s.id, s.count, s.info", "SELECT s.id, s.count, {}")
+            stale = _texts(conn, query_text, "s.info", ())
+        rows = [row_values(self, state_id, count, info, self._parse_info) for state_id, count, info in stale]
+        with self._mutex, self._errors():
+            conn = self._search_connection()
+            if conn is None:  # the file was removed meanwhile
+                return RunPage([], 0, 0)
+            with self._transaction(conn, "BEGIN IMMEDIATE"):
+                conn.executemany(upsert_query(_RUNS), rows)
+                conn.execute(gone_query(_RUNS))
+            with self._transaction(conn, "BEGIN"):
+                return search(_RUNS, lambda sql, args: conn.execute(sql, args).fetchall(), query)
+
+    def _search_connection(self) -> sqlite3.Connection | None:
+        """The connection, with the run table, the search's temporary table and its text match set up on it (once
+        per connection); `None` when there is no database file."""
+        conn = self._connect(create=False)
+        if conn is not None and self._searching is not conn:
+            conn.execute(table_query(_RUNS, "REAL") + " WITHOUT ROWID")
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS alpine_hits (id TEXT PRIMARY KEY) WITHOUT ROWID")
+            conn.create_function("alpine_holds", 3, line_holds, deterministic=True)
+            self._searching = conn
+        return conn
 
     def delete(self, state_id: str) -> None:
         """Remove the State's rows in one transaction; nothing happens when it does not exist.

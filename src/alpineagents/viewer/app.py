@@ -4,7 +4,8 @@ Pages: `/` (the runs list; `q` searches the id, first message and content, `stat
 `since=YYYY-MM-DD` filter, `sort=updated`, `updated_asc`, `cost`, `turns` or `status` orders: see `search`),
 `/runs/{id}` (one run), `/compare?a=ID&b=ID` (two runs side by side), `/evals` and `/evals/{id}` (eval reports),
 `/api/runs/{id}/entries?after=N` (what a live page adds: the entries after the first N, the header and the charts),
-`/api/runs` (the list as JSON). Every response forbids scripts other than the viewer's own, as a second guard
+`/api/runs` (the list as JSON: every run, or with the list's parameters and `limit=N` one page of them). The list
+shows `search.PAGE_SIZE` runs a page (`page=N`), found by the store's own search where it has one. Every response forbids scripts other than the viewer's own, as a second guard
 behind the escaping.
 
 A request whose `Host` header is not a name the viewer listens on is refused (403) before any page is made: a web
@@ -29,7 +30,7 @@ from alpineagents.store import Store
 from alpineagents.viewer import page, search
 from alpineagents.viewer.compare import compare_endpoint
 from alpineagents.viewer.evals import eval_list_endpoint, eval_report_endpoint
-from alpineagents.viewer.runs import first_line, stored_runs, summarize, unlisted_summary
+from alpineagents.viewer.runs import first_line
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 """The names and addresses of this machine every viewer answers to."""
@@ -92,13 +93,19 @@ def _valid(state_id: str) -> bool:
 def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
     """The viewer app over `store`, answering to the loopback names and to `allowed_hosts`."""
 
-    def runs_list(request: Request) -> Response:
+    def choice_of(request: Request) -> search.Choice:
         asked = {key: request.query_params.get(key, "").strip() for key in ("q", "status", "agent", "model", "since")}
-        order = request.query_params.get("sort", "updated")
-        choice = search.Choice(asked.pop("q"), order=order, **asked)
-        runs = stored_runs(store)
-        shown, options = search.rows(store, runs, choice)
-        return HTMLResponse(page.list_html(shown, choice, options, len(runs)), headers=_headers())
+        given = request.query_params.get("page", "1")
+        number = int(given) if given.isdigit() and 0 < len(given) < 10 else 1
+        return search.Choice(asked.pop("q"), order=request.query_params.get("sort", "updated"), page=number, **asked)
+
+    def runs_list(request: Request) -> Response:
+        choice = choice_of(request)
+        query = choice.run_query()
+        found = search.find(store, query)
+        options = {"agents": found.agents, "models": found.models}
+        shown = page.list_html(found.rows, choice, options, found.stored, found=found.found, page_size=query.limit)
+        return HTMLResponse(shown, headers=_headers())
 
     def run_view(request: Request) -> Response:
         state_id = request.path_params["state_id"]
@@ -125,9 +132,11 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
         return JSONResponse(page.fragments(data, int(given)), headers=_headers())
 
     def runs_json(request: Request) -> Response:
-        runs = stored_runs(store)
-        rows = [summarize(store, info) for info in runs.infos] + [unlisted_summary(gone) for gone in runs.unlisted]
-        return JSONResponse([row.to_json() for row in rows])
+        given = request.query_params.get("limit", "")
+        if given and not given.isdigit():
+            return JSONResponse({"error": "limit= takes a number of runs"}, status_code=400)
+        found = search.find(store, choice_of(request).run_query(int(given) if given else None))
+        return JSONResponse([row.to_json() for row in found.rows])
 
     async def unreadable(request: Request, error: Exception) -> Response:
         """A store or run that cannot be read (damaged, or its disk gone): the reason on a page, status 500."""

@@ -154,10 +154,23 @@ def problem_html(heading: str, message: str) -> str:
     return template.render(_context(server_link, **values))
 
 
-def list_html(rows: Sequence[Summary], choice: search.Choice, options: dict[str, list[str]], total: int) -> str:
-    """The runs list page."""
+def list_html(
+    rows: Sequence[Summary],
+    choice: search.Choice,
+    options: dict[str, list[str]],
+    total: int,
+    *,
+    found: int | None = None,
+    page_size: int | None = None,
+) -> str:
+    """The runs list page: `rows` of the `found` runs the choice keeps (all of them when `None`) out of `total`,
+    page `choice.page` of `page_size` rows."""
     template = ENV.get_template("list.html")
-    values = {"rows": rows, "choice": choice, "query": choice.query, "order": choice.order, "total": total}
+    kept = len(rows) if found is None else found
+    size = page_size or max(kept, 1)
+    first = (max(choice.page, 1) - 1) * size
+    pages = {"found": kept, "first": first + 1, "last": first + len(rows), "more": first + len(rows) < kept}
+    values = {"rows": rows, "choice": choice, "query": choice.query, "order": choice.order, "total": total, **pages}
     return template.render(_context(server_link, statuses=list(search.STATUSES), live=False, **options, **values))
 
 

@@ -1,86 +1,53 @@
-"""Reading runs from a store: one run's saved entries and State, a short status, and the subagent tree.
+"""Reading runs from a store: the listing (past a damaged run) and the subagent tree.
 
-Only the entries the store holds are shown. When a saved run ends in the middle of a turn (it is still going, or
-its process stopped), `store.load` adds closing entries that are not saved; they are left out here and the status
-says the turn is unfinished instead.
+One run's saved entries and State, its short status and its row in a list are read by `alpineagents._stores.
+runrows` (a database store computes the same rows for its own search), and named here too for the viewer and the
+command line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from alpineagents._stores.listing import Unlisted
-from alpineagents.state import State
+from alpineagents._stores.runrows import (
+    UNFINISHED,
+    Run,
+    Summary,
+    ending_error,
+    first_line,
+    matches,
+    open_run,
+    status,
+    summarize,
+    summary_of,
+    unlisted_summary,
+)
 from alpineagents.store import StateInfo, Store
-from alpineagents.types import ErrorEntry, HistoryEntry, ModelRequestEntry, RunStartEntry
+
+__all__ = [
+    "UNFINISHED",
+    "Run",
+    "Summary",
+    "TreeNode",
+    "Surveyed",
+    "Listing",
+    "ending_error",
+    "first_line",
+    "matches",
+    "open_run",
+    "status",
+    "stored_runs",
+    "subagent_tree",
+    "summarize",
+    "summary_of",
+    "unlisted_summary",
+]
 
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
-
-UNFINISHED = "unfinished turn (still running, or its process stopped)"
-"""The status of a run whose saved history ends in the middle of a turn."""
-
-
-@dataclass(frozen=True)
-class Run:
-    """One stored run: its listing info, the State `load` rebuilt, the saved entries and their JSON."""
-
-    info: StateInfo
-    state: State
-    raw: Sequence[dict[str, Any]]
-
-    @property
-    def id(self) -> str:
-        return self.info.id
-
-    @property
-    def history(self) -> tuple[HistoryEntry, ...]:
-        """The saved entries (without the closing entries `load` adds to an unfinished turn)."""
-        return self.state.history[: len(self.raw)]
-
-    @property
-    def unfinished(self) -> bool:
-        """True when the saved history ends in the middle of a turn."""
-        return len(self.state.history) > len(self.raw)
-
-
-@dataclass(frozen=True)
-class Summary:
-    """One row of a listing."""
-
-    id: str
-    first_message: str | None
-    turns: int
-    created_at: datetime | None
-    updated_at: datetime | None
-    status: str
-    finished: bool
-    cost: float | None
-    tokens: int
-    entries: int
-    parent_id: str | None
-    agent: str | None = None
-    model: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The row as plain JSON values (times as ISO strings)."""
-        return {
-            "id": self.id,
-            "first_message": self.first_message,
-            "turns": self.turns,
-            "created_at": self.created_at.isoformat() if self.created_at else None,
-            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
-            "status": self.status,
-            "finished": self.finished,
-            "cost": self.cost,
-            "tokens": self.tokens,
-            "entries": self.entries,
-            "parent_id": self.parent_id,
-            "agent": self.agent,
-            "model": self.model,
-        }
 
 
 @dataclass
@@ -89,56 +56,6 @@ class TreeNode:
 
     info: StateInfo
     children: list[TreeNode] = field(default_factory=list)
-
-
-def first_line(error: BaseException) -> str:
-    """The first line of an exception's text (the library's errors put the problem there and the fix below)."""
-    text = str(error)
-    return text.splitlines()[0] if text else type(error).__name__
-
-
-def open_run(store: Store, state_id: str, info: StateInfo | None = None) -> Run:
-    """The run `state_id` read from `store` (`LookupError` when it is not there, `ValueError` when damaged)."""
-    record = store.read(state_id)
-    if record is None:
-        raise LookupError(f"no saved State with id {state_id!r} in {store!r}")
-    state = store.load(state_id)
-    if info is None:
-        info = StateInfo.from_info(state_id, record.info)
-    return Run(info, state, record.entries)
-
-
-def ending_error(entries: Iterable[HistoryEntry]) -> str | None:
-    """The text of the error that ended the latest run in `entries`, or None.
-
-    An error counts when no model request and no new run came after it (a loop that went on after a failed
-    request did not end with that error).
-    """
-    last: str | None = None
-    for entry in entries:
-        if isinstance(entry, ErrorEntry):
-            last = entry.content
-        elif isinstance(entry, (ModelRequestEntry, RunStartEntry)):
-            last = None
-    return last
-
-
-def status(run: Run) -> str:
-    """A few words on how the run stands: finished, why it stopped, an unfinished turn, or the error it ended with."""
-    if run.info.finished:
-        return "finished"
-    if run.info.stopped is not None:
-        return str(run.info.stopped)
-    if run.unfinished:
-        return UNFINISHED
-    error = ending_error(run.history)
-    if error is not None:
-        return "error: " + error.splitlines()[0] if error else "error"
-    if not run.raw:
-        return "empty"
-    if not any(isinstance(entry, RunStartEntry) for entry in run.history):
-        return "not run yet"
-    return "no stop recorded"
 
 
 @runtime_checkable
@@ -170,51 +87,6 @@ def stored_runs(store: Store) -> Listing:
         [item for item in items if not isinstance(item, Unlisted)],
         [item for item in items if isinstance(item, Unlisted)],
     )
-
-
-def unlisted_summary(gone: Unlisted) -> Summary:
-    """The listing row of a run whose info cannot be read: its id and the reason, as its status."""
-    return Summary(gone.id, None, 0, None, None, "cannot load: " + first_line(gone.error), False, None, 0, 0, None)
-
-
-def summarize(store: Store, info: StateInfo) -> Summary:
-    """The listing row of one run; a run that cannot be read is listed with the reason as its status."""
-    try:
-        run = open_run(store, info.id, info)
-    except (LookupError, ValueError, OSError) as error:
-        return Summary(
-            info.id, info.first_message, info.turn, info.created_at, info.updated_at,
-            "cannot load: " + first_line(error), info.finished, None, 0, 0, info.parent_id,
-        )  # fmt: skip
-    return summary_of(run)
-
-
-def summary_of(run: Run) -> Summary:
-    """The listing row of a run already read."""
-    info = run.info
-    usage = run.state.usage
-    starts = [entry.content for entry in run.history if isinstance(entry, RunStartEntry)]
-    return Summary(
-        info.id,
-        info.first_message,
-        info.turn,
-        info.created_at,
-        info.updated_at,
-        status(run),
-        info.finished,
-        usage.cost,
-        usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens,
-        len(run.raw),
-        info.parent_id,
-        starts[-1].name if starts else None,
-        starts[-1].model if starts else None,
-    )
-
-
-def matches(info: StateInfo, text: str) -> bool:
-    """True when `text` (any case) is part of the run's id or first message."""
-    needle = text.casefold()
-    return needle in info.id.casefold() or needle in (info.first_message or "").casefold()
 
 
 def subagent_tree(infos: Sequence[StateInfo], state_id: str) -> TreeNode | None:

@@ -1,0 +1,245 @@
+"""`find_runs` for the database stores: the rows of a run list kept in a table, and the search as SQL.
+
+Each run's row (`runrows.Summary`: status, cost, turns, agent, model...) is computed from the saved run, with the
+same rules as the viewer's list, and kept in a table of its own beside the store's tables (`alpine_runs` in
+SQLite, `runs` in the PostgreSQL schema), with the entry count and the info text it was computed from. Nothing is
+added to the saved format or to a save point: before each search, the rows of the runs that changed since (another
+count or info), are new or were deleted are brought up to date (all of them on the first search of a database
+that never had the table, such as one written by an older version; the table is made then). A database stays
+readable and writable by a version that does not know the table.
+
+The search is then a few queries on that table: the content search reads the stored entry lines once, into a
+temporary table of the runs they hold the text in; the filters, the order (the listing's order breaks ties) and the
+page are SQL. SQLite matches the text with Python's case folding (a function registered on the connection), so it
+finds exactly what the Python search finds; PostgreSQL with its `lower()`, which differs from case folding only
+for a few letters (German ß, for one).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from alpineagents._stores.listing import Unlisted
+from alpineagents._stores.runrows import (
+    STATUSES,
+    RunPage,
+    RunQuery,
+    Summary,
+    folded_needle,
+    line_holds,
+    summarize,
+    unlisted_summary,
+    utc_text,
+)
+from alpineagents.store import StateInfo, Store
+
+__all__ = ["Dialect", "COLUMNS", "table_query", "stale_query", "upsert_query", "gone_query", "row_values", "search"]
+
+COLUMNS = (
+    "id",
+    "count",
+    "info",
+    "first_fold",
+    "updated",
+    "status",
+    "cost",
+    "turns",
+    "agent",
+    "model",
+    "unlisted",
+    "loadable",
+    "row",
+)
+"""The run table's columns: the State's id, the entry count and info text the row was computed from, the first
+message case-folded, `updated` (UTC text, sortable), the sorted and filtered values, whether the info cannot be
+read (`unlisted`) or the run can be loaded (`loadable`: only those are searched by content), and the row as JSON."""
+
+_BASE_ORDER = "updated IS NULL, unlisted, updated DESC, id"
+"""The listing's order: newest first, runs with no history, then runs that cannot be listed, ties by id."""
+
+_ORDERS = {
+    "updated": _BASE_ORDER,
+    "updated_asc": "(updated IS NULL) DESC, unlisted DESC, updated ASC, id DESC",
+    "cost": f"cost IS NULL, cost DESC, {_BASE_ORDER}",
+    "turns": f"turns DESC, {_BASE_ORDER}",
+    "status": f"status {{collate}}, {_BASE_ORDER}",
+}
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the databases: the placeholder, the tables' names, the text match of an entry line
+    (`holds`, with two placeholders: the needle and its JSON-escaped form), the function that finds text in text
+    (`find(haystack, needle)`, 0 when absent), the collation that orders text by code point, and how a query asks for
+    no limit. `exact`: `holds` folds case as Python does; otherwise (PostgreSQL, whose `lower()` depends on the
+    database's locale) it is trusted only for a text all in ASCII, and other texts are matched in Python among the
+    lines that hold their longest piece of ASCII."""
+
+    mark: str
+    runs: str
+    states: str
+    entries: str
+    hits: str
+    holds: str
+    find: str
+    collate: str
+    no_limit: int | None
+    exact: bool = True
+
+
+def stale_query(dialect: Dialect) -> str:
+    """The States whose row is missing or out of date (id, count, info), and nothing else."""
+    return (
+        f"SELECT s.id, s.count, s.info FROM {dialect.states} s LEFT JOIN {dialect.runs} r ON r.id = s.id "
+        "WHERE r.id IS NULL OR r.count <> s.count OR r.info <> s.info"
+    )
+
+
+def upsert_query(dialect: Dialect) -> str:
+    """Puts one run's row in the table, in place of the one it had."""
+    marks = ", ".join([dialect.mark] * len(COLUMNS))
+    updates = ", ".join(f"{column} = excluded.{column}" for column in COLUMNS[1:])
+    return (
+        f"INSERT INTO {dialect.runs} ({', '.join(COLUMNS)}) VALUES ({marks}) ON CONFLICT (id) DO UPDATE SET {updates}"
+    )
+
+
+def table_query(dialect: Dialect, real: str) -> str:
+    """Makes the run table when it is missing (`real`: the type of a float column)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {dialect.runs} (id TEXT PRIMARY KEY, count INTEGER NOT NULL, info TEXT NOT NULL, "
+        f"first_fold TEXT NOT NULL, updated TEXT, status TEXT NOT NULL, cost {real}, turns INTEGER NOT NULL, "
+        "agent TEXT, model TEXT, unlisted INTEGER NOT NULL, loadable INTEGER NOT NULL, row TEXT NOT NULL)"
+    )
+
+
+def gone_query(dialect: Dialect) -> str:
+    """Removes the rows of States that are no longer saved."""
+    return f"DELETE FROM {dialect.runs} WHERE id NOT IN (SELECT id FROM {dialect.states})"
+
+
+def row_values(
+    store: Store, state_id: str, count: int, info_text: str, parse: Callable[[str, str], Any]
+) -> tuple[Any, ...]:
+    """The run table's values for one State, as the viewer's list shows it (`summarize`; a State whose info cannot
+    be read is the row of an `Unlisted`). `parse(state_id, text)` parses the info text the store keeps."""
+    info: StateInfo | None
+    try:
+        info = StateInfo.from_info(state_id, parse(state_id, info_text))
+    except ValueError as error:
+        info = None
+        row = unlisted_summary(Unlisted(state_id, error))
+    else:
+        row = summarize(store, info)
+    return (
+        state_id,
+        count,
+        info_text,
+        (info.first_message or "").casefold() if info is not None else "",
+        utc_text(row.updated_at),
+        row.status,
+        row.cost,
+        row.turns,
+        row.agent,
+        row.model,
+        int(info is None),
+        int(not row.status.startswith(STATUSES["damaged"])),
+        json.dumps(row.to_json(), ensure_ascii=False),
+    )
+
+
+def _filters(query: RunQuery, mark: str) -> tuple[list[str], list[Any]]:
+    """The conditions of the filters, with their arguments."""
+    kept: list[str] = []
+    args: list[Any] = []
+    prefixes = STATUSES.get(query.status)
+    if prefixes:
+        kept.append("(" + " OR ".join(f"substr(status, 1, {len(prefix)}) = {mark}" for prefix in prefixes) + ")")
+        args.extend(prefixes)
+    if query.agent:
+        kept.append(f"agent = {mark}")
+        args.append(query.agent)
+    if query.model:
+        kept.append(f"model = {mark}")
+        args.append(query.model)
+    if query.since is not None:
+        kept.append(f"updated >= {mark}")
+        args.append(query.since.isoformat())
+    return kept, args
+
+
+def _match_in_python(
+    dialect: Dialect,
+    execute: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]],
+    text: str,
+    needle: str,
+    escaped: str,
+) -> None:
+    """Fill the hits of a text with letters beyond ASCII: the lines that hold its longest ASCII piece (in lower
+    case, which every locale folds alike) are read and matched here, with Python's case folding."""
+    pieces = [piece for piece in re.split(r'[^\x20-\x7e]|["\\]', text.strip().lower()) if piece]
+    piece = max(pieces, key=len, default="")
+    rows = execute(
+        f"SELECT state_id, line FROM {dialect.entries}"
+        + (f" WHERE {dialect.find}(lower(line), {dialect.mark}) > 0" if piece else ""),
+        [piece] if piece else [],
+    )
+    found = sorted({state_id for state_id, line in rows if line_holds(line, needle, escaped)})
+    for start in range(0, len(found), 500):
+        chunk = found[start : start + 500]
+        values = ", ".join([f"({dialect.mark})"] * len(chunk))
+        execute(f"INSERT INTO {dialect.hits} (id) VALUES {values}", chunk)
+
+
+def search(
+    dialect: Dialect,
+    execute: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]],
+    query: RunQuery,
+) -> RunPage:
+    """Answer `query` from the run table (brought up to date by the caller), in the caller's transaction;
+    `execute(sql, args)` runs one statement and returns its rows."""
+    mark = dialect.mark
+    needle, escaped = folded_needle(query.text)
+    kept, kept_args = _filters(query, mark)
+    found: list[str] = []
+    found_args: list[Any] = []
+    if needle:
+        execute(f"DELETE FROM {dialect.hits}", [])
+        if dialect.exact or query.text.isascii():
+            execute(
+                f"INSERT INTO {dialect.hits} (id) SELECT DISTINCT state_id FROM {dialect.entries} WHERE {dialect.holds}",
+                [needle, escaped],
+            )
+        else:
+            _match_in_python(dialect, execute, query.text, needle, escaped)
+        # ids are letters, digits, "_" and "-": lower() folds them as case folding does
+        text = (
+            f"({dialect.find}(lower(id), {mark}) > 0 OR {dialect.find}(first_fold, {mark}) > 0 "
+            f"OR (loadable = 1 AND id IN (SELECT id FROM {dialect.hits})))"
+        )
+        found, found_args = [text], [needle, needle]
+    searched = " AND ".join(found) or "1 = 1"
+    filtered = " AND ".join([*found, *kept]) or "1 = 1"
+    stored = execute(f"SELECT count(*) FROM {dialect.runs}", [])[0][0]
+    total = execute(f"SELECT count(*) FROM {dialect.runs} WHERE {filtered}", [*found_args, *kept_args])[0][0]
+    facets = execute(
+        f"SELECT DISTINCT agent, model FROM {dialect.runs} WHERE {searched}",
+        found_args,
+    )
+    order = _ORDERS[query.order].format(collate=dialect.collate)
+    limit = dialect.no_limit if query.limit is None else query.limit
+    rows = execute(
+        f"SELECT row FROM {dialect.runs} WHERE {filtered} ORDER BY {order} LIMIT {mark} OFFSET {mark}",
+        [*found_args, *kept_args, limit, query.offset],
+    )
+    return RunPage(
+        [Summary.from_json(json.loads(text)) for (text,) in rows],
+        int(total),
+        int(stored),
+        sorted({agent for agent, _ in facets if agent}),
+        sorted({model for _, model in facets if model}),
+    )
