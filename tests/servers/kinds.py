@@ -1,7 +1,8 @@
 """The model adapters the cross-adapter tests run: one `AdapterKind` per adapter, filled in beside the fake server
 that speaks its provider's API.
 
-A test that holds for every adapter (`test_models_contract.py`, `test_models_safety.py`, `test_request_cache.py`)
+A test that holds for every adapter (`test_models_contract.py`, `test_models_streaming.py`, `test_models_safety.py`,
+`test_request_cache.py`)
 is parametrized over `KINDS` and asks the kind for what differs between providers: how to make the adapter
 (offline, or pointed at the fake server), how the server scripts a reply, where the conversation sits in a request
 body. Adding an adapter adds one `AdapterKind` here; the suites then check it like the others.
@@ -16,14 +17,25 @@ from functools import cache
 from typing import Any
 
 import anthropic
+import httpx2
 import openai
+import urllib3.exceptions
 
 from alpineagents.models import Anthropic, Bedrock, Gemini, OpenAICompatible, OpenAIResponses
 from alpineagents.models._adapter import Adapter
 from alpineagents.types import Request
-from servers.bedrock import ToolUseOut, bedrock_stream
-from servers.gemini import Call, gemini_stream
-from servers.provider import Action, FnCall, ProviderServer, ToolUse, anthropic_stream, openai_stream
+from servers.bedrock import ToolUseOut, bedrock_error, bedrock_stream
+from servers.gemini import Call, gemini_error, gemini_stream
+from servers.provider import (
+    Action,
+    FnCall,
+    ProviderServer,
+    ToolUse,
+    anthropic_error,
+    anthropic_stream,
+    openai_error,
+    openai_stream,
+)
 from servers.responses import FunctionCallOut, Text, responses_stream
 
 __all__ = ["AdapterKind", "KINDS", "KEY"]
@@ -46,8 +58,12 @@ class AdapterKind:
     """The environment variable the adapter's SDK reads its key from."""
     forget_key: Callable[[Adapter], None]
     """Unset the key the adapter was given (so its SDK reads `key_variable`)."""
-    reply: Callable[[Sequence[str]], Action]
-    """A streamed reply with these text pieces."""
+    stream: Callable[..., Action]
+    """`stream(texts, drop_after=None, end_after=None, pause=0.0)`: a streamed reply with these text pieces, its
+    connection dropped or its body ended after so many events, `pause` seconds between events (the server's
+    builder of the provider's stream)."""
+    lead: int
+    """How many events of `stream` come before the first text piece (so `lead + n` is just after the n-th)."""
     tool_reply: Callable[[str, str, str, str | None], Action]
     """`tool_reply(tool, raw_arguments, call_id, stop_reason)`: a streamed reply whose last block is a tool call
     (the stop reason the provider's, or `None` for the usual one)."""
@@ -60,8 +76,20 @@ class AdapterKind:
     options: tuple[dict[str, Any], ...]
     """Settings that change the request (thinking or reasoning, cache, temperature, output limit, ...), one
     adapter each, for the raw-path test."""
+    rate_limited: Callable[[], Action]
+    """The provider's answer to a request over its rate limit (HTTP 429)."""
+    dropped_cause: type[BaseException]
+    """What the SDK raises when the connection drops mid-stream (the `__cause__` of the `ProviderError`)."""
+    dropped: str
+    """Words of that `ProviderError`."""
+    unended: str
+    """The words of the `ProviderError` for a stream whose body ends before the provider's last event."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """Other environment variables the SDK needs beside `key_variable` to read its credentials from there."""
+
+    def reply(self, texts: Sequence[str], pause: float = 0.0) -> Action:
+        """A whole streamed reply with these text pieces."""
+        return self.stream(list(texts), pause=pause)
 
 
 def _anthropic_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
@@ -115,10 +143,15 @@ ANTHROPIC = AdapterKind(
     ),
     key_variable="ANTHROPIC_API_KEY",
     forget_key=_unset("_api_key"),
-    reply=lambda texts: anthropic_stream(list(texts)),
+    stream=anthropic_stream,
+    lead=3,
     tool_reply=_anthropic_tool_reply,
     conversation=lambda body: body["messages"],
     create=_anthropic_create,
+    rate_limited=lambda: anthropic_error(429, "rate_limit_error", "Rate limited"),
+    dropped_cause=httpx2.RequestError,
+    dropped="stream failed mid-reply",
+    unended="ended before its final event",
     options=({"thinking": 4096, "max_tokens": 8192}, {"temperature": 0.3, "cache": False}),
 )
 
@@ -130,10 +163,15 @@ OPENAI_COMPATIBLE = AdapterKind(
     ),
     key_variable="OPENAI_API_KEY",
     forget_key=_unset("api_key"),
-    reply=lambda texts: openai_stream(list(texts)),
+    stream=openai_stream,
+    lead=1,
     tool_reply=_chat_tool_reply,
     conversation=lambda body: [m for m in body["messages"] if m["role"] != "system"],
     create=_chat_create,
+    rate_limited=lambda: openai_error(429, "Rate limit reached", kind="rate_limit_error"),
+    dropped_cause=openai.APIConnectionError,
+    dropped="Connection error",
+    unended="ended before its final chunk",
     options=({"max_tokens": 100, "temperature": 0.2}, {"max_tokens": 50}),
 )
 
@@ -145,10 +183,15 @@ OPENAI_RESPONSES = AdapterKind(
     ),
     key_variable="OPENAI_API_KEY",
     forget_key=_unset("api_key"),
-    reply=lambda texts: responses_stream(Text(tuple(texts))),
+    stream=lambda texts, **shape: responses_stream(Text(tuple(texts)), **shape),
+    lead=4,
     tool_reply=_responses_tool_reply,
     conversation=lambda body: body["input"],
     create=_responses_create,
+    rate_limited=lambda: openai_error(429, "Rate limit reached", kind="rate_limit_error"),
+    dropped_cause=openai.APIConnectionError,
+    dropped="Connection error",
+    unended="ended before its final event",
     options=({"reasoning": "low", "max_tokens": 100, "temperature": 0.5}, {"store": True}, {"chain": True}),
 )
 
@@ -172,10 +215,15 @@ GEMINI = AdapterKind(
     at=lambda srv, **options: Gemini("gemini-test", base_url=srv.url, api_key=KEY, **{"retries": 0, **options}),
     key_variable="GEMINI_API_KEY",
     forget_key=_unset("_api_key"),
-    reply=lambda texts: gemini_stream(list(texts)),
+    stream=gemini_stream,
+    lead=0,
     tool_reply=_gemini_tool_reply,
     conversation=lambda body: body["contents"],
     create=_gemini_create,
+    rate_limited=lambda: gemini_error(429, "RESOURCE_EXHAUSTED", "Quota exceeded"),
+    dropped_cause=httpx2.RequestError,
+    dropped="stream failed mid-reply",
+    unended="ended before its final chunk",
     options=({"thinking": True, "max_tokens": 500}, {"thinking": "low", "temperature": 0.2}),
 )
 
@@ -191,15 +239,15 @@ def _aws_session() -> Any:
     return boto3.session.Session(aws_access_key_id=KEY, aws_secret_access_key=SECRET, region_name="us-east-1")
 
 
-def _bedrock_client(srv: ProviderServer) -> Any:
+def _bedrock_client(srv: ProviderServer, retries: int = 0) -> Any:
     from botocore.config import Config
 
-    config = Config(retries={"total_max_attempts": 1})
+    config = Config(retries={"total_max_attempts": 1 + retries, "mode": "standard"})
     return _aws_session().client("bedrock-runtime", endpoint_url=srv.url, config=config)
 
 
 def _bedrock_at(srv: ProviderServer, **options: Any) -> Bedrock:
-    client = _bedrock_client(srv)
+    client = _bedrock_client(srv, options.get("retries", 0))  # a given client keeps its own retries
     settings = {"client": client, "region": "us-east-1", "endpoint_url": srv.url, "retries": 0, **options}
     return Bedrock("anthropic.claude-test-v1:0", **settings)
 
@@ -226,10 +274,15 @@ BEDROCK = AdapterKind(
     at=_bedrock_at,
     key_variable="AWS_ACCESS_KEY_ID",
     forget_key=_bedrock_forget_key,
-    reply=lambda texts: bedrock_stream(list(texts)),
+    stream=bedrock_stream,
+    lead=1,
     tool_reply=_bedrock_tool_reply,
     conversation=lambda body: body["messages"],
     create=_bedrock_create,
+    rate_limited=lambda: bedrock_error(429, "ThrottlingException", "slow down"),
+    dropped_cause=urllib3.exceptions.ProtocolError,
+    dropped="stream failed mid-reply",
+    unended="ended before its messageStop",
     options=({"thinking": 4096, "max_tokens": 8192}, {"cache": True, "temperature": 0.3}),
     environment={"AWS_SECRET_ACCESS_KEY": SECRET},
 )

@@ -322,10 +322,15 @@ def anthropic_events(
 
 
 def anthropic_stream(
-    text: Iterable[str] = ("Hello",), *, drop_after: int | None = None, end_after: int | None = None, **kwargs: Any
+    text: Iterable[str] = ("Hello",),
+    *,
+    drop_after: int | None = None,
+    end_after: int | None = None,
+    pause: float = 0.0,
+    **kwargs: Any,
 ) -> Action:
     """A streamed Messages reply (see `anthropic_events`), optionally dropped or ended early."""
-    return sse(anthropic_events(text, **kwargs), drop_after=drop_after, end_after=end_after)
+    return sse(anthropic_events(text, **kwargs), drop_after=drop_after, end_after=end_after, pause=pause)
 
 
 # -- OpenAI Chat Completions stream -------------------------------------------------------------------------------
@@ -412,10 +417,15 @@ def openai_chunks(
 
 
 def openai_stream(
-    text: Iterable[str] = ("Hello",), *, drop_after: int | None = None, end_after: int | None = None, **kwargs: Any
+    text: Iterable[str] = ("Hello",),
+    *,
+    drop_after: int | None = None,
+    end_after: int | None = None,
+    pause: float = 0.0,
+    **kwargs: Any,
 ) -> Action:
     """A streamed chat completion (see `openai_chunks`), optionally dropped or ended early."""
-    return sse(openai_chunks(text, **kwargs), drop_after=drop_after, end_after=end_after)
+    return sse(openai_chunks(text, **kwargs), drop_after=drop_after, end_after=end_after, pause=pause)
 
 
 # -- the server ---------------------------------------------------------------------------------------------------
