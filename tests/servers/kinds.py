@@ -2,10 +2,9 @@
 that speaks its provider's API.
 
 A test that holds for every adapter (`test_models_contract.py`, `test_models_streaming.py`, `test_models_safety.py`,
-`test_request_cache.py`)
-is parametrized over `KINDS` and asks the kind for what differs between providers: how to make the adapter
-(offline, or pointed at the fake server), how the server scripts a reply, where the conversation sits in a request
-body. Adding an adapter adds one `AdapterKind` here; the suites then check it like the others.
+`test_request_cache.py`) is parametrized over `KINDS` and asks the kind for what differs between providers: how to
+make the adapter (offline, or pointed at the fake server), how the server scripts a reply (whole, dropped, ended
+early, paced) or a rate limit, what the adapter's errors say, where the conversation sits in a request body. Adding an adapter adds one `AdapterKind` here; the suites then check it like the others.
 """
 
 from __future__ import annotations
