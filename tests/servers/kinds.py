@@ -4,7 +4,9 @@ that speaks its provider's API.
 A test that holds for every adapter (`test_models_contract.py`, `test_models_streaming.py`, `test_models_safety.py`,
 `test_request_cache.py`) is parametrized over `KINDS` and asks the kind for what differs between providers: how to
 make the adapter (offline, or pointed at the fake server), how the server scripts a reply (whole, dropped, ended
-early, paced) or a rate limit, what the adapter's errors say, where the conversation sits in a request body. Adding an adapter adds one `AdapterKind` here; the suites then check it like the others.
+early, paced) or a rate limit and what it answers a request nothing was scripted for, what the adapter's errors
+say, where the conversation sits in a request body. Adding an adapter adds one `AdapterKind` here; the suites then
+check it like the others.
 """
 
 from __future__ import annotations
@@ -23,19 +25,20 @@ import urllib3.exceptions
 from alpineagents.models import Anthropic, Bedrock, Gemini, OpenAICompatible, OpenAIResponses
 from alpineagents.models._adapter import Adapter
 from alpineagents.types import Request
-from servers.bedrock import ToolUseOut, bedrock_error, bedrock_stream
-from servers.gemini import Call, gemini_error, gemini_stream
+from servers.bedrock import ToolUseOut, bedrock_default, bedrock_error, bedrock_stream
+from servers.gemini import Call, gemini_default, gemini_error, gemini_stream
 from servers.provider import (
     Action,
     FnCall,
     ProviderServer,
+    Recorded,
     ToolUse,
     anthropic_error,
     anthropic_stream,
     openai_error,
     openai_stream,
 )
-from servers.responses import FunctionCallOut, Text, responses_stream
+from servers.responses import FunctionCallOut, Text, responses_default, responses_stream
 
 __all__ = ["AdapterKind", "KINDS", "KEY"]
 
@@ -83,6 +86,9 @@ class AdapterKind:
     """Words of that `ProviderError`."""
     unended: str
     """The words of the `ProviderError` for a stream whose body ends before the provider's last event."""
+    default: Callable[[Recorded], Action | None]
+    """The server's reply to a POST nothing was scripted for, when the request is this provider's (its path);
+    `None` for another provider's request."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """Other environment variables the SDK needs beside `key_variable` to read its credentials from there."""
 
@@ -151,6 +157,7 @@ ANTHROPIC = AdapterKind(
     dropped_cause=httpx2.RequestError,
     dropped="stream failed mid-reply",
     unended="ended before its final event",
+    default=lambda request: anthropic_stream() if request.path.endswith("/messages") else None,
     options=({"thinking": 4096, "max_tokens": 8192}, {"temperature": 0.3, "cache": False}),
 )
 
@@ -171,6 +178,7 @@ OPENAI_COMPATIBLE = AdapterKind(
     dropped_cause=openai.APIConnectionError,
     dropped="Connection error",
     unended="ended before its final chunk",
+    default=lambda request: openai_stream() if request.path.endswith("/chat/completions") else None,
     options=({"max_tokens": 100, "temperature": 0.2}, {"max_tokens": 50}),
 )
 
@@ -191,6 +199,7 @@ OPENAI_RESPONSES = AdapterKind(
     dropped_cause=openai.APIConnectionError,
     dropped="Connection error",
     unended="ended before its final event",
+    default=lambda request: responses_default(request) if request.path.endswith("/responses") else None,
     options=({"reasoning": "low", "max_tokens": 100, "temperature": 0.5}, {"store": True}, {"chain": True}),
 )
 
@@ -223,6 +232,11 @@ GEMINI = AdapterKind(
     dropped_cause=httpx2.RequestError,
     dropped="stream failed mid-reply",
     unended="ended before its final chunk",
+    default=lambda request: (
+        gemini_default(request)
+        if ":streamGenerateContent" in request.path or ":generateContent" in request.path
+        else None
+    ),
     options=({"thinking": True, "max_tokens": 500}, {"thinking": "low", "temperature": 0.2}),
 )
 
@@ -282,6 +296,11 @@ BEDROCK = AdapterKind(
     dropped_cause=urllib3.exceptions.ProtocolError,
     dropped="stream failed mid-reply",
     unended="ended before its messageStop",
+    default=lambda request: (
+        bedrock_default(request)
+        if request.path.endswith(("/converse-stream", "/invoke-with-response-stream"))
+        else None
+    ),
     options=({"thinking": 4096, "max_tokens": 8192}, {"cache": True, "temperature": 0.3}),
     environment={"AWS_SECRET_ACCESS_KEY": SECRET},
 )
