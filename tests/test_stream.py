@@ -4,6 +4,7 @@ reader, many streams at once, and events computed from a saved history."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import tracemalloc
@@ -23,6 +24,8 @@ from alpineagents.events import (
     RunStarted,
     StopRecorded,
     TextDelta,
+    ThinkingDelta,
+    ToolCallArgsDelta,
     ToolCallEnded,
     ToolCallStarted,
     events_from_history,
@@ -35,7 +38,7 @@ from alpineagents.state import State
 from alpineagents.store import FileStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
-from alpineagents.types import Message, Reply, Request, TextBlock, ToolOutcomeKind, Usage
+from alpineagents.types import Message, RawBlock, Reply, Request, TextBlock, ToolOutcomeKind, Usage
 
 
 @tool
@@ -108,6 +111,7 @@ def test_the_events_of_a_stream_match_the_history_it_produces() -> None:
     assert kinds == [
         "RunStarted",
         "RequestSent",
+        "ToolCallArgsDelta",
         "ToolCallStarted",
         "ReplyEnded",
         "ToolCallEnded",
@@ -334,3 +338,37 @@ def test_a_stream_shows_approval_needed_and_run_ended_with_the_waiting_calls() -
     end = events[-1]
     assert isinstance(end, RunEnded) and [w.call.id for w in end.waiting] == [needed[0].waiting.call.id]
     assert isinstance([e for e in events if isinstance(e, RequestSent)][0], RequestSent)
+
+
+def test_a_fake_model_streams_its_thinking_and_arguments_and_a_replay_leaves_them_out() -> None:
+    call = tool_call("add", a=4, b=5)
+
+    def reply() -> list[Any]:
+        return [RawBlock("fake", {"thinking": "Four and five."}), "Adding.", call]
+
+    agent = Agent(FakeModel([reply(), "It is 9.", reply(), "It is 9."]), tools=[add], reporter=None)
+
+    async def main() -> tuple[list[Any], State]:
+        stream = agent.astream("What is 4 + 5?")
+        return [event async for event in stream], stream.state
+
+    stream = agent.stream("What is 4 + 5?")
+    for events, state in ((list(stream), stream.state), asyncio.run(main())):
+        kinds = [type(e).__name__ for e in events]
+        kinds = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1]]  # a reader may get pieces apart
+        assert kinds[:7] == [
+            "RunStarted",
+            "RequestSent",
+            "ThinkingDelta",
+            "TextDelta",
+            "ToolCallArgsDelta",
+            "ToolCallStarted",
+            "ReplyEnded",
+        ]
+        request = events[1].position
+        thinking = [e for e in events if isinstance(e, ThinkingDelta)]
+        assert [(e.text, e.position) for e in thinking] == [("Four and five.", request)]
+        arguments = [e for e in events if isinstance(e, ToolCallArgsDelta)]
+        assert {(e.call_id, e.name, e.position) for e in arguments} == {(call.id, "add", request)}
+        assert json.loads("".join(e.delta for e in arguments)) == {"a": 4, "b": 5}
+        assert merged(events) == list(events_of_state(state, after=0))

@@ -172,7 +172,8 @@ class TextDelta(Event):
 
 @value(kw_only=True)
 class ThinkingDelta(Event):
-    """A piece of the model's thinking as it streams, where the model adapter reports it (live only)."""
+    """A piece of the model's thinking as it streams, where the model adapter reports it (live only): the
+    reasoning text or summary the provider streams, which the reply keeps in its provider's own blocks."""
 
     text: str
     """The text."""
@@ -189,10 +190,16 @@ class ToolCallStarted(Event):
 
 @value(kw_only=True)
 class ToolCallArgsDelta(Event):
-    """A piece of a tool call's arguments as the model writes them, where the adapter reports it (live only)."""
+    """A piece of a tool call's arguments as the model writes them, where the adapter reports it (live only).
+
+    The first one of a call comes as soon as the model named its tool (its ``delta`` may be empty): a page can
+    show the call begin there. The deltas of one call, joined, are the JSON text of its arguments;
+    ``ToolCallStarted`` follows with them parsed, when the reply is recorded."""
 
     call_id: str
-    """The id of the call being written."""
+    """The id of the call being written (the id its ``ToolCall`` has in the reply)."""
+    name: str
+    """The name of the tool it calls."""
     delta: str
     """The next piece of the JSON text of its arguments."""
 

@@ -20,11 +20,11 @@ import openai
 
 from alpineagents.models import Anthropic, Bedrock, Gemini, OpenAICompatible, OpenAIResponses
 from alpineagents.models._adapter import Adapter
-from alpineagents.types import Request
+from alpineagents.types import RawBlock, Reply, Request
 from servers.bedrock import ToolUseOut, bedrock_stream
-from servers.gemini import Call, gemini_stream
+from servers.gemini import Call, Thought, gemini_stream
 from servers.provider import Action, FnCall, ProviderServer, ToolUse, anthropic_stream, openai_stream
-from servers.responses import FunctionCallOut, Text, responses_stream
+from servers.responses import FunctionCallOut, Reasoning, Text, responses_stream
 
 __all__ = ["AdapterKind", "KINDS", "KEY"]
 
@@ -60,8 +60,20 @@ class AdapterKind:
     options: tuple[dict[str, Any], ...]
     """Settings that change the request (thinking or reasoning, cache, temperature, output limit, ...), one
     adapter each, for the raw-path test."""
+    pieces_reply: Callable[[Sequence[str], str, str, Sequence[str], str], Action] | None = None
+    """`pieces_reply(thinking, text, tool, argument_pieces, call_id)`: a streamed reply with thinking (in these
+    pieces, where the provider streams it in pieces), a text and one tool call whose arguments stream in
+    `argument_pieces` (where the provider streams them)."""
+    thinking_of: Callable[[Reply], str] | None = None
+    """The thinking text a reply keeps (in the provider's own blocks)."""
+    streams_arguments: bool = True
+    """Whether the provider streams a call's arguments in pieces (Gemini sends a call whole)."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """Other environment variables the SDK needs beside `key_variable` to read its credentials from there."""
+
+
+def _raw_data(reply: Reply) -> list[Mapping[str, Any]]:
+    return [block.data for block in reply.message.content if isinstance(block, RawBlock)]
 
 
 def _anthropic_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
@@ -120,6 +132,10 @@ ANTHROPIC = AdapterKind(
     conversation=lambda body: body["messages"],
     create=_anthropic_create,
     options=({"thinking": 4096, "max_tokens": 8192}, {"temperature": 0.3, "cache": False}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: anthropic_stream(
+        [text], thinking="".join(thinking), tools=[ToolUse(tool, parts, id=call_id)]
+    ),
+    thinking_of=lambda reply: "".join(d["thinking"] for d in _raw_data(reply) if d.get("type") == "thinking"),
 )
 
 OPENAI_COMPATIBLE = AdapterKind(
@@ -135,6 +151,10 @@ OPENAI_COMPATIBLE = AdapterKind(
     conversation=lambda body: [m for m in body["messages"] if m["role"] != "system"],
     create=_chat_create,
     options=({"max_tokens": 100, "temperature": 0.2}, {"max_tokens": 50}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: openai_stream(
+        [text], reasoning=thinking, calls=[FnCall(tool, parts, id=call_id)]
+    ),
+    thinking_of=lambda reply: "".join(d.get("reasoning_content", "") for d in _raw_data(reply)),
 )
 
 OPENAI_RESPONSES = AdapterKind(
@@ -150,6 +170,14 @@ OPENAI_RESPONSES = AdapterKind(
     conversation=lambda body: body["input"],
     create=_responses_create,
     options=({"reasoning": "low", "max_tokens": 100, "temperature": 0.5}, {"store": True}, {"chain": True}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: responses_stream(
+        Reasoning(summary=tuple(thinking)),
+        Text((text,)),
+        FunctionCallOut(tool, "".join(parts), call_id=call_id, parts=parts),
+    ),
+    thinking_of=lambda reply: "".join(
+        part["text"] for d in _raw_data(reply) if d.get("type") == "reasoning" for part in d["summary"]
+    ),
 )
 
 
@@ -177,6 +205,13 @@ GEMINI = AdapterKind(
     conversation=lambda body: body["contents"],
     create=_gemini_create,
     options=({"thinking": True, "max_tokens": 500}, {"thinking": "low", "temperature": 0.2}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: gemini_stream(
+        [text],
+        thoughts=[Thought(piece) for piece in thinking],
+        calls=[Call(tool, json.loads("".join(parts)), id=call_id)],
+    ),
+    thinking_of=lambda reply: "".join(d["text"] for d in _raw_data(reply) if d.get("thought")),
+    streams_arguments=False,
 )
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
@@ -231,6 +266,12 @@ BEDROCK = AdapterKind(
     conversation=lambda body: body["messages"],
     create=_bedrock_create,
     options=({"thinking": 4096, "max_tokens": 8192}, {"cache": True, "temperature": 0.3}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: bedrock_stream(
+        [text], reasoning=thinking, tools=[ToolUseOut(tool, parts, id=call_id)]
+    ),
+    thinking_of=lambda reply: "".join(
+        d["reasoningContent"]["reasoningText"]["text"] for d in _raw_data(reply) if "reasoningContent" in d
+    ),
     environment={"AWS_SECRET_ACCESS_KEY": SECRET},
 )
 
