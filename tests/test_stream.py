@@ -16,6 +16,7 @@ import pytest
 from alpineagents.agent import Agent
 from alpineagents.events import (
     LIVE_ONLY,
+    ApprovalDecided,
     ApprovalNeeded,
     MessageAdded,
     ReplyEnded,
@@ -372,3 +373,79 @@ def test_a_fake_model_streams_its_thinking_and_arguments_and_a_replay_leaves_the
         assert {(e.call_id, e.name, e.position) for e in arguments} == {(call.id, "add", request)}
         assert json.loads("".join(e.delta for e in arguments)) == {"a": 4, "b": 5}
         assert merged(events) == list(events_of_state(state, after=0))
+
+
+def after_cut(events: list[Any], top_id: str, after: int) -> list[Any]:
+    """What a reader who saw the top State's events up to position `after` had not seen: the events after the
+    last event of the top State at or before `after` (subagents' events shown after it come again)."""
+    cut = 0
+    for index, event in enumerate(events):
+        if event.state_id == top_id and event.position <= after:
+            cut = index + 1
+    return events[cut:]
+
+
+def nested_helpers(top_script: list[Any]) -> Agent:
+    """A top Agent whose helper asks an inner helper, which adds."""
+    inner = Agent(
+        FakeModel([tool_call("add", a=2, b=2), "Inner: 4."]),
+        tools=[add],
+        name="inner",
+        description="Adds.",
+        reporter=None,
+    )
+    helper = Agent(
+        FakeModel([["Asking.", tool_call("inner", prompt="2 + 2?")], "Helper: 4."]),
+        tools=[inner],
+        name="helper",
+        description="Asks.",
+        reporter=None,
+    )
+    return Agent(FakeModel(top_script), tools=[helper], reporter=None)
+
+
+def test_after_n_replays_the_subagents_runs_inline_where_the_live_stream_gave_them() -> None:
+    top = nested_helpers([tool_call("helper", prompt="2 + 2?"), "Top: 4.", "Again: 4."])
+    state = State(messages=[Message.user("Ask the helper")])
+    live = merged(list(top.stream(state)))
+    assert {len(e.path) for e in live} == {1, 2, 3}  # the top State, its helper, the helper's inner helper
+    for after in range(len(state.history)):
+        replay = list(events_of_state(state, after=after))
+        assert replay == after_cut(live, state.id, after), after
+    # through the stream: the rest, then the live run
+    last_top = max(e.position for e in live if e.state_id == state.id and isinstance(e, ToolCallStarted))
+    state.add_message(Message.user("Once more?"))
+    again = list(top.stream(state, after=last_top))
+    assert merged(again)[: len(after_cut(live, state.id, last_top))] == after_cut(live, state.id, last_top)
+    assert [e.text for e in again if isinstance(e, TextDelta)] == [
+        "Asking.",
+        "Inner: 4.",
+        "Helper: 4.",
+        "Top: 4.",
+        "Again: 4.",
+    ]
+
+
+def test_after_n_replays_a_held_subagent_and_its_resumed_run_each_where_it_ran() -> None:
+    helper = Agent(
+        FakeModel([tool_call("add", a=1, b=1), "Helper: 2."]),
+        tools=[add],
+        name="helper",
+        description="Adds.",
+        reporter=None,
+        permissions=[DeferByName(["add"]), AllowByDefault()],
+    )
+    top = Agent(FakeModel([tool_call("helper", prompt="1 + 1?"), "Top: 2."]), tools=[helper], reporter=None)
+    state = State(messages=[Message.user("Ask the helper")])
+    first = merged(list(top.stream(state)))
+    stopped_at = len(state.history) - 1
+    (waiting,) = state.awaiting_approval
+    assert waiting.path[0] == state.id and len(waiting.path) == 2
+    state.approve(waiting.call.id, by="ana")
+    decided = list(events_from_history(state.history, state.id, after=stopped_at))
+    assert [type(e) for e in decided] == [ApprovalDecided]
+    second = merged(list(top.stream(state)))
+    assert state.answer == "Top: 2." and any(len(e.path) == 2 for e in second)
+    live = first + decided + second  # what a reader following both runs saw, with the decision between
+    for after in range(len(state.history)):
+        assert list(events_of_state(state, after=after)) == after_cut(live, state.id, after), after

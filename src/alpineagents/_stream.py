@@ -39,7 +39,7 @@ from alpineagents.events import (
     ToolCallArgsDelta,
     checked_after,
     entry_events,
-    events_from_history,
+    events_of_state,
 )
 from alpineagents.types import HistoryEntry, ModelReplyEntry, ToolCall
 
@@ -191,7 +191,7 @@ class _Reader:
         self.ready.extend(entry_events(body, where, self.calls.get(state_id, {}), streamed=streamed))  # type: ignore[arg-type]
 
     def replay(self, state: State, after: int) -> None:
-        self.ready.extend(events_from_history(state.history, state.id, after=after))
+        self.ready.extend(events_of_state(state, after=after))
 
 
 class _Base:
