@@ -449,3 +449,22 @@ def test_after_n_replays_a_held_subagent_and_its_resumed_run_each_where_it_ran()
     live = first + decided + second  # what a reader following both runs saw, with the decision between
     for after in range(len(state.history)):
         assert list(events_of_state(state, after=after)) == after_cut(live, state.id, after), after
+
+
+def test_a_held_subagent_replays_from_the_store_in_a_new_process_state(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    helper = Agent(
+        FakeModel([tool_call("add", a=1, b=1)]),
+        tools=[add],
+        name="helper",
+        description="Adds.",
+        reporter=None,
+        permissions=[DeferByName(["add"]), AllowByDefault()],
+    )
+    top = Agent(FakeModel([tool_call("helper", prompt="1 + 1?")]), tools=[helper], reporter=None, store=store)
+    state = State(messages=[Message.user("Ask the helper")])
+    live = merged(list(top.stream(state)))
+    loaded = store.load(state.id)  # a State object that has none of its subagents in memory
+    (waiting,) = loaded.awaiting_approval
+    assert loaded.child(waiting.path[1]).id == waiting.path[1]  # named only by the wait record
+    assert list(events_of_state(loaded, after=0)) == after_cut(live, state.id, 0)
