@@ -468,3 +468,86 @@ def test_a_held_subagent_replays_from_the_store_in_a_new_process_state(tmp_path:
     (waiting,) = loaded.awaiting_approval
     assert loaded.child(waiting.path[1]).id == waiting.path[1]  # named only by the wait record
     assert list(events_of_state(loaded, after=0)) == after_cut(live, state.id, 0)
+
+
+class ToolLog(Reporter):
+    """Keeps each tool start and end, with the length of the State's history at that moment."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str, int, str]] = []
+
+    def on_tool_start(self, state: State, call: Any) -> None:
+        self.seen.append(("start", state.id, call.id, len(state.history), ""))
+
+    def on_tool_end(self, state: State, call: Any, result: Any, outcome: Any) -> None:
+        self.seen.append(("end", state.id, call.id, len(state.history), f"{outcome.kind.value}: {result}"))
+
+
+def held_helper(
+    store: Any = None,
+    top_script: tuple[Any, ...] = (tool_call("helper", prompt="1 + 1?"), "Top: done."),
+    helper_script: tuple[Any, ...] = (tool_call("add", a=1, b=1), "Helper: done."),
+) -> tuple[Agent, State, ToolLog]:
+    """A top Agent whose helper's `add` waits for approval, a State for it, and the top's Reporter."""
+    helper = Agent(
+        FakeModel(list(helper_script)),
+        tools=[add],
+        name="helper",
+        description="Adds.",
+        permissions=[DeferByName(["add"]), AllowByDefault()],
+    )
+    log = ToolLog()
+    top = Agent(FakeModel(list(top_script)), tools=[helper], reporter=log, store=store)
+    return top, State(messages=[Message.user("Ask the helper")]), log
+
+
+@pytest.mark.parametrize("decide", ["approve", "deny"])
+def test_a_held_subagent_call_ends_once_after_the_decision_and_the_reporter_agrees_with_the_stream(
+    decide: str,
+) -> None:
+    top, state, log = held_helper()
+    first = list(top.stream(state))
+    (helper_call,) = [e.call for e in first if isinstance(e, ToolCallStarted) and e.depth == 0]
+    assert not [e for e in first if isinstance(e, ToolCallEnded) and e.depth == 0]  # held: not ended
+    assert [s[0] for s in log.seen if s[2] == helper_call.id] == ["start"]  # its tool started, then it was held
+    (waiting,) = state.awaiting_approval
+    if decide == "approve":
+        state.approve(waiting.call.id)
+    else:
+        state.deny(waiting.call.id, "Not now.")
+    second = list(top.stream(state))
+    (ended,) = [e for e in second if isinstance(e, ToolCallEnded) and e.depth == 0]
+    assert ended.call == helper_call and ended.result == "Helper: done." and ended.child_ids == (waiting.path[1],)
+    below = [index for index, e in enumerate(second) if e.depth == 1]
+    assert below and max(below) < second.index(ended)  # after every event of the resumed subagent
+    # the Reporter: one start (in the run that held it), one end (when it ended), right after its result
+    mine = [s for s in log.seen if s[2] == helper_call.id]
+    assert [s[0] for s in mine] == ["start", "end"]
+    assert mine[1][3] == ended.position + 1 and mine[1][4] == "done: Helper: done."
+    child_call = [s for s in log.seen if s[2] == waiting.call.id]
+    if decide == "approve":
+        assert [s[0] for s in child_call] == ["start", "end"] and child_call[1][4] == "done: 2"
+    else:
+        assert [s[0] for s in child_call] == ["end"] and child_call[0][4] == "denied: Not now."
+    # every call that got a start got exactly one end, as the stream shows one start and one end per call
+    for call_id in {s[2] for s in log.seen}:
+        kinds = [s[0] for s in log.seen if s[2] == call_id]
+        assert kinds.count("end") == 1 and kinds.count("start") <= 1
+    calls = {e.call.id for e in first + second if isinstance(e, ToolCallStarted)}
+    assert calls == {e.call.id for e in second if isinstance(e, ToolCallEnded)}
+
+
+def test_a_held_subagent_call_resumed_by_another_process_ends_there(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    top, state, _ = held_helper(store)
+    list(top.stream(state))
+    loaded = store.load(state.id)
+    loaded.approve(loaded.awaiting_approval[0].call.id)
+    store.save(loaded)
+    # a fresh Agent and Reporter, as a second process has (their first replies were given before the hold)
+    again, _, log = held_helper(store, ("Top: done.",), ("Helper: done.",))
+    resumed = store.load(state.id)
+    events = list(again.stream(resumed))
+    (ended,) = [e for e in events if isinstance(e, ToolCallEnded) and e.depth == 0]
+    assert ended.result == "Helper: done."
+    assert [(s[0], s[4]) for s in log.seen if s[2] == ended.call.id] == [("end", "done: Helper: done.")]
