@@ -153,8 +153,11 @@ ANY_ALLOWED: dict[str, frozenset[str]] = {
             "models.gemini:_reason(error)",
             "models.gemini:_retry_delay(error)",
             "models.openai_compatible:_StreamReader.add(chunk)",
+            "models.openai_compatible:_StreamReader._call_piece(item)",
             "models.openai_responses:OpenAIResponses._to_reply(response)",
             "models.openai_responses:_ResponseReader.add(event)",
+            "models.openai_responses:_ResponseReader._piece(event)",
+            "models.anthropic:_Pieces.add(event)",
             "models.openai_responses:_message_text(item)",
             "models.openai_responses:_stop_reason(response)",
         }

@@ -21,6 +21,7 @@ import pytest
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
 from alpineagents.models import OpenAICompatible
+from alpineagents.models.base import OnStream
 from alpineagents.types import (
     INVALID_ARGS_KEY,
     TRUNCATED_ARGS_MESSAGE,
@@ -676,3 +677,24 @@ def test_arespond_through_the_async_client_seam() -> None:
     with pytest.raises(RateLimitError) as info:
         asyncio.run(m.arespond(req()))
     assert info.value.__cause__ is error and stream.closed
+
+
+def test_a_call_without_a_server_id_streams_its_arguments_under_the_id_its_reply_gives_it(
+    server: ProviderServer,
+) -> None:
+    class Calls(OnStream):
+        def __init__(self) -> None:
+            self.pieces: list[tuple[str, str, str]] = []
+
+        def tool_args(self, call_id: str, name: str, delta: str) -> None:
+            self.pieces.append((call_id, name, delta))
+
+    server.script(
+        openai_stream([], calls=[FnCall("a", ['{"x": ', "1}"], id=None), FnCall("b", ["{}"], id=None, index=1)])
+    )
+    got = Calls()
+    reply = model(server).respond(req(), got)
+    first, second = reply.tool_calls
+    assert {call_id for call_id, _, _ in got.pieces} == {first.id, second.id} and first.id != second.id
+    assert "".join(d for call_id, name, d in got.pieces if call_id == first.id and name == "a") == '{"x": 1}'
+    assert "".join(d for call_id, name, d in got.pieces if call_id == second.id and name == "b") == "{}"

@@ -24,9 +24,9 @@ import urllib3.exceptions
 
 from alpineagents.models import Anthropic, Bedrock, Gemini, OpenAICompatible, OpenAIResponses
 from alpineagents.models._adapter import Adapter
-from alpineagents.types import Request
+from alpineagents.types import RawBlock, Reply, Request
 from servers.bedrock import ToolUseOut, bedrock_default, bedrock_error, bedrock_stream
-from servers.gemini import Call, gemini_default, gemini_error, gemini_stream
+from servers.gemini import Call, Thought, gemini_default, gemini_error, gemini_stream
 from servers.provider import (
     Action,
     FnCall,
@@ -38,7 +38,7 @@ from servers.provider import (
     openai_error,
     openai_stream,
 )
-from servers.responses import FunctionCallOut, Text, responses_default, responses_stream
+from servers.responses import FunctionCallOut, Reasoning, Text, responses_default, responses_stream
 
 __all__ = ["AdapterKind", "KINDS", "KEY"]
 
@@ -89,12 +89,24 @@ class AdapterKind:
     default: Callable[[Recorded], Action | None]
     """The server's reply to a POST nothing was scripted for, when the request is this provider's (its path);
     `None` for another provider's request."""
+    pieces_reply: Callable[[Sequence[str], str, str, Sequence[str], str], Action] | None = None
+    """`pieces_reply(thinking, text, tool, argument_pieces, call_id)`: a streamed reply with thinking (in these
+    pieces, where the provider streams it in pieces), a text and one tool call whose arguments stream in
+    `argument_pieces` (where the provider streams them)."""
+    thinking_of: Callable[[Reply], str] | None = None
+    """The thinking text a reply keeps (in the provider's own blocks)."""
+    streams_arguments: bool = True
+    """Whether the provider streams a call's arguments in pieces (Gemini sends a call whole)."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """Other environment variables the SDK needs beside `key_variable` to read its credentials from there."""
 
     def reply(self, texts: Sequence[str], pause: float = 0.0) -> Action:
         """A whole streamed reply with these text pieces."""
         return self.stream(list(texts), pause=pause)
+
+
+def _raw_data(reply: Reply) -> list[Mapping[str, Any]]:
+    return [block.data for block in reply.message.content if isinstance(block, RawBlock)]
 
 
 def _anthropic_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
@@ -159,6 +171,10 @@ ANTHROPIC = AdapterKind(
     unended="ended before its final event",
     default=lambda request: anthropic_stream() if request.path.endswith("/messages") else None,
     options=({"thinking": 4096, "max_tokens": 8192}, {"temperature": 0.3, "cache": False}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: anthropic_stream(
+        [text], thinking="".join(thinking), tools=[ToolUse(tool, parts, id=call_id)]
+    ),
+    thinking_of=lambda reply: "".join(d["thinking"] for d in _raw_data(reply) if d.get("type") == "thinking"),
 )
 
 OPENAI_COMPATIBLE = AdapterKind(
@@ -180,6 +196,10 @@ OPENAI_COMPATIBLE = AdapterKind(
     unended="ended before its final chunk",
     default=lambda request: openai_stream() if request.path.endswith("/chat/completions") else None,
     options=({"max_tokens": 100, "temperature": 0.2}, {"max_tokens": 50}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: openai_stream(
+        [text], reasoning=thinking, calls=[FnCall(tool, parts, id=call_id)]
+    ),
+    thinking_of=lambda reply: "".join(d.get("reasoning_content", "") for d in _raw_data(reply)),
 )
 
 OPENAI_RESPONSES = AdapterKind(
@@ -201,6 +221,14 @@ OPENAI_RESPONSES = AdapterKind(
     unended="ended before its final event",
     default=lambda request: responses_default(request) if request.path.endswith("/responses") else None,
     options=({"reasoning": "low", "max_tokens": 100, "temperature": 0.5}, {"store": True}, {"chain": True}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: responses_stream(
+        Reasoning(summary=tuple(thinking)),
+        Text((text,)),
+        FunctionCallOut(tool, "".join(parts), call_id=call_id, parts=parts),
+    ),
+    thinking_of=lambda reply: "".join(
+        part["text"] for d in _raw_data(reply) if d.get("type") == "reasoning" for part in d["summary"]
+    ),
 )
 
 
@@ -238,6 +266,13 @@ GEMINI = AdapterKind(
         else None
     ),
     options=({"thinking": True, "max_tokens": 500}, {"thinking": "low", "temperature": 0.2}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: gemini_stream(
+        [text],
+        thoughts=[Thought(piece) for piece in thinking],
+        calls=[Call(tool, json.loads("".join(parts)), id=call_id)],
+    ),
+    thinking_of=lambda reply: "".join(d["text"] for d in _raw_data(reply) if d.get("thought")),
+    streams_arguments=False,
 )
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
@@ -302,6 +337,12 @@ BEDROCK = AdapterKind(
         else None
     ),
     options=({"thinking": 4096, "max_tokens": 8192}, {"cache": True, "temperature": 0.3}),
+    pieces_reply=lambda thinking, text, tool, parts, call_id: bedrock_stream(
+        [text], reasoning=thinking, tools=[ToolUseOut(tool, parts, id=call_id)]
+    ),
+    thinking_of=lambda reply: "".join(
+        d["reasoningContent"]["reasoningText"]["text"] for d in _raw_data(reply) if "reasoningContent" in d
+    ),
     environment={"AWS_SECRET_ACCESS_KEY": SECRET},
 )
 
