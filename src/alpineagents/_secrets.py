@@ -13,7 +13,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "environment_secrets", "is_secret_name", "redact", "usable_secrets"]
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "environment_secrets",
+    "is_secret_name",
+    "known_by",
+    "redact",
+    "usable_secrets",
+]
 
 REDACTED = "[REDACTED]"
 """What a secret is replaced with."""
@@ -49,3 +57,14 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def known_by(model: object) -> list[str | None]:
+    """The credentials a model knows of: an adapter's key and its clients' keys (its ``_known_secrets()``); none for
+    a model that has no such method, or whose method fails."""
+    known = getattr(model, "_known_secrets", None)
+    try:
+        found = known() if callable(known) else None
+    except Exception:  # noqa: BLE001 - a model that cannot say has none to add
+        return []
+    return [item for item in found if item is None or isinstance(item, str)] if isinstance(found, list | tuple) else []

@@ -18,6 +18,7 @@ from alpineagents._history.fold import Accumulator
 from alpineagents._history.json_values import answer as answer_form
 from alpineagents._history.snapshot import StateSnapshot
 from alpineagents._history.stack import stack_text
+from alpineagents._secrets import known_by
 from alpineagents._values.construct import maker
 from alpineagents._values.request_input import RequestInput, input_texts
 from alpineagents.errors import fix_message
@@ -335,18 +336,8 @@ class Recorder:
             acc = self._acc
             if not (acc.waiting and call is None) and self._recorded_since_start(error):
                 return
-            stack = stack_text(error, self._known_secrets())
+            stack = stack_text(error, known_by(getattr(self.__dict__.get("_agent"), "_model", None)))
             self._commit_locked(ErrorEntry(content=content, error=error, call=call, turn=acc.turn, traceback=stack))
-
-    def _known_secrets(self) -> list[str | None]:
-        """The credentials the linked Agent's model knows of (an adapter's key), for redacting recorded text."""
-        model = getattr(self.__dict__.get("_agent"), "_model", None)
-        known = getattr(model, "_known_secrets", None)
-        try:
-            found = known() if callable(known) else []
-        except Exception:  # noqa: BLE001 - a model that cannot say has none to add
-            return []
-        return list(found) if isinstance(found, list | tuple) else []
 
     def _recorded_since_start(self, error: BaseException) -> bool:
         """Whether an ``error`` entry holding ``error`` itself follows the latest ``model_request``/``run_start``."""

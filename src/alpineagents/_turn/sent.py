@@ -17,7 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from alpineagents._frozen import thaw
-from alpineagents._secrets import environment_secrets, redact
+from alpineagents._secrets import environment_secrets, known_by, redact
 from alpineagents._values.request_input import RequestInput, digest, specs_digest
 
 if TYPE_CHECKING:
@@ -52,12 +52,6 @@ def _cached(thing: str | tuple[ToolSpec, ...]) -> tuple[str, Any]:
     return result
 
 
-def _secrets(agent: AgentSeam) -> list[str | None]:
-    """The credentials the Agent's model knows of (an adapter's key and its clients' keys)."""
-    known = getattr(agent._model, "_known_secrets", None)
-    return list(known()) if callable(known) else []
-
-
 def request_input(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -> RequestInput | None:
     """What the next request of `agent` on `state` carries besides its messages, with the texts `state` has not
     recorded yet (redacted); `None` for a request with neither a system prompt nor tools."""
@@ -71,7 +65,7 @@ def request_input(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -
     new_tools = tools_sha is not None and tools_sha not in known
     if not new_system and not new_tools:  # the usual turn: both texts are in the history already
         return _reference(system_sha, tools_sha)
-    own = tuple(_secrets(agent))
+    own = tuple(known_by(agent._model))
     key = (system_sha, tools_sha, new_system, new_tools, own)
     found = _firsts.get(key)
     if found is None:  # the first State of this process to send these texts (with this model's credentials)
@@ -80,7 +74,7 @@ def request_input(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -
             system_sha256=system_sha,
             system=redact(system, secrets) if new_system and system is not None else None,
             tools_sha256=tools_sha,
-            tools=_redacted_specs(plain, secrets) if new_tools else None,
+            tools=_redacted_specs(plain, secrets) if new_tools and plain is not None else None,
         )
         if len(_firsts) >= _CACHE_SIZE:
             _firsts.clear()
