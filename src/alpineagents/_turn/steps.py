@@ -14,6 +14,7 @@ from alpineagents import _observe as observe
 from alpineagents._runner import arun_tool_calls, run_tool_calls
 from alpineagents._turn.context import active_context, context_for
 from alpineagents._turn.driver import Action, Steps, save, save_after_error
+from alpineagents._turn.sent import request_input
 from alpineagents._values.construct import maker
 from alpineagents.errors import CutOffError, OutputError, fix_message
 from alpineagents.models.base import OnStream
@@ -180,7 +181,7 @@ def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> 
     specs = agent._specs if tools is None else agent._choose_specs(tools)
     reporter, store = _reporter_and_store(agent, state)
     _link(state, agent)
-    state._begin_think(agent._model_string)
+    state._begin_think(agent._model_string, request_input(agent, state, specs))
     model = agent._model
     try:
         if store is not None:
