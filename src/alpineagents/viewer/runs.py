@@ -25,6 +25,7 @@ from alpineagents._stores.runrows import (
     summarize,
     summary_of,
     unlisted_summary,
+    waiting_fork,
 )
 from alpineagents.store import StateInfo, Store
 
@@ -45,6 +46,7 @@ __all__ = [
     "summarize",
     "summary_of",
     "unlisted_summary",
+    "waiting_fork",
 ]
 
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
