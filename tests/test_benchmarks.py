@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,13 @@ def test_many_runs_benchmark_measures_a_given_source_folder() -> None:
     many = load_script("benchmarks", "many_runs")
     result = many.run_child(str(Path(__file__).resolve().parent.parent / "src"), "default", 10, 1)
     assert result["wall"] > 0
+
+
+def test_viewer_list_benchmark_runs_at_a_small_size(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    viewer_list = load_script("benchmarks", "viewer_list")
+    monkeypatch.setattr(sys, "argv", ["viewer_list.py", "--runs", "150", "--stores", "sqlite"])
+    viewer_list.main()
+    out = capsys.readouterr().out
+    assert "content search (1 run in 100)" in out and "the search says: 2 of 150 runs" in out

@@ -397,3 +397,40 @@ def test_the_runs_list_searches_the_content_filters_by_status_and_sorts_by_cost_
     page.wait_for_url("**sort=status**")
     statuses = page.locator("tr.run-row .status").all_inner_texts()
     assert statuses == sorted(statuses)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "file"])
+def test_the_runs_list_shows_a_page_of_100_runs_and_pages_through_the_rest(
+    page: Any, runs: Path, tmp_path: Path, kind: str
+) -> None:
+    source = SQLiteStore(runs / "runs.db")
+    record = source.read("r1")
+    assert record is not None
+    target = str(tmp_path / "many.db") if kind == "sqlite" else str(tmp_path / "many")
+    from alpineagents.store import FileStore
+
+    many = SQLiteStore(target) if kind == "sqlite" else FileStore(target)
+    for number in range(130):  # the same run under 130 ids; every 3rd one holds a word of its own
+        entries = [dict(entry) for entry in record.entries]
+        if number % 3 == 0:
+            entries[0] = {**entries[0], "content": {**entries[0]["content"], "extra": f"marker{number}"}}
+        many.write(f"m{number:03d}", entries, dict(record.info), create=True)
+    with viewer(target, tmp_path) as address:
+        page.goto(address)
+        first = row_ids(page)
+        assert len(first) == 100 and "1–100 of 130 found" in page.locator(".count").inner_text()
+        assert page.locator("#page-prev").count() == 0
+        page.click("#page-next")
+        page.wait_for_url("**page=2**")
+        second = row_ids(page)
+        assert len(second) == 30 and not set(first) & set(second) and len(set(first) | set(second)) == 130
+        assert page.locator("#page-next").count() == 0 and "101–130 of 130" in page.locator(".count").inner_text()
+        shot(page, "runs-list-pages.png", full=True)
+        page.click("#page-prev")
+        page.wait_for_url("**page=1**")
+        assert row_ids(page) == first
+        page.goto(address + "?q=MARKER&sort=updated_asc")  # the search and the order stay as the pages turn
+        assert row_ids(page) == [
+            f"m{number:03d}" for number in reversed(range(0, 130, 3))
+        ]  # same time: by id, reversed
+        assert page.locator("nav.pages").count() == 0

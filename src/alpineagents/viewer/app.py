@@ -16,8 +16,10 @@ address it listens on; `allowed_hosts` adds names (a machine name, for a viewer 
 
 from __future__ import annotations
 
+import contextlib
 import socket
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -158,7 +160,13 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
         shown = page.problem_html("The store cannot be read", first_line(error))
         return HTMLResponse(shown, status_code=500, headers=_headers())
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        threading.Thread(target=search.warm, args=(store,), name="alpineagents-viewer-warm", daemon=True).start()
+        yield
+
     app = Starlette(
+        lifespan=lifespan,
         routes=[
             Route("/", runs_list),
             Route("/runs/{state_id}", run_view),

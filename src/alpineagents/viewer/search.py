@@ -14,6 +14,7 @@ database the viewer may not write (its run table cannot be made or kept up to da
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -37,7 +38,7 @@ from alpineagents._stores.runrows import (
 from alpineagents.store import Store
 from alpineagents.viewer.runs import stored_runs
 
-__all__ = ["STATUSES", "SORTS", "PAGE_SIZE", "Choice", "find", "find_in_python"]
+__all__ = ["STATUSES", "SORTS", "PAGE_SIZE", "Choice", "find", "find_in_python", "warm"]
 
 PAGE_SIZE = 100
 """How many runs a page of the list shows."""
@@ -94,6 +95,15 @@ def find(store: Store, query: RunQuery) -> RunPage:
         except PermissionError:  # a database the viewer may only read: search it the slow way
             pass
     return find_in_python(store, query)
+
+
+def warm(store: Store) -> None:
+    """Bring the run table of a store with its own search up to date (the viewer does it on a thread of its own as
+    it starts, so that the first list after many runs were saved does not wait for their rows); nothing for any
+    other store. A store that cannot be read now says so on the first page instead."""
+    if isinstance(store, FindsRuns):
+        with contextlib.suppress(Exception):
+            store.find_runs(RunQuery(limit=0))
 
 
 def _content_holds(store: Store, state_id: str, needle: str, escaped: str) -> Summary | None:
