@@ -204,6 +204,11 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
       there; one process at a time writes a State, so a store with locks between processes makes the child take
       its own (`StateLockedError` while the parent holds it).
 
+    - A search of its runs (optional, beside the role): a store that can answer the viewer's list itself defines
+      `find_runs(query: RunQuery) -> RunPage` (the `FindsRuns` protocol of `alpineagents._stores.runrows`, which
+      says what a query asks and a page holds); `SQLiteStore` and `PostgresStore` do. Without it the viewer reads
+      the runs and searches in Python.
+
     The conformance suite of the tests (`tests/store_kinds.py`) checks a store against all of this; the built-in
     stores are in `alpineagents._stores`, listed in `_stores/registry.py`.
     """
