@@ -715,11 +715,13 @@ class PostgresStore(Store):
                 conn.execute(sql(table_query(self._runs, "DOUBLE PRECISION")))
                 self._runs_made = True
             stale = conn.execute(sql(stale_query(self._runs))).fetchall()
+            gone = conn.execute(sql(gone_query(self._runs, delete=False))).fetchone()
         rows = [row_values(self, state_id, count, info, self._info) for state_id, count, info in stale]
-        with self._connection() as conn, conn.transaction():
-            if rows:
-                conn.cursor().executemany(sql(upsert_query(self._runs)), rows)
-            conn.execute(sql(gone_query(self._runs)))
+        if rows or (gone and gone[0]):
+            with self._connection() as conn, conn.transaction():
+                if rows:
+                    conn.cursor().executemany(sql(upsert_query(self._runs)), rows)
+                conn.execute(sql(gone_query(self._runs)))
         with self._connection() as conn, conn.transaction():
             conn.execute("CREATE TEMP TABLE alpine_hits (id TEXT PRIMARY KEY) ON COMMIT DROP")
 

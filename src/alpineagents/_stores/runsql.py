@@ -117,9 +117,10 @@ def table_query(dialect: Dialect, real: str) -> str:
     )
 
 
-def gone_query(dialect: Dialect) -> str:
-    """Removes the rows of States that are no longer saved."""
-    return f"DELETE FROM {dialect.runs} WHERE id NOT IN (SELECT id FROM {dialect.states})"
+def gone_query(dialect: Dialect, *, delete: bool = True) -> str:
+    """Removes the rows of States that are no longer saved (`delete=False`: counts them)."""
+    action = "DELETE" if delete else "SELECT count(*)"
+    return f"{action} FROM {dialect.runs} WHERE id NOT IN (SELECT id FROM {dialect.states})"
 
 
 def row_values(

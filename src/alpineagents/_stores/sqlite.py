@@ -586,14 +586,16 @@ class SQLiteStore(GroupCommitting, Store):
                 return RunPage([], 0, 0)
             query_text = stale_query(_RUNS).replace("SELECT s.id, s.count, s.info", "SELECT s.id, s.count, {}")
             stale = _texts(conn, query_text, "s.info", ())
+            gone = conn.execute(gone_query(_RUNS, delete=False)).fetchone()[0]
         rows = [row_values(self, state_id, count, info, self._parse_info) for state_id, count, info in stale]
         with self._mutex, self._errors():
             conn = self._search_connection()
             if conn is None:  # the file was removed meanwhile
                 return RunPage([], 0, 0)
-            with self._transaction(conn, "BEGIN IMMEDIATE"):
-                conn.executemany(upsert_query(_RUNS), rows)
-                conn.execute(gone_query(_RUNS))
+            if rows or gone:  # the write lock only when something changed
+                with self._transaction(conn, "BEGIN IMMEDIATE"):
+                    conn.executemany(upsert_query(_RUNS), rows)
+                    conn.execute(gone_query(_RUNS))
             with self._transaction(conn, "BEGIN"):
                 return search(_RUNS, lambda sql, args: conn.execute(sql, args).fetchall(), query)
 
