@@ -112,7 +112,15 @@ def test_each_distinct_prompt_and_tool_set_is_kept_once_and_every_request_names_
     assert fourth.system.text == "Be brief."
     assert '"name": "shout"' in fourth.tools.text and '"name": "add"' in fourth.tools.text
     contents = [[piece.text for piece in pieces] for _, pieces in fourth.messages]
-    assert [role for role, _ in fourth.messages] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert [role for role, _ in fourth.messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert contents[0] == ["add 1 and 2"] and contents[3] == ["3"] and contents[4] == ["and 3 and 4?"]
     assert contents[6] == ["7"] and fourth.messages[6][1][0].title.startswith("result of add (")  # the tool's result
     assert shown[4].system.text == "Be very brief." and '"name": "add"' not in shown[4].tools.text
