@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._frozen import FrozenDict
 from alpineagents._values.approval import ApprovalDecision, StoppedForApproval, WaitingCall
+from alpineagents._values.budget import Budget, BudgetRaise, BudgetStatus, BudgetWait, StoppedForBudget
 from alpineagents._values.construct import as_tuples, freeze_fields, value
 from alpineagents._values.content import (
     IMAGE_TYPES,
@@ -85,6 +86,11 @@ __all__ = [
     "StoppedForApproval",
     "WaitingCall",
     "ApprovalDecision",
+    "StoppedForBudget",
+    "Budget",
+    "BudgetWait",
+    "BudgetRaise",
+    "BudgetStatus",
 ]
 
 HistoryKind = Literal[
@@ -406,7 +412,9 @@ class StoppedByPermission:
         return f"stopped by permission {self.permission}"
 
 
-Stopped = StoppedByUntil | StoppedByLimit | StoppedByFinish | StoppedByPermission | StoppedForApproval
+Stopped = (
+    StoppedByUntil | StoppedByLimit | StoppedByFinish | StoppedByPermission | StoppedForApproval | StoppedForBudget
+)
 """The type of ``state.stopped`` (without ``None``)."""
 
 
@@ -717,6 +725,11 @@ for _cls in (
     WaitingCall,
     ApprovalDecision,
     StoppedForApproval,
+    StoppedForBudget,
+    Budget,
+    BudgetWait,
+    BudgetRaise,
+    BudgetStatus,
 ):
     _cls.__module__ = __name__
 for _function in (format_call, result_text):
