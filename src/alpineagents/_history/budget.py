@@ -23,7 +23,6 @@ from alpineagents._history.children import Joined, usage_since
 from alpineagents._history.fold import Accumulator
 from alpineagents._values.budget import (
     BUDGET_KEY,
-    LIMITS,
     WAITING_STOPS,
     Budget,
     BudgetRaise,
@@ -34,6 +33,9 @@ from alpineagents._values.budget import (
     budget_from_answer,
     budget_mark,
     budget_to_answer,
+    check_limits,
+    read_raise,
+    read_wait,
     shown,
 )
 from alpineagents._values.usage import Usage, UsageTotal
@@ -60,7 +62,7 @@ __all__ = [
     "raised",
     "spend_of",
     "tool_calls_ran",
-    "read_wait",
+    "budget_wait_record",
 ]
 
 RAN = frozenset({ToolOutcomeKind.DONE, ToolOutcomeKind.ERROR, ToolOutcomeKind.ABORTED, ToolOutcomeKind.INTERRUPTED})
@@ -81,23 +83,13 @@ def raised(histories: Iterable[Iterable[HistoryEntry]], owner_id: str) -> dict[s
     """The sum of every raise of ``owner_id``'s budget recorded in ``histories``."""
     total: dict[str, float | int] = {}
     for history in histories:
-        for mark, _, answer in budget_records(history):
-            if mark != "raised" or answer.get("budget_of") != owner_id:
+        for _, entry, _ in budget_records(history):
+            found = read_raise(entry)
+            if found is None or found.budget_of != owner_id:
                 continue
-            for name, amount in _amounts(answer.get("amounts")).items():
+            for name, amount in found.amounts.items():
                 total[name] = total.get(name, 0) + amount
     return total
-
-
-def _amounts(data: object) -> dict[str, float | int]:
-    if not isinstance(data, dict):
-        return {}
-    found: dict[str, float | int] = {}
-    for name in LIMITS:
-        amount: Any = data.get(name)  # pyright: ignore[reportUnknownMemberType]
-        if isinstance(amount, (int, float)) and not isinstance(amount, bool) and amount > 0:
-            found[name] = amount
-    return found
 
 
 def _joined(state: State) -> list[Joined]:
@@ -153,8 +145,9 @@ def spend_of(usage: Usage, tool_calls: int) -> Spend:
     return Spend(cost, tokens, usage.requests, tool_calls)
 
 
-def _waiting_record(acc: Accumulator) -> ExchangeEntry | None:
-    """The wait record of this State's latest step (recorded just before its ``StoppedForBudget``)."""
+def budget_wait_record(acc: Accumulator) -> ExchangeEntry | None:
+    """The budget wait record since this State's latest request or reply (recorded just before its
+    ``StoppedForBudget``), or None."""
     history = acc.history
     for index in range(acc.history_len - 1, -1, -1):
         entry = history[index]
@@ -223,9 +216,11 @@ class Budgets:
             return []
         found: list[BudgetWait] = []
         if type(stopped) is StoppedForBudget:
-            entry = _waiting_record(acc)
+            entry = budget_wait_record(acc)
             if entry is not None:
-                found.append(_read_wait(entry, path))
+                wait = read_wait(entry, path)
+                if wait is not None:
+                    found.append(wait)
         records = turn_approvals(acc)
         for call in acc.pending_calls:
             child_id = records.child_of(call.id)
@@ -258,10 +253,7 @@ class Budgets:
         """
         amounts = {"usd": usd, "tokens": tokens, "requests": requests, "tool_calls": tool_calls}
         example = "state.raise_budget(usd=1.00)"
-        try:
-            Budget(**amounts)  # the same checks as a budget's limits
-        except (TypeError, ValueError) as error:
-            raise type(error)(str(error).replace("Budget():", "raise_budget():").replace("Budget()", "raise_budget()"))
+        check_limits(amounts, "raise_budget()", "give how much to add to the limit the run waits on", example)
         for name, text in (("by", by), ("note", note)):
             if text is not None and not isinstance(text, str):
                 raise TypeError(
@@ -342,29 +334,3 @@ class Budgets:
             if not acc.finished:
                 self._commit_locked(StopEntry(content=stopped, turn=acc.turn))  # type: ignore[arg-type]
             return stopped
-
-
-def _read_wait(entry: ExchangeEntry, path: tuple[str, ...]) -> BudgetWait:
-    answer: Any = entry.content.answer
-    limit = answer.get("limit") if answer.get("limit") in LIMITS else "usd"
-    return BudgetWait(
-        limit=limit,
-        needed=_number(answer.get("needed")),
-        left=_number(answer.get("left")),
-        budget=budget_from_answer(answer.get("budget")) or Budget(**{limit: 1}),
-        budget_of=str(answer.get("budget_of") or path[-1]),
-        question=entry.content.question,
-        path=path,
-        asked_at=entry.at,
-    )
-
-
-def _number(found: object) -> float:
-    return float(found) if isinstance(found, (int, float)) and not isinstance(found, bool) else 0.0
-
-
-def read_wait(entry: ExchangeEntry, path: tuple[str, ...]) -> BudgetWait | None:
-    """The ``BudgetWait`` a budget wait record holds, or ``None`` for any other entry."""
-    if entry.kind != "human" or budget_mark(entry.content.answer) != "waiting":
-        return None
-    return _read_wait(entry, path)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from alpineagents._history.budget import RAN, live_usage, raised, spend_of, tool_calls_ran
+from alpineagents._history.budget import RAN, budget_wait_record, live_usage, raised, spend_of, tool_calls_ran
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens
 from alpineagents._turn.context import active_context
 from alpineagents._values.budget import LIMITS, Budget, Spend, StoppedForBudget
@@ -221,9 +221,6 @@ def tool_calls_done(state: State, reserved: tuple[list[BudgetGuard], Spend], sta
 
 
 def resume_budget_wait(state: State) -> bool:
-    """At a run's start: a State that waited for a budget goes on (the checks are made again at its next step).
-    Returns True when its held calls (a turn's tool calls, or a subagent's call) must run before the loop."""
-    if type(state.stopped) is not StoppedForBudget:
-        return False
-    state._clear_stop()
-    return bool(state.pending_calls)
+    """At a run's start (its ``run_start`` ended the stop): True when the latest turn's calls were held for a
+    budget, so they must run (checked again) before the loop."""
+    return bool(state.pending_calls) and budget_wait_record(state._acc) is not None

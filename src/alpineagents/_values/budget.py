@@ -28,6 +28,9 @@ from alpineagents._values.approval import StoppedForApproval
 from alpineagents._values.construct import as_tuples, value
 from alpineagents.errors import fix_message
 
+if TYPE_CHECKING:
+    from alpineagents.types import ExchangeEntry
+
 __all__ = [
     "BUDGET_KEY",
     "LIMITS",
@@ -44,6 +47,9 @@ __all__ = [
     "budget_stop_to_dict",
     "budget_stop_from_dict",
     "shown",
+    "check_limits",
+    "read_wait",
+    "read_raise",
 ]
 
 BUDGET_KEY = "alpineagents_budget"
@@ -78,6 +84,18 @@ def _checked(name: str, amount: object, what: str, example: str) -> float | int 
     return amount
 
 
+def check_limits(amounts: Mapping[str, object], what: str, fix: str, example: str) -> None:
+    """The checks of a budget's limits (and of a raise's amounts): each a positive amount or None, at least one
+    given."""
+    found = [_checked(name, amounts.get(name), f"{what}:", example) for name in LIMITS]
+    if all(amount is None for amount in found):
+        raise ValueError(
+            fix_message(
+                f"{what} got no limit: give at least one of usd=, tokens=, requests=, tool_calls=", fix, example
+            )
+        )
+
+
 @value
 class Budget:
     """The spending limit of a run and all of its subagents, counted from the history (so it holds across
@@ -107,15 +125,12 @@ class Budget:
         ) -> None: ...
 
     def __post_init__(self) -> None:
-        found = [_checked(name, getattr(self, name), "Budget():", _EXAMPLE) for name in LIMITS]
-        if all(amount is None for amount in found):
-            raise ValueError(
-                fix_message(
-                    "Budget() got no limit: give at least one of usd=, tokens=, requests=, tool_calls=",
-                    "say what to limit, or leave budget= out of the Agent for no limit",
-                    _EXAMPLE,
-                )
-            )
+        check_limits(
+            {name: getattr(self, name) for name in LIMITS},
+            "Budget()",
+            "say what to limit, or leave budget= out of the Agent for no limit",
+            _EXAMPLE,
+        )
         if self.usd is not None:
             object.__setattr__(self, "usd", float(self.usd))
 
@@ -319,3 +334,51 @@ def budget_stop_from_dict(data: Mapping[str, Any]) -> StoppedForBudget:
     if limit not in LIMITS or not isinstance(budget_of, str) or not numbers:
         raise ValueError(f"stop budget: not a budget stop ({dict(data)!r})")
     return StoppedForBudget(limit, float(needed), float(left), budget_of)  # type: ignore[arg-type]
+
+
+def _number(found: object) -> float:
+    return float(found) if isinstance(found, (int, float)) and not isinstance(found, bool) else 0.0
+
+
+def _text(found: object) -> str | None:
+    return found if isinstance(found, str) else None
+
+
+def read_wait(entry: ExchangeEntry, path: tuple[str, ...]) -> BudgetWait | None:
+    """The ``BudgetWait`` a budget wait record holds (``path``: where its State is), or ``None`` for any other
+    entry."""
+    answer: Any = entry.content.answer
+    if entry.kind != "human" or budget_mark(answer) != "waiting":
+        return None
+    limit = answer.get("limit") if answer.get("limit") in LIMITS else "usd"
+    return BudgetWait(
+        limit=limit,
+        needed=_number(answer.get("needed")),
+        left=_number(answer.get("left")),
+        budget=budget_from_answer(answer.get("budget")) or Budget(**{limit: 1}),
+        budget_of=_text(answer.get("budget_of")) or path[-1],
+        question=entry.content.question,
+        path=path,
+        asked_at=entry.at,
+    )
+
+
+def read_raise(entry: ExchangeEntry) -> BudgetRaise | None:
+    """The ``BudgetRaise`` a raise record holds, or ``None`` for any other entry."""
+    answer: Any = entry.content.answer
+    if entry.kind != "human" or budget_mark(answer) != "raised":
+        return None
+    amounts = answer.get("amounts")
+    found: dict[str, float | int] = {}
+    if isinstance(amounts, Mapping):
+        for name in LIMITS:
+            amount: Any = amounts.get(name)  # pyright: ignore[reportUnknownMemberType]
+            if isinstance(amount, (int, float)) and not isinstance(amount, bool) and amount > 0:
+                found[name] = amount
+    return BudgetRaise(
+        amounts=found,
+        budget_of=_text(answer.get("budget_of")) or "",
+        by=_text(answer.get("by")),
+        note=_text(answer.get("note")),
+        at=entry.at,
+    )
