@@ -321,11 +321,13 @@ def test_fork_copies_a_run_up_to_entry_n_under_a_new_id(calc_run: str, tmp_path:
     assert copy["from"] == "r1" and copy["entries"] == 4 and copy["id"] != "r1"
     store = open_store(calc_run)
     original = store.load("r1")
-    assert len(store.read(copy["id"]).entries) == 4  # type: ignore[union-attr]
-    assert store.load(copy["id"]).history[:4] == original.history[:4]  # ends with a pending call, closed on load
+    assert len(store.read(copy["id"]).entries) == 5  # type: ignore[union-attr]  # the 4 kept, then where they came from
+    forked = store.load(copy["id"]).history
+    assert forked[:4] == original.history[:4]  # ends with a pending call, closed on load
+    assert forked[4].kind == "model_event" and forked[4].content.data == {"from": "r1", "at": 4}  # type: ignore[union-attr]
     named = cli("fork", "r1", "--id", "r1-copy", "--store", calc_run, cwd=tmp_path)
     assert named.stdout.strip() == "r1-copy"
-    assert store.load("r1-copy").history == original.history
+    assert store.load("r1-copy").history[:-1] == original.history
     resumed = cli("resume", "r1-copy", "cli_agents:calc", "hello", "--json", "--store", calc_run, cwd=tmp_path)
     assert json.loads(resumed.stdout)["answer"] == "Hello again."
     assert store.load("r1").history == original.history

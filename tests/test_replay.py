@@ -56,10 +56,11 @@ def recorded() -> State:
 
 
 def without_times(state: State) -> list[dict[str, Any]]:
-    """The saved form of every entry, without its time."""
+    """The saved form of every entry, without its time and an error's stack (a replay raises from elsewhere)."""
     dicts = [entry_to_dict(entry, seq) for seq, entry in enumerate(state.history)]
     for entry in dicts:
         entry.pop("at")
+        entry.pop("traceback", None)
     return dicts
 
 

@@ -732,7 +732,7 @@ def test_types_all_in_order() -> None:
             "Exchange ContextChangeKind ContextChange AgentInfo ModelEvent ToolOutcomeKind ToolOutcome StoppedByUntil "
             "StoppedByLimit StoppedByFinish StoppedByPermission Stopped NOTICE_PREFIX INVALID_ARGS_KEY "
             "TRUNCATED_ARGS_MESSAGE CUT_OFF_STOP_REASONS format_call result_text IMAGE_TYPES StoppedForApproval "
-            "WaitingCall ApprovalDecision StoppedForBudget Budget BudgetWait BudgetRaise BudgetStatus"
+            "WaitingCall ApprovalDecision RequestInput StoppedForBudget Budget BudgetWait BudgetRaise BudgetStatus"
         ).split()
     )
     for name in types_module.__all__:

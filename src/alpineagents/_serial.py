@@ -36,8 +36,10 @@ from alpineagents.types import (
     Image,
     Message,
     ModelEvent,
+    ModelRequestEntry,
     RawBlock,
     Reply,
+    RequestInput,
     RunStartEntry,
     Stopped,
     StoppedByFinish,
@@ -384,6 +386,16 @@ def _content_to_json(entry: HistoryEntry) -> Any:
     return to_json(entry.content)
 
 
+def _request_input_to_dict(sent: RequestInput) -> dict[str, Any]:
+    """The JSON object of a request's input: both digests, then each text this request is the first to hold."""
+    result: dict[str, Any] = {"system_sha256": sent.system_sha256, "tools_sha256": sent.tools_sha256}
+    if sent.system is not None:
+        result["system"] = sent.system
+    if sent.tools is not None:
+        result["tools"] = plain(sent.tools, "the tool specs of a request")
+    return result
+
+
 def entry_to_dict(entry: HistoryEntry, seq: int) -> dict[str, Any]:
     """The JSON object of one history entry: `seq`, `kind`, `turn`, `at`, `content`, then the keys that
     are set (`call`, `outcome`, `late`, `usage`, `child_ids`, `parent_id`, `parent_call_id`, `removed`).
@@ -410,6 +422,11 @@ def entry_to_dict(entry: HistoryEntry, seq: int) -> dict[str, Any]:
     elif isinstance(entry, ErrorEntry):
         if entry.call is not None:
             result["call"] = _call_to_dict(entry.call)
+        if entry.traceback is not None:
+            result["traceback"] = entry.traceback
+    elif type(entry) is ModelRequestEntry:
+        if entry.input is not None:
+            result["input"] = _request_input_to_dict(entry.input)
     elif isinstance(entry, ExchangeEntry):
         if entry.usage is not None:
             result["usage"] = usage_to_dict(entry.usage)

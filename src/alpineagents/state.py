@@ -41,6 +41,7 @@ from alpineagents._history.recording import NOT_RUN_YET as NOT_RUN_YET
 from alpineagents._history.recording import Recorder
 from alpineagents._history.snapshot import StateSnapshot, history_of, is_folded
 from alpineagents._tokens import context_tokens
+from alpineagents._values.approval import children_named
 from alpineagents._values.budget import WAITING_STOPS
 from alpineagents.errors import fix_message
 from alpineagents.types import (
@@ -422,7 +423,7 @@ class State(Recorder, Approvals, Budgets):
         return store.load(child_id)
 
     def _child_store_for(self, child_id: str) -> _ChildStore:
-        if not any(type(entry) is ToolResultEntry and child_id in entry.child_ids for entry in self.history):
+        if not any(child_id in children_named(entry) for entry in self.history):
             raise KeyError(
                 f"{child_id!r} is not a subagent of State {self._id!r} (state.child() finds direct children)"
             )

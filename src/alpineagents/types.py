@@ -34,6 +34,7 @@ from alpineagents._values.content import (
     result_text,
 )
 from alpineagents._values.cut_off import CUT_OFF_STOP_REASONS, is_cut_off
+from alpineagents._values.request_input import RequestInput
 from alpineagents._values.usage import Price, Usage
 from alpineagents.errors import fix_message
 
@@ -86,6 +87,7 @@ __all__ = [
     "StoppedForApproval",
     "WaitingCall",
     "ApprovalDecision",
+    "RequestInput",
     "StoppedForBudget",
     "Budget",
     "BudgetWait",
@@ -508,6 +510,10 @@ class ModelRequestEntry:
     turn: int
     """The turn this request starts."""
     at: datetime = _at()
+    input: RequestInput | None = field(default=None, compare=False, repr=False)
+    """The system prompt and tool specs the request carried (by digest; their text the first time this State sent
+    them), or ``None`` when not recorded (a request made by the program, or saved by an older version). Ignored by
+    ``==``."""
 
 
 @value(kw_only=True)
@@ -695,6 +701,10 @@ class ErrorEntry:
     """The call whose tool or permission raised it, or ``None``."""
     turn: int
     at: datetime = _at()
+    traceback: str | None = field(default=None, compare=False, repr=False)
+    """Where it was raised: the stack as Python prints it, with known credentials replaced by ``[REDACTED]`` and
+    at most ``TRACEBACK_CHARS`` characters (the frames nearest the error kept), or ``None`` when none was recorded.
+    Ignored by ``==``."""
 
 
 HistoryEntry = (

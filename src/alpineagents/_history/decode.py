@@ -325,7 +325,25 @@ def _read_message(d: Mapping[str, Any], kind: str, turn: int, at: datetime, call
 
 def _read_request(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
     content = d["content"]
-    return _make_request_entry(kind, content if type(content) is str else _str(content, "content"), turn, at)
+    sent = d.get("input")
+    return _make_request_entry(
+        kind,
+        content if type(content) is str else _str(content, "content"),
+        turn,
+        at,
+        None if sent is None else _request_input(_dict(sent, "input")),
+    )
+
+
+def _request_input(data: Mapping[str, Any]) -> t.RequestInput:
+    """A request's input from its saved object (a text left out means an earlier request holds it)."""
+    tools = data.get("tools")
+    return t.RequestInput(
+        system_sha256=_opt_str(data.get("system_sha256"), "input.system_sha256"),
+        system=_opt_str(data.get("system"), "input.system"),
+        tools_sha256=_opt_str(data.get("tools_sha256"), "input.tools_sha256"),
+        tools=None if tools is None else [_dict(spec, "input.tools item") for spec in _list(tools, "input.tools")],
+    )
 
 
 def _read_reply(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls: Calls | None) -> t.HistoryEntry:
@@ -429,6 +447,7 @@ def _read_error(d: Mapping[str, Any], kind: str, turn: int, at: datetime, calls:
         call=None if call is None else _call(call),
         turn=turn,
         at=at,
+        traceback=_opt_str(d.get("traceback"), "traceback"),
     )
 
 

@@ -17,7 +17,10 @@ from alpineagents._history.closing import STOPPED_TURN, closed_outcome, closed_r
 from alpineagents._history.fold import Accumulator
 from alpineagents._history.json_values import answer as answer_form
 from alpineagents._history.snapshot import StateSnapshot
+from alpineagents._history.stack import stack_text
+from alpineagents._secrets import known_by
 from alpineagents._values.construct import maker
+from alpineagents._values.request_input import RequestInput, input_texts
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     ErrorEntry,
@@ -118,8 +121,11 @@ class Recorder:
             if self._acc.stopped is not None:
                 self._commit_locked(StopEntry(content=None, turn=self._acc.turn))
 
-    def _begin_think(self, model: str) -> None:
-        """Record ``model_request`` for the next turn.
+    def _begin_think(self, model: str, sent: RequestInput | None = None) -> None:
+        """Record ``model_request`` for the next turn, carrying ``sent`` (the system prompt and tool specs).
+
+        The texts of ``sent`` that an earlier request of this State already holds are left out of it: each distinct
+        prompt and tool set is kept once (``_sent_digests``).
 
         Raises:
             ValueError: finished, calls pending, another think waiting, or no messages (nothing recorded).
@@ -133,7 +139,34 @@ class Recorder:
                     raise ValueError(fix_message(*misuse.THINK_WAITING))
                 if not acc.late_notices:
                     raise ValueError(fix_message(*misuse.THINK_EMPTY))
-            self._commit_locked(make_request_entry("model_request", model, acc.turn + 1, types_module._now()))
+            texts = sent is not None and (sent.system is not None or sent.tools is not None)
+            if texts:
+                sent = self._first_sent(sent)  # type: ignore[arg-type]  # not None when texts
+            self._commit_locked(make_request_entry("model_request", model, acc.turn + 1, types_module._now(), sent))
+            if texts:
+                self._sent_digests().update(sent.texts())  # type: ignore[union-attr]
+
+    def _sent_digests(self) -> set[str]:
+        """The digests of every system prompt and tool set whose text this State's history holds (found once by
+        reading the history, then kept up to date by ``_begin_think``)."""
+        known: set[str] | None = self.__dict__.get("_sent_known")
+        if known is None:
+            acc = self._acc
+            requests = (e.input for e in acc.history[: acc.history_len] if type(e) is ModelRequestEntry)
+            known = set(input_texts(requests))
+            self.__dict__["_sent_known"] = known
+        return known
+
+    def _first_sent(self, sent: RequestInput) -> RequestInput:
+        """``sent`` without the texts an earlier request already holds."""
+        known = self._sent_digests()
+        system = None if sent.system_sha256 in known else sent.system
+        tools = None if sent.tools_sha256 in known else sent.tools
+        if system is sent.system and tools is sent.tools:
+            return sent
+        return RequestInput(
+            system_sha256=sent.system_sha256, system=system, tools_sha256=sent.tools_sha256, tools=tools
+        )
 
     def _record_reply(self, reply: Reply) -> None:
         """Record ``model_reply``: the message joins the context, usage grows, its calls become pending."""
@@ -303,7 +336,8 @@ class Recorder:
             acc = self._acc
             if not (acc.waiting and call is None) and self._recorded_since_start(error):
                 return
-            self._commit_locked(ErrorEntry(content=content, error=error, call=call, turn=acc.turn))
+            stack = stack_text(error, known_by(getattr(self.__dict__.get("_agent"), "_model", None)))
+            self._commit_locked(ErrorEntry(content=content, error=error, call=call, turn=acc.turn, traceback=stack))
 
     def _recorded_since_start(self, error: BaseException) -> bool:
         """Whether an ``error`` entry holding ``error`` itself follows the latest ``model_request``/``run_start``."""

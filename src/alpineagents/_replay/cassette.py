@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from alpineagents._secrets import environment_secrets
 from alpineagents._serial import VERSION, entry_to_dict
 from alpineagents._stores.lines import log_bytes
 from alpineagents.errors import fix_message
@@ -23,9 +24,6 @@ from alpineagents.state import State
 from alpineagents.store import Record, Store
 
 __all__ = ["CassetteStore", "read_cassette", "write_cassette", "secret_values", "cassette_id"]
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-_MIN_SECRET = 8
 
 
 def cassette_id(path: str | os.PathLike[str]) -> str:
@@ -36,8 +34,7 @@ def cassette_id(path: str | os.PathLike[str]) -> str:
 
 def secret_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment variables whose name says they hold a secret (`*_API_KEY`, `*TOKEN*`, ...), by name."""
-    found = os.environ if environ is None else environ
-    return {name: value for name, value in found.items() if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET}
+    return environment_secrets(environ)
 
 
 class _OneRun(Store):

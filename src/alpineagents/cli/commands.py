@@ -213,7 +213,7 @@ def fork(
         if new_id is not None and opened.read(new_id) is not None:
             raise click.ClickException(f"the store already has a run {new_id!r}: pick another --id")
         kept = history if at is None else history[:at]
-        copy = State(id=new_id, history=kept) if model is None else fork_onto(kept, state_id, model, new_id)
+        copy = fork_onto(kept, state_id, model, new_id)
         opened.save(copy)
     if as_json:
         print_json({"id": copy.id, "from": state_id, "entries": len(kept)})

@@ -28,13 +28,10 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
+from alpineagents._secrets import MIN_SECRET_LENGTH, REDACTED, redact
+from alpineagents._secrets import usable_secrets as _usable
+
 __all__ = ["REDACTED", "MIN_SECRET_LENGTH", "request_secrets", "redact", "redacted_error"]
-
-REDACTED = "[REDACTED]"
-"""What a secret is replaced with."""
-
-MIN_SECRET_LENGTH = 8
-"""Shorter values are not treated as secrets (a placeholder key such as "k" would otherwise blank every k)."""
 
 _SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key")
 _SCHEMES = ("bearer ", "basic ", "token ")
@@ -82,20 +79,6 @@ def request_secrets(error: BaseException) -> list[str]:
         if isinstance(value, str) and value:
             found.append(_header_secret(value))
     return found
-
-
-def _usable(secrets: Iterable[str | None]) -> list[str]:
-    """The distinct secrets long enough to redact, longest first (so a key containing another is caught whole)."""
-    unique = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}
-    return sorted(unique, key=len, reverse=True)
-
-
-def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """`text` with every occurrence of each secret replaced by `REDACTED`."""
-    for secret in _usable(secrets):
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
 
 
 def _redact_bytes(data: bytes, secrets: list[str]) -> bytes:

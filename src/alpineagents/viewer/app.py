@@ -124,6 +124,19 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
             return JSONResponse({"error": f"no run {state_id}"}, status_code=404)
         return JSONResponse(page.fragments(data, int(given)), headers=_headers())
 
+    def request_input(request: Request) -> Response:
+        state_id = request.path_params["state_id"]
+        seq = request.path_params["seq"]
+        try:
+            if not _valid(state_id):
+                raise LookupError(state_id)
+            shown = page.request_html(store, state_id, seq)
+        except LookupError:
+            return JSONResponse({"error": f"no run {state_id}"}, status_code=404)
+        if shown is None:
+            return JSONResponse({"error": f"entry {seq} of {state_id} is not a model request"}, status_code=404)
+        return HTMLResponse(shown, headers=_headers())
+
     def runs_json(request: Request) -> Response:
         runs = stored_runs(store)
         rows = [summarize(store, info) for info in runs.infos] + [unlisted_summary(gone) for gone in runs.unlisted]
@@ -145,6 +158,7 @@ def create_app(store: Store, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
             Route("/evals/{eval_id}", eval_report_endpoint(store)),
             Route("/api/runs", runs_json),
             Route("/api/runs/{state_id}/entries", run_entries),
+            Route("/api/runs/{state_id}/requests/{seq:int}", request_input),
         ],
         exception_handlers={ValueError: unreadable, OSError: unreadable},
     )

@@ -19,9 +19,10 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from alpineagents._replay.fork import fork_origin
 from alpineagents.store import StateInfo, Store
 from alpineagents.types import RunStartEntry
-from alpineagents.viewer import charts, search, timeline, waterfall
+from alpineagents.viewer import charts, requests, search, timeline, waterfall
 from alpineagents.viewer.runs import Run, Summary, TreeNode, open_run, status, stored_runs, subagent_tree
 
 ENV = Environment(
@@ -95,6 +96,7 @@ def header(run: Run) -> dict[str, Any]:
         "created_at": run.info.created_at,
         "updated_at": run.info.updated_at,
         "parent_id": run.info.parent_id,
+        "forked_from": fork_origin(run.history),
         "entries": len(run.raw),
         "runs": len(starts),
     }
@@ -108,6 +110,9 @@ def run_page(store: Store, state_id: str, infos: Sequence[StateInfo] | None = No
     """The page data of run `state_id` (`LookupError` when the store does not have it)."""
     run = open_run(store, state_id)
     items = timeline.build(run.history, run.raw)
+    sent = requests.summaries(run.history)
+    for item in items:
+        item.input_summary = sent.get(item.seq, "")
     turns = charts.turns(run.history)
     drawn = [charts.token_chart(turns), charts.cost_chart(turns, run.state.usage.cost), charts.duration_chart(items)]
     listing = stored_runs(store).infos if infos is None else infos
@@ -143,6 +148,7 @@ def _context(link: Callable[[str], str], **values: Any) -> dict[str, Any]:
         "link": link,
         "policy": policy(live=live),
         "waterfall": lambda page: waterfall.chart(page.spans, link, page.run.id),
+        "request_view": lambda page, seq: requests.request_view(page.run.history, seq),
         **values,
     }
 
@@ -178,6 +184,17 @@ def fragments(page: RunPage, after: int) -> dict[str, Any]:
         "header": str(macro("header")(page)),
         "charts": str(macro("charts")(page)),
     }
+
+
+def request_html(store: Store, state_id: str, seq: int) -> str | None:
+    """The full input of the request at entry `seq` of run `state_id`, as the HTML its page opens (None when that
+    entry is not a request; `LookupError` when the store does not have the run)."""
+    run = open_run(store, state_id)
+    view = requests.request_view(run.history, seq)
+    if view is None:
+        return None
+    module = ENV.get_template("parts.html").make_module(_context(server_link, live=True, exported=False))
+    return str(module.request_input(view))  # type: ignore[attr-defined]  # a macro of parts.html
 
 
 def export_html(store: Store, state_id: str) -> str:

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
+from alpineagents._replay.fork import FORK_EVENT, fork_origin
 from alpineagents._stores.listing import Unlisted
 from alpineagents.state import State
 from alpineagents.store import StateInfo, Store
-from alpineagents.types import ErrorEntry, HistoryEntry, ModelRequestEntry, RunStartEntry
+from alpineagents.types import ErrorEntry, HistoryEntry, ModelEventEntry, ModelRequestEntry, RunStartEntry
 
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
 
@@ -123,12 +124,26 @@ def ending_error(entries: Iterable[HistoryEntry]) -> str | None:
     return last
 
 
+def waiting_fork(history: Sequence[HistoryEntry]) -> tuple[str, int] | None:
+    """The origin of a fork that has not run since it was made (no run started after its fork event), or None."""
+    for entry in reversed(history):
+        if isinstance(entry, RunStartEntry):
+            return None
+        if isinstance(entry, ModelEventEntry) and entry.content.kind == FORK_EVENT:
+            return fork_origin([entry])
+    return None
+
+
 def status(run: Run) -> str:
-    """A few words on how the run stands: finished, why it stopped, an unfinished turn, or the error it ended with."""
+    """A few words on how the run stands: finished, why it stopped, a fork not run yet, an unfinished turn, or the
+    error it ended with."""
     if run.info.finished:
         return "finished"
     if run.info.stopped is not None:
         return str(run.info.stopped)
+    fork = waiting_fork(run.history)
+    if fork is not None:
+        return f"forked from {fork[0]} at entry {fork[1]}, not run since (resume it to go on)"
     if run.unfinished:
         return UNFINISHED
     error = ending_error(run.history)

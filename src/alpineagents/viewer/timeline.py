@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from alpineagents._history.closing import UNSAVED_RESULT
+from alpineagents._replay.fork import fork_origin
 from alpineagents._turn.program import PROGRAM
 from alpineagents.types import (
     IMAGE_TYPES,
@@ -39,8 +40,10 @@ from alpineagents.types import (
     TextBlock,
     ToolCall,
     ToolOutcomeKind,
+    ToolResultBlock,
     ToolResultEntry,
     format_call,
+    result_text,
 )
 from alpineagents.viewer.approvals import approval_label
 
@@ -91,6 +94,8 @@ class Item:
     raw: str = ""
     duration: float | None = None
     turn: int = 0
+    input_summary: str = ""
+    """For a model request: what it sent, in a line (its full input opens below it)."""
 
 
 def duration_text(seconds: float) -> str:
@@ -145,6 +150,9 @@ def message_pieces(message: Message) -> list[Piece]:
             pieces.append(Piece(format_call(block), as_json(block.args), "call"))
         elif isinstance(block, RawBlock):
             pieces.append(_raw_piece(block))
+        elif isinstance(block, ToolResultBlock):  # a tool's result as the next request sends it
+            title = f"result of {block.name} ({block.call_id})" + (", an error" if block.is_error else "")
+            pieces.append(Piece(title, result_text(block.content), "result"))
         else:
             pieces.append(Piece(type(block).__name__, _block_text(block), "note"))
     return pieces
@@ -252,6 +260,10 @@ def _simple(item: Item, entry: HistoryEntry) -> None:
     elif isinstance(entry, ModelEventEntry):
         item.label, item.tone = f"model {entry.content.kind}: {entry.content.message}", "warn"
         item.pieces = [Piece("data", as_json(entry.content.data), "json")] if entry.content.data else []
+        origin = fork_origin([entry])
+        if origin is not None:  # the copy `alpineagents fork` made: where it came from
+            item.label, item.tone, item.badge = entry.content.message, "", "fork"
+            item.links = [origin[0]]
     elif isinstance(entry, ExchangeEntry):
         who = "the model" if entry.kind == "ask" else "the person"
         item.label = f"asked {who}"
@@ -274,6 +286,9 @@ def _simple(item: Item, entry: HistoryEntry) -> None:
     elif isinstance(entry, ErrorEntry):
         item.label, item.tone, item.badge = "error", "bad", "error"
         item.pieces = [Piece("error", entry.content, "result")]
+        if entry.traceback is not None:
+            lines = entry.traceback.count("\n")
+            item.pieces.append(Piece(f"traceback ({lines} lines)", entry.traceback, "traceback"))
         item.facts = [f"in {format_call(entry.call)}"] if entry.call is not None else []
 
 
