@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from alpineagents.store import FileStore, SQLiteStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import BudgetStatus, Message, StoppedByLimit, StoppedForBudget
 from helpers.budget_child import PRICE, agents, note, requests_sent
+from helpers.cli_agents import cli, viewer
 
 CHILD = Path(__file__).parent / "helpers" / "budget_child.py"
 
@@ -319,3 +321,24 @@ def test_the_stream_tells_a_budget_wait_and_a_raise() -> None:
     with agent.stream(state, after=len(state.history) - 2) as events:
         raised = [event for event in events if isinstance(event, BudgetRaised)]
     assert len(raised) == 1 and raised[0].raised.by == "ana" and raised[0].raised.amounts == {"requests": 1}
+
+
+def test_show_and_the_viewer_say_what_is_spent_and_what_is_left(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs")
+    model = FakeModel(["One.", "Two."])
+    model.max_tokens = 50
+    agent = Agent(model, reporter=None, store=FileStore(store), budget=Budget(requests=1, tokens=100_000))
+    state = State(id="b1", messages=[Message.user("Say one")])
+    agent.run(state)
+    state.add_message(Message.user("Say two"))
+    agent.run(state)
+    assert str(state.budget).endswith("; 1 request of 1 request (0 requests left)")
+    shown = cli("show", "b1", "--store", store, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[-1] == f"budget: {state.budget}"
+    assert "tokens left" in lines[-1] and "waiting for a budget raise" in shown.stdout
+    with viewer(store, tmp_path) as address:
+        with urllib.request.urlopen(address + "runs/b1", timeout=30) as response:
+            page = response.read().decode("utf-8")
+    assert "1 request of 1 request (0 requests left)" in page

@@ -191,6 +191,9 @@ def show(state_id: str, as_json: bool, store: str | None) -> None:
     if found.unfinished:
         click.echo(UNFINISHED)
     click.echo(usage_line(found.state.usage))
+    budget = found.state.budget
+    if budget is not None:  # what the run's budget allowed, what it spent and what is left
+        click.echo(f"budget: {budget}")
 
 
 @main.command(short_help="Copy a run, up to entry N, under a new id.")
