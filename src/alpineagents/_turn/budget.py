@@ -127,7 +127,9 @@ def open_budget(agent: AgentSeam, state: State, context: RunContext) -> None:
         return
     state._record_budget(budget)
     raises = raised([state.history, *_above(context)], state.id)
-    guard = BudgetGuard(state, budget.plus(raises), tool_calls_ran(state))
+    # counting the tool calls reads the subagents' histories (from the store): only for a budget that limits them
+    tool_calls = tool_calls_ran(state) if budget.tool_calls is not None else 0
+    guard = BudgetGuard(state, budget.plus(raises), tool_calls)
     context.budgets = (*context.budgets, guard)
 
 
@@ -195,10 +197,7 @@ def release(reserved: tuple[list[BudgetGuard], Spend]) -> None:
 def reserve_tool_calls(state: State, guards: tuple[BudgetGuard, ...]) -> tuple[list[BudgetGuard], Spend] | None:
     """Before a turn's pending calls run: reserve one tool call each on the run's `guards`, or (None) record the
     wait of the budget they would pass; then none of them runs."""
-    count = len(state.pending_calls)
-    if not guards or not count:
-        return [], Spend()
-    needs = Spend(0.0, 0, 0, count)
+    needs = Spend(0.0, 0, 0, len(state.pending_calls))
     taken = _reserve(state, guards, needs)
     if taken is None:
         return None
@@ -213,7 +212,13 @@ def tool_calls_done(state: State, reserved: tuple[list[BudgetGuard], Spend], sta
     guards, needs = reserved
     if not guards:
         return
-    ran = sum(1 for entry in state.history[start:] if type(entry) is ToolResultEntry and entry.outcome in RAN)
+    acc = state._acc
+    history = acc.history
+    ran = 0
+    for index in range(start, acc.history_len):
+        entry = history[index]
+        if type(entry) is ToolResultEntry and entry.outcome in RAN:
+            ran += 1
     for guard in guards:
         with guard.lock:
             guard.reserved = _add(guard.reserved, needs, -1)

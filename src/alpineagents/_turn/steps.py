@@ -233,9 +233,15 @@ def use_tools_steps(agent: AgentSeam, state: State, method: str) -> Steps:
     context = context_for(agent, state)
     _link(state, agent)
     store = context.store
-    reserved = reserve_tool_calls(state, context.budgets) if state.pending_calls else None
-    if reserved is not None:  # None: the calls would pass a budget and wait for a raise (recorded)
-        start = len(state.history)
+    reserved = None
+    if state.pending_calls and context.budgets:  # one tool call each is reserved on the run's budgets first
+        reserved = reserve_tool_calls(state, context.budgets)
+        if reserved is None:  # they would pass a budget: none of them runs, they wait for a raise (recorded)
+            if store is not None:
+                yield save(store, state)
+            return
+    if state.pending_calls:
+        start = state._acc.history_len
         try:
             yield (run_tool_calls, arun_tool_calls, (state, agent._tool_map, context))
         except GeneratorExit:  # the driver was abandoned: nothing to record
@@ -244,7 +250,8 @@ def use_tools_steps(agent: AgentSeam, state: State, method: str) -> Steps:
             yield from save_after_error(store, state, error)
             raise
         finally:
-            tool_calls_done(state, reserved, start)
+            if reserved is not None:
+                tool_calls_done(state, reserved, start)
     if store is not None:
         yield save(store, state)
 
