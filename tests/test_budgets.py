@@ -18,7 +18,7 @@ import pytest
 from alpineagents import Agent, Budget, State, tool
 from alpineagents._history.decode import stopped_from_dict
 from alpineagents._serial import stopped_to_dict
-from alpineagents.events import BudgetNeeded, BudgetRaised
+from alpineagents.events import ApprovalNeeded, BudgetNeeded, BudgetRaised, RunEnded
 from alpineagents.store import FileStore, SQLiteStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import BudgetStatus, Message, StoppedByLimit, StoppedForBudget
@@ -342,3 +342,16 @@ def test_show_and_the_viewer_say_what_is_spent_and_what_is_left(tmp_path: Path) 
         with urllib.request.urlopen(address + "runs/b1", timeout=30) as response:
             page = response.read().decode("utf-8")
     assert "1 request of 1 request (0 requests left)" in page
+
+
+def test_a_subagents_budget_wait_comes_through_the_top_stream_tagged_and_is_no_approval() -> None:
+    cost, _, _ = _reference()
+    agent = agents(None, Budget(usd=cost * 0.5))
+    state = _task()
+    with agent.stream(state) as stream:
+        events = list(stream)
+    needed = [event for event in events if isinstance(event, BudgetNeeded)]
+    assert needed and all(event.path[0] == state.id and len(event.path) == 2 for event in needed)
+    assert all(event.wait.path == event.path for event in needed)
+    assert not [event for event in events if isinstance(event, ApprovalNeeded)]
+    assert type(events[-1]) is RunEnded and type(events[-1].stopped) is StoppedForBudget

@@ -57,7 +57,7 @@ from alpineagents._values.approval import (
     read_waiting,
     waiting_call_id,
 )
-from alpineagents._values.budget import BudgetRaise, BudgetWait, read_raise, read_wait
+from alpineagents._values.budget import FOR_BUDGET, BudgetRaise, BudgetWait, read_raise, read_wait
 from alpineagents._values.construct import as_tuples, value
 from alpineagents.errors import fix_message
 from alpineagents.types import (
@@ -394,7 +394,7 @@ def _exchange_events(entry: ExchangeEntry, where: dict[str, Any], calls: dict[st
         yield ApprovalDecided(decision=decision, **where)
         return
     call_id = waiting_call_id(entry)
-    if call_id is not None and call_id in calls:
+    if call_id is not None and call_id in calls and not entry.content.answer.get(FOR_BUDGET):
         waiting = read_waiting(entry, calls[call_id], where["path"])
         if waiting is not None:
             yield ApprovalNeeded(waiting=waiting, **where)

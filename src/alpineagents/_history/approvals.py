@@ -27,7 +27,7 @@ from alpineagents._values.approval import (
     read_waiting,
     waiting_answer,
 )
-from alpineagents._values.budget import WAITING_STOPS, StoppedForBudget
+from alpineagents._values.budget import FOR_BUDGET, WAITING_STOPS, StoppedForBudget
 from alpineagents.errors import fix_message
 from alpineagents.types import Exchange, ExchangeEntry, HistoryEntry, ModelReplyEntry, StopEntry, ToolCall
 
@@ -254,6 +254,8 @@ class Approvals:
                 answer = waiting_answer(hold.call, hold.tool, hold.permission, expires_at)
                 if hold.child_id is not None:
                     answer["child_id"] = hold.child_id
+                if hold.budget is not None:  # the subagent waits for a bigger budget: no decision to take here
+                    answer[FOR_BUDGET] = True
                 content = Exchange(hold.question, answer)
                 self._commit_locked(ExchangeEntry(kind="human", content=content, turn=acc.turn, at=now))
             first = holds[0]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BUDGET_KEY",
     "LIMITS",
+    "FOR_BUDGET",
     "WAITING_STOPS",
     "Budget",
     "BudgetRaise",
@@ -57,6 +58,10 @@ BUDGET_KEY = "alpineagents_budget"
 ``"raised"``."""
 
 Limit = Literal["usd", "tokens", "requests", "tool_calls"]
+FOR_BUDGET = "for_budget"
+"""The key of a call's wait record (an approval record) that says the call waits on a subagent waiting for a
+bigger budget, not for a decision: no approval event is told for it."""
+
 LIMITS: tuple[Limit, ...] = ("usd", "tokens", "requests", "tool_calls")
 """The four limits a budget may set, in the order they are checked."""
 
