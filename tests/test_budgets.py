@@ -4,6 +4,7 @@ processes and stores, within the saved format 5."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
 import os
@@ -342,6 +343,17 @@ def test_show_and_the_viewer_say_what_is_spent_and_what_is_left(tmp_path: Path) 
         with urllib.request.urlopen(address + "runs/b1", timeout=30) as response:
             page = response.read().decode("utf-8")
     assert "1 request of 1 request (0 requests left)" in page
+    del state  # this process lets go of the State (its writer lock), so that another one may write it
+    gc.collect()
+    raised = cli("raise-budget", "b1", "--requests", "1", "--by", "ana", "--store", store, cwd=tmp_path)
+    assert raised.returncode == 0, raised.stderr
+    loaded = FileStore(store).load("b1")
+    assert loaded.budget is not None and loaded.budget.budget.requests == 2
+    assert agent.run(loaded) == "Two."
+    del loaded
+    gc.collect()
+    again = cli("raise-budget", "b1", "--requests", "1", "--store", store, cwd=tmp_path)
+    assert again.returncode == 1 and "is not waiting for a bigger budget" in again.stderr
 
 
 def test_a_subagents_budget_wait_comes_through_the_top_stream_tagged_and_is_no_approval() -> None:
