@@ -97,9 +97,10 @@ def test_after_a_restart_raising_the_budget_continues_the_run(tmp_path: Path, ki
     started = _child("start", kind, tmp_path, limit)
     assert started["stopped"].startswith("waiting for a budget raise")
     assert started["waits"] and all(w["limit"] == "usd" and w["path"][0] == "job" for w in started["waits"])
-    assert started["cost"] <= limit
+    assert 0 < started["spent"] <= limit
     raised = _child("raise", kind, tmp_path, limit, repr(cost))
-    assert raised == {"amounts": {"usd": cost}, "budget_of": "job"}
+    assert raised["amounts"] == {"usd": cost} and raised["budget_of"] == "job"
+    assert raised["spent"] == pytest.approx(started["spent"])  # read back whole from the store, subagents included
     resumed = _child("resume", kind, tmp_path, limit)
     assert resumed["answer"] == "Both parts done."
     # the work of the first process is kept: together the two runs sent each request once

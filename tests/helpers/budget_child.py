@@ -96,16 +96,15 @@ def main() -> None:
         state = State(id="job", messages=[Message.user("Look at both parts")])
         agent.run(state)
         waits = [{"path": list(w.path), "limit": w.limit, "short_by": w.short_by} for w in state.awaiting_budget]
-        print(
-            json.dumps(
-                {"stopped": str(state.stopped), "waits": waits, "cost": state.usage.cost, "sent": requests_sent(agent)}
-            )
-        )
+        spent = state.budget.spent.usd if state.budget else None
+        sent = requests_sent(agent)
+        print(json.dumps({"stopped": str(state.stopped), "waits": waits, "spent": spent, "sent": sent}))
     elif step == "raise":
         state = store.load("job")
+        spent = state.budget.spent.usd if state.budget else None  # the waiting subagent's spend is read too
         raised = state.raise_budget(usd=float(rest[0]), by="ana")
         store.save(state)
-        print(json.dumps({"amounts": raised.amounts, "budget_of": raised.budget_of}))
+        print(json.dumps({"amounts": raised.amounts, "budget_of": raised.budget_of, "spent": spent}))
     else:
         state = store.load("job")
         agent = agents(store, budget)

@@ -99,11 +99,23 @@ def _joined(state: State) -> list[Joined]:
 
 def live_usage(state: State) -> Usage:
     """The usage of ``state`` and of its subagents now: its recorded usage plus what the subagents of its open
-    calls added since their calls last counted them (each subagent counted the same way, down the tree)."""
+    calls added since their calls last counted them, and all of what a subagent its waiting call started used
+    (no result counted it yet; loaded from the store when it is not in memory). Each subagent is counted the same
+    way, down the tree."""
     total = UsageTotal(state.usage)
+    counted: set[str] = set()
     for joined in _joined(state):
         for child, then in list(joined.children):
+            counted.add(child.id)
             total.add(usage_since(live_usage(child), then))
+    if state.pending_calls:
+        records = turn_approvals(state._acc)
+        for call in state.pending_calls:
+            child_id = records.child_of(call.id)
+            if child_id is not None and child_id not in counted:
+                child = _child(state, child_id)
+                if child is not None:
+                    total.add(live_usage(child))
     return total.value()
 
 
