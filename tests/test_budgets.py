@@ -344,6 +344,7 @@ def test_show_and_the_viewer_say_what_is_spent_and_what_is_left(tmp_path: Path) 
         with urllib.request.urlopen(address + "runs/b1", timeout=30) as response:
             page = response.read().decode("utf-8")
     assert "1 request of 1 request (0 requests left)" in page
+    assert "waits for a bigger budget: Raise the budget by at least 1 request?" in page  # the timeline's mark
     del state  # this process lets go of the State (its writer lock), so that another one may write it
     gc.collect()
     raised = cli("raise-budget", "b1", "--requests", "1", "--by", "ana", "--store", store, cwd=tmp_path)

@@ -361,7 +361,7 @@ def read_wait(entry: ExchangeEntry, path: tuple[str, ...]) -> BudgetWait | None:
         needed=_number(answer.get("needed")),
         left=_number(answer.get("left")),
         budget=budget_from_answer(answer.get("budget")) or Budget(**{limit: 1}),
-        budget_of=_text(answer.get("budget_of")) or path[-1],
+        budget_of=_text(answer.get("budget_of")) or (path[-1] if path else ""),
         question=entry.content.question,
         path=path,
         asked_at=entry.at,
