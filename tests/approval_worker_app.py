@@ -3,6 +3,7 @@
 Configured by the environment: `WORKER_STORE` (`sqlite:PATH` or a PostgreSQL URL), `WORKER_DATABASE` (the DBOS
 system database), `SENT` (a file each `send` that runs appends a line to). The "mailer" Agent asks for
 `send(to="a")` and `send(to="b")`, held for approval by `DeferByName(["send"])`, then answers with what it read.
+The "capped" Agent asks for the same calls under a budget of one tool call, so they wait for a raise.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from alpineagents.permissions import AllowByDefault, DeferByName
 from alpineagents.store import SQLiteStore, Store
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
-from alpineagents.types import Reply, Request, ToolResultBlock, result_text
+from alpineagents.types import Budget, Reply, Request, ToolResultBlock, result_text
 from alpineagents.workers import Workers
 
 
@@ -56,7 +57,8 @@ workers = Workers(
             reporter=None,
             human=None,
             permissions=[DeferByName(["send"]), AllowByDefault()],
-        )
+        ),
+        "capped": Agent(FakeModel([mail] * 1000), tools=[send], reporter=None, human=None, budget=Budget(tool_calls=1)),
     },
     store=store_from_env(),
     database=os.environ["WORKER_DATABASE"],

@@ -138,7 +138,7 @@ def test_copy_lays_changes_over_the_settings_and_refuses_unknown_ones() -> None:
         agent.copy(unknown_option=True)
     text = str(info.value)
     assert text.splitlines()[0] == "copy() got unknown settings: unknown_option"
-    assert "model, system, tools, skills, loop, reporter, human, store, permissions, name, description" in text
+    assert "model, system, tools, skills, loop, reporter, human, store, permissions, name, description, budget" in text
     new = agent.copy(system="New")
     assert agent.system == "Old" and new.system == "New"
     assert new.model is agent.model
@@ -154,6 +154,7 @@ def test_copy_lays_changes_over_the_settings_and_refuses_unknown_ones() -> None:
         "permissions",
         "name",
         "description",
+        "budget",
     )
 
 

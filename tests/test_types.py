@@ -732,7 +732,7 @@ def test_types_all_in_order() -> None:
             "Exchange ContextChangeKind ContextChange AgentInfo ModelEvent ToolOutcomeKind ToolOutcome StoppedByUntil "
             "StoppedByLimit StoppedByFinish StoppedByPermission Stopped NOTICE_PREFIX INVALID_ARGS_KEY "
             "TRUNCATED_ARGS_MESSAGE CUT_OFF_STOP_REASONS format_call result_text IMAGE_TYPES StoppedForApproval "
-            "WaitingCall ApprovalDecision RequestInput"
+            "WaitingCall ApprovalDecision RequestInput StoppedForBudget Budget BudgetWait BudgetRaise BudgetStatus"
         ).split()
     )
     for name in types_module.__all__:
@@ -758,6 +758,7 @@ def test_constants_and_aliases() -> None:
         StoppedByFinish,
         StoppedByPermission,
         types_module.StoppedForApproval,
+        types_module.StoppedForBudget,
     )
     assert typing.get_args(ToolResultContent)[0] is str
     assert typing.get_args(types_module.ContextChangeKind) == ("compact", "clear_tool_results", "import", "restore")

@@ -37,6 +37,7 @@ from alpineagents.tool import FunctionTool, Hints, Tool, tool
 from alpineagents.types import (
     CUT_OFF_STOP_REASONS,
     AgentInfo,
+    Budget,
     ContextChange,
     ContextChangeEntry,
     ErrorEntry,
@@ -70,6 +71,7 @@ from alpineagents.types import (
 __all__ = [
     # agent and loops
     "Agent",
+    "Budget",
     "loop",
     "Loop",
     "default_loop",

@@ -40,12 +40,12 @@ from alpineagents._tools.scope import RunSettings, enter_call
 from alpineagents._turn.approvals import WaitingSubagent, approvals_of, child_hold, hold, settled
 from alpineagents._turn.permission_rules import adecide, decide
 from alpineagents._turn.workers import WorkerPool
+from alpineagents._values.budget import WAITING_STOPS
 from alpineagents.errors import ToolError, ToolInputError
 from alpineagents.permissions import Allowed, Deferred
 from alpineagents.tool import Tool, format_result, invalid_args_message
 from alpineagents.types import (
     INVALID_ARGS_KEY,
-    StoppedForApproval,
     ToolCall,
     ToolOutcome,
     ToolOutcomeKind,
@@ -458,7 +458,7 @@ def _steps(
         yield from _run_group(state, context, group, failures, arrivals)
         if failures:
             _raise_first(failures)
-        if type(state.stopped) is StoppedForApproval:  # a subagent waits for approval: the turn stops here
+        if type(state.stopped) in WAITING_STOPS:  # a subagent waits for a decision or a budget: the turn stops here
             return
 
 

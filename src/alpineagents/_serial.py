@@ -23,6 +23,7 @@ from alpineagents._history.decode import (
     usage_from_dict,
 )
 from alpineagents._history.json_values import answer, plain
+from alpineagents._values.budget import StoppedForBudget, budget_stop_to_dict
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
@@ -230,6 +231,8 @@ def stopped_to_dict(stopped: Stopped | None) -> dict[str, Any] | None:
         return {"kind": "limit", "turns": stopped.turns}  # pyright: ignore[reportAttributeAccessIssue]
     if cls is StoppedByFinish:
         return {"kind": "finish", "answer": plain(stopped.answer, "the finish() answer")}  # pyright: ignore
+    if cls is StoppedForBudget:  # a limit stop to a reader that does not know "budget"
+        return {"kind": "limit", "turns": 0, "budget": budget_stop_to_dict(stopped)}  # pyright: ignore
     if cls is StoppedForApproval:  # a permission stop to a reader that does not know "waiting"
         return {
             "kind": "permission",

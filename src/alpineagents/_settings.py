@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpineagents._turn.seams import DEFAULT
 from alpineagents.errors import fix_message
 from alpineagents.permissions import Permission
 from alpineagents.reporter import METHODS as REPORTER_METHODS
 from alpineagents.store import Store
+from alpineagents.types import Budget
 
-__all__ = ["check_human", "check_loop", "check_permission_items", "check_reporter", "check_store"]
+if TYPE_CHECKING:
+    from alpineagents.models.base import Model
+
+__all__ = ["check_budget", "check_human", "check_loop", "check_permission_items", "check_reporter", "check_store"]
 
 
 def check_loop(loop: object) -> None:
@@ -85,5 +89,28 @@ def check_permission_items(permissions: tuple[Any, ...] | None) -> None:
                 problem,
                 "pass permission objects (create them with parentheses)",
                 "Agent(model, permissions=[DenyByName(['rm']), AllowByDefault()])",
+            )
+        )
+
+
+def check_budget(budget: object, model: Model) -> None:
+    """`budget=`: None or a Budget; a budget in dollars needs a model with prices."""
+    if budget is None:
+        return
+    if not isinstance(budget, Budget):
+        raise TypeError(
+            fix_message(
+                f"budget={budget!r} is not a Budget",
+                "pass a Budget with the limits you want (any of usd, tokens, requests, tool_calls), or None",
+                "Agent(model, budget=Budget(usd=2.50, tool_calls=100))",
+            )
+        )
+    if budget.usd is not None and model.price is None:
+        raise ValueError(
+            fix_message(
+                f"budget={budget!r} limits dollars, but the model {model!r} has no price, so what it spends "
+                "cannot be counted",
+                "give the model its prices (price=Price(input=..., output=...)), or limit tokens and requests",
+                'Agent(Anthropic("claude-sonnet-5", price=Price(input=3, output=15)), budget=Budget(usd=2.50))',
             )
         )

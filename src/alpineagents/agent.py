@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import blocks_event_loop
 from alpineagents._history.misuse import not_a_state_error
-from alpineagents._settings import check_human, check_loop, check_permission_items, check_reporter, check_store
+from alpineagents._settings import (
+    check_budget,
+    check_human,
+    check_loop,
+    check_permission_items,
+    check_reporter,
+    check_store,
+)
 from alpineagents._skills.tools import add_skill_tools, skill_tool, system_with_catalogue
 from alpineagents._stream import AsyncEventStream, EventStream
 from alpineagents._structured import Answers, check_returns
@@ -36,7 +43,7 @@ from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.terminal import default_terminal
 from alpineagents.tool import Tool, ToolMap, collect_tools
-from alpineagents.types import AgentInfo, ToolSpec
+from alpineagents.types import AgentInfo, Budget, ToolSpec
 
 if TYPE_CHECKING:
     from alpineagents.human import Human
@@ -56,6 +63,7 @@ SETTINGS: tuple[str, ...] = (
     "permissions",
     "name",
     "description",
+    "budget",
 )
 """The settings `Agent.copy(**changes)` accepts, in constructor order."""
 
@@ -249,6 +257,9 @@ class Agent:
         permissions: `None`: every tool call runs. A list (even empty): every call is checked first.
         name: A label; a subagent's tool name.
         description: A label; a subagent's tool description.
+        budget: A `Budget`: the limits of each run and all of its subagents, counted from the history. A model
+            request (or a turn's tool calls) that would pass it is not sent: the run stops and waits for
+            `state.raise_budget(...)`. `None`: no limit.
 
     Raises:
         TypeError, ValueError: A setting is wrong, or a skill cannot be read (the message says how to fix it).
@@ -268,6 +279,7 @@ class Agent:
         permissions: Iterable[Permission] | None = None,
         name: str | None = None,
         description: str | None = None,
+        budget: Budget | None = None,
     ) -> None:
         tools_given, permissions_given, skills_given = _check_lists(tools, permissions, skills)
         _check_labels(system=system, name=name, description=description)
@@ -279,6 +291,7 @@ class Agent:
         check_human(human)
         check_store(store)
         check_permission_items(permissions_given)
+        check_budget(budget, resolved)
         self._args: dict[str, Any] = {
             "model": model,
             "system": system,
@@ -291,6 +304,7 @@ class Agent:
             "permissions": permissions_given,
             "name": name,
             "description": description,
+            "budget": budget,
         }
         self._model: Model = resolved
         self._model_string = f"{resolved.provider}/{resolved.name}" if resolved.provider else resolved.name
@@ -309,6 +323,7 @@ class Agent:
         self._permissions: tuple[Permission, ...] | None = permissions_given
         self._name = name
         self._description = description
+        self._budget: Budget | None = budget
         self._info: AgentInfo | None = None
         self._mcp_servers: tuple[Any, ...] = mcp_servers
         self._mcp_picks: dict[int, Any] = mcp_picks
@@ -369,6 +384,11 @@ class Agent:
     def permissions(self) -> tuple[Permission, ...]:
         """The given permissions in order; `()` both for `permissions=None` and `permissions=[]`."""
         return self._permissions or ()
+
+    @property
+    def budget(self) -> Budget | None:
+        """The limits of each run of this Agent and its subagents, or `None`."""
+        return self._budget
 
     @property
     def name(self) -> str | None:

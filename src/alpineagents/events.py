@@ -31,7 +31,9 @@ entry               events
                     ``ToolCallStarted`` for each call, ``ReplyEnded`` (usage, model, stop reason)
 ``model_event``     ``ModelEventReported``
 ``tool_result``     ``ToolCallEnded``
-``ask``/``human``   ``Exchanged``; an approval record gives ``ApprovalNeeded`` or ``ApprovalDecided`` instead
+``ask``/``human``   ``Exchanged``; an approval record gives ``ApprovalNeeded`` or ``ApprovalDecided`` instead,
+                    a budget record ``BudgetNeeded`` or ``BudgetRaised`` (the limits a run starts with:
+                    ``Exchanged``)
 ``context_change``  ``ContextChanged``
 ``stop``            ``StopRecorded``
 ``extra_data``      ``ExtraDataChanged``
@@ -55,6 +57,7 @@ from alpineagents._values.approval import (
     read_waiting,
     waiting_call_id,
 )
+from alpineagents._values.budget import FOR_BUDGET, BudgetRaise, BudgetWait, read_raise, read_wait
 from alpineagents._values.construct import as_tuples, value
 from alpineagents.errors import fix_message
 from alpineagents.types import (
@@ -101,6 +104,8 @@ __all__ = [
     "Exchanged",
     "ApprovalNeeded",
     "ApprovalDecided",
+    "BudgetNeeded",
+    "BudgetRaised",
     "StopRecorded",
     "ExtraDataChanged",
     "ErrorRecorded",
@@ -282,6 +287,23 @@ class ApprovalDecided(Event):
 
 
 @value(kw_only=True)
+class BudgetNeeded(Event):
+    """The next step (a model request, or a turn's tool calls) would pass the budget: the run stops and waits
+    for ``state.raise_budget(...)``."""
+
+    wait: BudgetWait
+    """Which limit, what the step needs, what is left, the question for a person and its place."""
+
+
+@value(kw_only=True)
+class BudgetRaised(Event):
+    """A person raised the budget (``state.raise_budget``)."""
+
+    raised: BudgetRaise
+    """The amounts, whose budget, by whom, when and the note."""
+
+
+@value(kw_only=True)
 class StopRecorded(Event):
     """The run was set to stop, and why (a ``stop`` entry); ``stopped`` is ``None`` for a stop being cleared."""
 
@@ -336,6 +358,8 @@ StreamEvent = (
     | Exchanged
     | ApprovalNeeded
     | ApprovalDecided
+    | BudgetNeeded
+    | BudgetRaised
     | StopRecorded
     | ExtraDataChanged
     | ErrorRecorded
@@ -357,12 +381,20 @@ def _pending_calls(history: list[HistoryEntry], end: int) -> dict[str, ToolCall]
 
 
 def _exchange_events(entry: ExchangeEntry, where: dict[str, Any], calls: dict[str, ToolCall]) -> Iterator[Event]:
+    wait = read_wait(entry, where["path"])
+    if wait is not None:
+        yield BudgetNeeded(wait=wait, **where)
+        return
+    raised = read_raise(entry)
+    if raised is not None:
+        yield BudgetRaised(raised=raised, **where)
+        return
     decision = read_decision(entry)
     if decision is not None:
         yield ApprovalDecided(decision=decision, **where)
         return
     call_id = waiting_call_id(entry)
-    if call_id is not None and call_id in calls:
+    if call_id is not None and call_id in calls and not entry.content.answer.get(FOR_BUDGET):
         waiting = read_waiting(entry, calls[call_id], where["path"])
         if waiting is not None:
             yield ApprovalNeeded(waiting=waiting, **where)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from alpineagents._async import ASYNC_RUN
 from alpineagents._turn.driver import Steps, adrive, drive
+from alpineagents._values.budget import WAITING_STOPS
 from alpineagents.blocks import acompact_if_full, compact_if_full
 from alpineagents.errors import fix_message
 from alpineagents.types import (
@@ -22,7 +23,6 @@ from alpineagents.types import (
     StoppedByLimit,
     StoppedByPermission,
     StoppedByUntil,
-    StoppedForApproval,
 )
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class Loop:
 
     def _reason(self, state: LoopState, turns: int) -> Stopped | None:
         stopped = state.stopped
-        if stopped is not None and isinstance(stopped, (StoppedByFinish, StoppedByPermission, StoppedForApproval)):
+        if stopped is not None and isinstance(stopped, (StoppedByFinish, StoppedByPermission, *WAITING_STOPS)):
             return stopped
         if state.finished:
             return StoppedByFinish()

@@ -22,6 +22,7 @@ from alpineagents._frozen import FrozenDict, thaw
 from alpineagents._history import misuse
 from alpineagents._history.approvals import Approvals
 from alpineagents._history.attributes import assignment_error, missing_attribute_error
+from alpineagents._history.budget import Budgets
 from alpineagents._history.children import Joined
 from alpineagents._history.closing import INTERRUPTED as INTERRUPTED
 from alpineagents._history.closing import STOPPED_TURN as STOPPED_TURN
@@ -41,6 +42,7 @@ from alpineagents._history.recording import Recorder
 from alpineagents._history.snapshot import StateSnapshot, history_of, is_folded
 from alpineagents._tokens import context_tokens
 from alpineagents._values.approval import children_named
+from alpineagents._values.budget import WAITING_STOPS
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
@@ -56,7 +58,6 @@ from alpineagents.types import (
     StopEntry,
     Stopped,
     StoppedByFinish,
-    StoppedForApproval,
     ToolCall,
     ToolOutcomeKind,
     ToolResultBlock,
@@ -83,7 +84,7 @@ class _ChildStore(Protocol):
     async def aload(self, state_id: str) -> State: ...
 
 
-class State(Recorder, Approvals):
+class State(Recorder, Approvals, Budgets):
     """One conversation: an id and an append-only history; every other value is derived from the history.
 
     Build it with keywords only: ``State(messages=[Message.user("Fix the bug")])``, ``State(history=...)`` or
@@ -582,8 +583,9 @@ class State(Recorder, Approvals):
             return ()
         return tuple(child.id for child, _ in joined.children)
 
-    def _add_child(self, call_id: str, child: State, call: ToolCall | None = None) -> None:
-        """Register ``child`` as started by the call ``call_id`` (or by the closed call object ``call``)."""
+    def _add_child(self, call_id: str, child: State, call: ToolCall | None = None, from_start: bool = False) -> None:
+        """Register ``child`` as started by the call ``call_id`` (or by the closed call object ``call``); counted
+        from its usage now, or from nothing (``from_start``: a waiting subagent run again)."""
         with self._lock:
             self._children[child.id] = child
             child._depth = self._depth + 1
@@ -595,7 +597,7 @@ class State(Recorder, Approvals):
             joined = self._call_children.get(call_id)
             if joined is None:
                 joined = self._call_children[call_id] = Joined(None)
-            joined.add(child)
+            joined.add(child, from_start)
 
     # --- store support ---------------------------------------------------------------------------------------
 
@@ -649,7 +651,7 @@ class State(Recorder, Approvals):
             acc = state._acc
             if acc.waiting:
                 state._commit_locked(ErrorEntry(content=STOPPED_WAITING, call=None, turn=acc.turn))
-            if type(acc.stopped) is StoppedForApproval:  # no tool of that turn ran: its calls wait for a decision
+            if type(acc.stopped) in WAITING_STOPS:  # no tool of that turn ran: its calls wait for a person
                 return state
             for call in acc.pending_calls:
                 state._commit_locked(

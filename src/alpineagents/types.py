@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._frozen import FrozenDict
 from alpineagents._values.approval import ApprovalDecision, StoppedForApproval, WaitingCall
+from alpineagents._values.budget import Budget, BudgetRaise, BudgetStatus, BudgetWait, StoppedForBudget
 from alpineagents._values.construct import as_tuples, freeze_fields, value
 from alpineagents._values.content import (
     IMAGE_TYPES,
@@ -87,6 +88,11 @@ __all__ = [
     "WaitingCall",
     "ApprovalDecision",
     "RequestInput",
+    "StoppedForBudget",
+    "Budget",
+    "BudgetWait",
+    "BudgetRaise",
+    "BudgetStatus",
 ]
 
 HistoryKind = Literal[
@@ -408,7 +414,9 @@ class StoppedByPermission:
         return f"stopped by permission {self.permission}"
 
 
-Stopped = StoppedByUntil | StoppedByLimit | StoppedByFinish | StoppedByPermission | StoppedForApproval
+Stopped = (
+    StoppedByUntil | StoppedByLimit | StoppedByFinish | StoppedByPermission | StoppedForApproval | StoppedForBudget
+)
 """The type of ``state.stopped`` (without ``None``)."""
 
 
@@ -727,6 +735,11 @@ for _cls in (
     WaitingCall,
     ApprovalDecision,
     StoppedForApproval,
+    StoppedForBudget,
+    Budget,
+    BudgetWait,
+    BudgetRaise,
+    BudgetStatus,
 ):
     _cls.__module__ = __name__
 for _function in (format_call, result_text):

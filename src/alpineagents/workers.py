@@ -41,9 +41,10 @@ runs finish for `grace` seconds, and leaves the others pending for the live work
 One machine: `database="sqlite:///runs-queue.sqlite"` and a `SQLiteStore`. Many machines: PostgreSQL for both.
 A run that waits for a person ends its workflow (`status()` is "done", the answer is the question); submit the
 State again with the person's message to continue it: `workers.submit("support", "yes", state_id=run.state_id)`.
-A run whose tool calls wait for approval (a `Deferred` verdict) ends its workflow as "waiting"; record the
-decisions (`state.approve`/`state.deny`, or `alpineagents approve`), then submit the State again:
-`workers.submit("support", state)` with the State the decisions were recorded on.
+A run whose tool calls wait for approval (a `Deferred` verdict), or whose next step waits for a bigger budget, ends
+its workflow as "waiting"; record the decisions (`state.approve`/`state.deny`, or `alpineagents approve`) or the
+raise (`state.raise_budget`), then submit the State again: `workers.submit("support", state)` with the State they
+were recorded on.
 """
 
 from __future__ import annotations
@@ -123,9 +124,11 @@ class Run:
 
     def status(self) -> str:
         """One of "queued", "running", "done", "waiting" (the run ended with calls waiting for a person's
-        decision: decide them, then submit the State again), "error" or "cancelled"."""
+        decision, or for a bigger budget: decide them or raise it, then submit the State again), "error" or
+        "cancelled"."""
         found = self.workers._client().retrieve_workflow(self.id).get_status()  # pyright: ignore[reportPrivateUsage]
-        if found.status == "SUCCESS" and (found.output or {}).get("waiting"):
+        output = found.output or {}
+        if found.status == "SUCCESS" and (output.get("waiting") or output.get("budget_waits")):
             return "waiting"
         return _STATUS.get(found.status) or str(found.status).lower()
 
@@ -545,6 +548,7 @@ def _outcome(state: State) -> dict[str, Any]:
         "stopped": type(stopped).__name__ if stopped is not None else None,
         "state_id": state.id,
         "waiting": [waiting.call.id for waiting in state.awaiting_approval],  # calls held for a decision
+        "budget_waits": [wait.limit for wait in state.awaiting_budget],  # steps held for a bigger budget
     }
 
 

@@ -27,6 +27,7 @@ from alpineagents._values.approval import (
     read_waiting,
     waiting_answer,
 )
+from alpineagents._values.budget import FOR_BUDGET, WAITING_STOPS, StoppedForBudget
 from alpineagents.errors import fix_message
 from alpineagents.types import Exchange, ExchangeEntry, HistoryEntry, ModelReplyEntry, StopEntry, ToolCall
 
@@ -49,6 +50,8 @@ class Hold:
     question: str
     expires_in: timedelta | None = None
     child_id: str | None = None
+    budget: StoppedForBudget | None = None
+    """The child's stop when the child waits for a bigger budget (not for a decision)."""
 
 
 @dataclass(slots=True)
@@ -145,7 +148,7 @@ class Approvals:
 
     def _waiting(self, path: tuple[str, ...], decided: dict[str, ApprovalDecision]) -> list[WaitingCall]:
         acc = self._acc
-        if type(acc.stopped) is not StoppedForApproval:
+        if type(acc.stopped) not in WAITING_STOPS:
             return []
         records = turn_approvals(acc)
         decided = {**records.decisions, **decided}  # a decision recorded above counts here too
@@ -218,7 +221,7 @@ class Approvals:
             return decision
 
     def _unknown(self, call_id: str, waiting: dict[str, WaitingCall], action: str) -> ValueError:
-        if type(self._acc.stopped) is StoppedForApproval and call_id in turn_approvals(self._acc).decisions:
+        if type(self._acc.stopped) in WAITING_STOPS and call_id in turn_approvals(self._acc).decisions:
             return ValueError(
                 fix_message(
                     f"The call {call_id!r} of State {self._id!r} was already decided",
@@ -237,8 +240,9 @@ class Approvals:
             )
         )
 
-    def _hold_for_approval(self, holds: list[Hold]) -> StoppedForApproval:
-        """Record the wait of each held call that has no wait record yet, then the stop, in one step."""
+    def _hold_for_approval(self, holds: list[Hold]) -> StoppedForApproval | StoppedForBudget:
+        """Record the wait of each held call that has no wait record yet, then the stop, in one step. When every
+        held call waits on a subagent that waits for a bigger budget, the stop is that subagent's budget stop."""
         with self._lock:
             acc = self._acc
             known = turn_approvals(acc).waits
@@ -250,10 +254,16 @@ class Approvals:
                 answer = waiting_answer(hold.call, hold.tool, hold.permission, expires_at)
                 if hold.child_id is not None:
                     answer["child_id"] = hold.child_id
+                if hold.budget is not None:  # the subagent waits for a bigger budget: no decision to take here
+                    answer[FOR_BUDGET] = True
                 content = Exchange(hold.question, answer)
                 self._commit_locked(ExchangeEntry(kind="human", content=content, turn=acc.turn, at=now))
             first = holds[0]
-            stopped = StoppedForApproval(first.call, first.permission, [hold.call for hold in holds])
+            stopped: StoppedForApproval | StoppedForBudget
+            if first.budget is not None and all(hold.budget is not None for hold in holds):
+                stopped = first.budget
+            else:
+                stopped = StoppedForApproval(first.call, first.permission, [hold.call for hold in holds])
             if not acc.finished:
                 self._commit_locked(StopEntry(content=stopped, turn=acc.turn))
             return stopped

@@ -10,10 +10,10 @@ from alpineagents.types import ToolCall, Usage
 if TYPE_CHECKING:
     from alpineagents.state import State
 
-__all__ = ["Joined"]
+__all__ = ["Joined", "usage_since"]
 
 
-def _usage_since(now: Usage, then: Usage) -> Usage:
+def usage_since(now: Usage, then: Usage) -> Usage:
     """What a child used since ``then``: the count differences, and a cost only when both sides know theirs."""
     requests = max(now.requests - then.requests, 0)
     if requests == 0:
@@ -43,9 +43,11 @@ class Joined:
         self.call = call
         self.children: list[tuple[State, Usage]] = []
 
-    def add(self, child: State) -> None:
+    def add(self, child: State, from_start: bool = False) -> None:
+        """Count ``child`` from its usage now, or (``from_start``) from nothing: a subagent run again after it
+        waited has usage no result of this State counted yet."""
         if all(known.id != child.id for known, _ in self.children):
-            self.children.append((child, child.usage))
+            self.children.append((child, Usage() if from_start else child.usage))
 
     def measure(self) -> tuple[tuple[str, ...], Usage | None, list[tuple[State, Usage]]]:
         """The child ids, the usage not counted yet, and the new join points (for ``settle``)."""
@@ -55,7 +57,7 @@ class Joined:
         moved: list[tuple[State, Usage]] = []
         for child, then in self.children:
             now = child.usage
-            total = total + _usage_since(now, then)
+            total = total + usage_since(now, then)
             moved.append((child, now))
         return tuple(child.id for child, _ in moved), total, moved
 

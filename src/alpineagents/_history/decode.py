@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from alpineagents import types as t
 from alpineagents._frozen import FrozenDict, freeze
+from alpineagents._values.budget import budget_stop_from_dict
 from alpineagents._values.construct import maker
 
 __all__ = [
@@ -201,6 +202,9 @@ def stopped_from_dict(data: Mapping[str, Any] | None) -> t.Stopped | None:
     if kind == "until":
         return t.StoppedByUntil(_str(data["name"], "stop name"))
     if kind == "limit":
+        budget = data.get("budget")
+        if budget is not None:  # a step waiting for a bigger budget (see `_values.budget`)
+            return budget_stop_from_dict(_dict(budget, "stop budget"))
         return t.StoppedByLimit(_int(data["turns"], "stop turns"))
     if kind == "finish":
         return t.StoppedByFinish(data.get("answer"))

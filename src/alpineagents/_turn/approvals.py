@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from alpineagents import types as types_module
 from alpineagents._history.approvals import EXPIRED, Hold, TurnApprovals, turn_approvals
+from alpineagents._values.budget import StoppedForBudget
 from alpineagents.permissions import Allowed, Decision, Deferred, Denied
 
 if TYPE_CHECKING:
@@ -39,6 +40,10 @@ def resumed_child(state: State, call: ToolCall) -> State | None:
 def child_hold(call: ToolCall, child: State) -> Hold:
     """The wait record of a call whose subagent waits: its question and permission are the child's first."""
     stopped = child.stopped
+    if isinstance(stopped, StoppedForBudget):  # it waits for a bigger budget, not for a decision
+        budget_waits = child.awaiting_budget
+        question = budget_waits[0].question if budget_waits else str(stopped)
+        return Hold(call, call.name, "", question, None, child.id, stopped)
     waiting = child.awaiting_approval
     question = waiting[0].question if waiting else f"Approve the calls of {call.name}?"
     permission = getattr(stopped, "permission", "") or ""

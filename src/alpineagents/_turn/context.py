@@ -21,6 +21,7 @@ from alpineagents._turn.permission_rules import PermissionList, effective_permis
 from alpineagents._turn.seams import AgentSeam, Default, Feed
 
 if TYPE_CHECKING:
+    from alpineagents._turn.budget import BudgetGuard
     from alpineagents._turn.permission_rules import Owner
     from alpineagents.human import Human
     from alpineagents.permissions import Permission
@@ -59,6 +60,7 @@ class RunContext:
         depth: 0 for a run no tool call started, the parent's depth + 1 for a subagent run.
         parent: `(parent State, ToolCall)` for a subagent run, else None.
         feed: where a streamed run's events go (`agent.stream`), inherited by its subagent runs; else None.
+        budgets: the budget guards of this run and of the runs above it (see `_turn/budget.py`).
     """
 
     agent: AgentSeam | None
@@ -72,6 +74,7 @@ class RunContext:
     depth: int = 0
     parent: tuple[State, ToolCall] | None = None
     feed: Feed | None = None
+    budgets: tuple[BudgetGuard, ...] = ()
     owners: tuple[Owner, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -151,6 +154,7 @@ def run_context(agent: AgentSeam) -> RunContext:
         depth=parent_state._depth + 1,
         parent=(parent_state, call),
         feed=up.feed,
+        budgets=up.budgets if isinstance(up, RunContext) else (),
     )
 
 

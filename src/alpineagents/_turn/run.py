@@ -14,15 +14,17 @@ from typing import TYPE_CHECKING, Any
 from alpineagents._async import ASYNC_RUN
 from alpineagents._history.approvals import has_waits
 from alpineagents._tools.scope import CALL_SCOPE
+from alpineagents._turn.budget import open_budget, resume_budget_wait
 from alpineagents._turn.context import RUNS, RunContext, run_context
 from alpineagents._turn.driver import Steps, save, save_after_error
 from alpineagents._turn.permission_rules import check_run_start
 from alpineagents._turn.reconcile import reconcile_steps
 from alpineagents._turn.steps import use_tools_steps
+from alpineagents._values.budget import WAITING_STOPS
 from alpineagents.errors import ResumeWarning, fix_message
 from alpineagents.state import State
 from alpineagents.store import Store
-from alpineagents.types import AgentInfo, Message, StoppedForApproval
+from alpineagents.types import AgentInfo, Message
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,6 +63,7 @@ def prepare_run(
         _check_store(context.store)
     check_run_start(context.permissions, method="run" if method == "run" else "arun")
     state = start_run(agent, prompt_or_state, method, context)
+    open_budget(agent, state, context)
     return state, context
 
 
@@ -250,9 +253,10 @@ def run_steps(
                 yield (agent._mcp_open, agent._amcp_open, ())
                 using_mcp = True
             yield from reconcile_steps(agent, state)  # calls whose effect is unknown, when their tools can tell
-            if state.pending_calls and has_waits(state._acc):  # calls held for a person's decision
+            held = resume_budget_wait(state)  # a step waited for a bigger budget: it is checked again now
+            if state.pending_calls and (held or has_waits(state._acc)):  # calls held for a person
                 yield from use_tools_steps(agent, state, "run")
-            if type(state.stopped) is StoppedForApproval:  # some still wait: the loop has nothing to do
+            if type(state.stopped) in WAITING_STOPS:  # some still wait: the loop has nothing to do
                 result = None
             elif turns is None:
                 result = yield (_call_loop, _await_loop, (loop, agent, state))

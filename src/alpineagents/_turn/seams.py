@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from alpineagents.state import State
     from alpineagents.store import Store
     from alpineagents.tool import ToolMap
-    from alpineagents.types import AgentInfo, HistoryEntry, ToolSpec
+    from alpineagents.types import AgentInfo, Budget, HistoryEntry, ToolSpec
 
 __all__ = ["DEFAULT", "Default", "AgentSeam", "AnswerFormat", "Feed"]
 
@@ -64,6 +64,7 @@ class AgentSeam(Protocol):
     _human_given: Human | Default | None
     _mcp_servers: tuple[Any, ...]
     _mcp_users: int
+    _budget: Budget | None
 
     @property
     def reporter(self) -> Reporter | None: ...

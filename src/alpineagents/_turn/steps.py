@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents import _observe as observe
 from alpineagents._runner import arun_tool_calls, run_tool_calls
+from alpineagents._turn.budget import budget_guards, release, reserve_request, reserve_tool_calls, tool_calls_done
 from alpineagents._turn.context import active_context, context_for
 from alpineagents._turn.driver import Action, Steps, save, save_after_error
 from alpineagents._turn.sent import request_input
@@ -173,7 +174,8 @@ def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> 
     `model_request` (which refuses a finished State, pending calls, another waiting think and an empty context);
     saves; sends the request with `on_think_start` before it; records the reply and `on_think_end`; saves. Any
     exception after the request was recorded is recorded as an `error` entry (taking the request back when no
-    reply came), saved, and re-raised unchanged.
+    reply came), saved, and re-raised unchanged. In a run with a budget, the request's estimate is reserved
+    first; a request that would pass the budget is not recorded nor sent: the wait for a raise is (and saved).
     """
     connect = _connect(agent)
     if connect is not None:
@@ -181,7 +183,21 @@ def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> 
     specs = agent._specs if tools is None else agent._choose_specs(tools)
     reporter, store = _reporter_and_store(agent, state)
     _link(state, agent)
-    state._begin_think(agent._model_string, request_input(agent, state, specs))
+    reserved = None
+    guards = budget_guards(agent, state)
+    if guards:  # the request's estimate is reserved on the run's budgets, and given back once it is answered
+        reserved = reserve_request(agent, state, specs, guards)
+        if reserved is None:  # it would pass a budget: the run waits for a raise (recorded), nothing is sent
+            if store is not None:
+                yield save(store, state)
+            return
+        try:
+            state._begin_think(agent._model_string, request_input(agent, state, specs))
+        except BaseException:
+            release(reserved)
+            raise
+    else:
+        state._begin_think(agent._model_string, request_input(agent, state, specs))
     model = agent._model
     try:
         if store is not None:
@@ -200,6 +216,9 @@ def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> 
             observer.think_failed(state, error)
         yield from save_after_error(store, state, error)
         raise
+    finally:
+        if reserved is not None:
+            release(reserved)
     if store is not None:
         yield save(store, state)
 
@@ -214,7 +233,15 @@ def use_tools_steps(agent: AgentSeam, state: State, method: str) -> Steps:
     context = context_for(agent, state)
     _link(state, agent)
     store = context.store
+    reserved = None
+    if state.pending_calls and context.budgets:  # one tool call each is reserved on the run's budgets first
+        reserved = reserve_tool_calls(state, context.budgets)
+        if reserved is None:  # they would pass a budget: none of them runs, they wait for a raise (recorded)
+            if store is not None:
+                yield save(store, state)
+            return
     if state.pending_calls:
+        start = state._acc.history_len
         try:
             yield (run_tool_calls, arun_tool_calls, (state, agent._tool_map, context))
         except GeneratorExit:  # the driver was abandoned: nothing to record
@@ -222,6 +249,9 @@ def use_tools_steps(agent: AgentSeam, state: State, method: str) -> Steps:
         except BaseException as error:
             yield from save_after_error(store, state, error)
             raise
+        finally:
+            if reserved is not None:
+                tool_calls_done(state, reserved, start)
     if store is not None:
         yield save(store, state)
 

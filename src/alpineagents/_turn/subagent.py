@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from alpineagents._async import ASYNC_RUN
 from alpineagents._tools.scope import CALL_SCOPE
 from alpineagents._turn.approvals import WaitingSubagent, resumed_child
+from alpineagents._values.budget import WAITING_STOPS
 from alpineagents.errors import ToolError, ToolInputError, fix_message
 from alpineagents.state import State
 from alpineagents.tool import Tool, format_result
@@ -17,7 +18,6 @@ from alpineagents.types import (
     Message,
     StoppedByLimit,
     StoppedByPermission,
-    StoppedForApproval,
     TextBlock,
     ToolOutcomeKind,
     result_text,
@@ -101,6 +101,8 @@ class SubagentTool(Tool):
         child = resumed_child(state, scope[1]) if scope is not None and scope[0] is state else None
         if child is None:
             child = State(messages=[Message.user(self._prompt(args))])
+        else:  # none of its usage is counted in a result yet (this State counts it from the start)
+            state._add_child(scope[1].id, child, call=scope[1], from_start=True)  # pyright: ignore[reportOptionalSubscript]
         if self.is_async:
             return self._arun(child)
         try:
@@ -146,7 +148,7 @@ class SubagentTool(Tool):
         ignored); a limit stop adds the note `(name stopped after N turns before finishing)`; otherwise the
         value converted like any tool's return value."""
         stopped = child.stopped
-        if isinstance(stopped, StoppedForApproval):
+        if isinstance(stopped, WAITING_STOPS):  # a decision or a bigger budget: the call waits with it
             raise WaitingSubagent(child)
         if isinstance(stopped, StoppedByPermission):
             return self._stopped_text(child, stopped)

@@ -18,6 +18,7 @@ from alpineagents._values.visible import visible
 from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
 from alpineagents.cli.approvals import approvals, approve, deny
+from alpineagents.cli.budgets import raise_budget
 from alpineagents.cli.diffing import diff
 from alpineagents.cli.evaluate import evaluate
 from alpineagents.cli.ids import state_id
@@ -191,6 +192,9 @@ def show(state_id: str, as_json: bool, store: str | None) -> None:
     if found.unfinished:
         click.echo(UNFINISHED)
     click.echo(usage_line(found.state.usage))
+    budget = found.state.budget
+    if budget is not None:  # what the run's budget allowed, what it spent and what is left
+        click.echo(f"budget: {budget}")
 
 
 @main.command(short_help="Copy a run, up to entry N, under a new id.")
@@ -242,4 +246,5 @@ main.add_command(worker)
 main.add_command(approvals)
 main.add_command(approve)
 main.add_command(deny)
+main.add_command(raise_budget)
 main.add_command(serve)

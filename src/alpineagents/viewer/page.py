@@ -92,6 +92,7 @@ def header(run: Run) -> dict[str, Any]:
         "turns": state.turn,
         "usage": usage,
         "cost": usage.cost,
+        "budget": state.budget,
         "answer": None if state.answer is None else _answer(state.answer),
         "created_at": run.info.created_at,
         "updated_at": run.info.updated_at,
