@@ -25,6 +25,7 @@ from alpineagents.store import Record, Store
 
 __all__ = ["CassetteStore", "read_cassette", "write_cassette", "secret_values", "cassette_id"]
 
+
 def cassette_id(path: str | os.PathLike[str]) -> str:
     """The State id of a cassette: its file name without `.jsonl`, each character an id cannot hold as `-`."""
     stem = Path(path).name.removesuffix(".jsonl")
