@@ -112,7 +112,15 @@ def test_each_distinct_prompt_and_tool_set_is_kept_once_and_every_request_names_
     assert fourth.system.text == "Be brief."
     assert '"name": "shout"' in fourth.tools.text and '"name": "add"' in fourth.tools.text
     contents = [[piece.text for piece in pieces] for _, pieces in fourth.messages]
-    assert [role for role, _ in fourth.messages] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert [role for role, _ in fourth.messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert contents[0] == ["add 1 and 2"] and contents[3] == ["3"] and contents[4] == ["and 3 and 4?"]
     assert contents[6] == ["7"] and fourth.messages[6][1][0].title.startswith("result of add (")  # the tool's result
     assert shown[4].system.text == "Be very brief." and '"name": "add"' not in shown[4].tools.text
@@ -235,3 +243,16 @@ def test_a_fork_records_the_run_it_came_from_with_or_without_a_model(tmp_path: P
     assert fork_origin(opened.load("f1").history) == ("r1", 4)
     assert fork_origin(opened.load("f2").history) == ("f1", 5)  # the latest fork: the run it was copied from
     assert fork_origin(opened.load("r1").history) is None
+
+
+def test_a_copy_and_a_fork_each_keep_the_texts_their_own_history_needs() -> None:
+    import copy
+
+    state = State(messages=[Message.user("hi")])
+    Agent(FakeModel(["one"]), system="First.", reporter=None).run(state)
+    clone, forked = copy.copy(state), state.fork()
+    second = Agent(FakeModel(["two", "three", "four"]), system="Second.", reporter=None)
+    for each in (clone, state, forked):  # the clone records "Second." first; the others must record it too
+        each.add_message(Message.user("more"))
+        second.run(each)
+        assert requests_of(each)[-1].input == RequestInput(system_sha256=sha("Second."), system="Second.")
