@@ -5,8 +5,11 @@ the docs' table of model strings are made from.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import socket
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
@@ -14,9 +17,19 @@ from typing import cast
 import pytest
 
 import alpineagents.models as models
+from alpineagents import Agent, tool
 from alpineagents.errors import ProviderError
+from alpineagents.events import (
+    ReplyEnded,
+    RequestSent,
+    RunEnded,
+    ThinkingDelta,
+    ToolCallArgsDelta,
+    ToolCallStarted,
+)
 from alpineagents.models import OpenAIResponses, Retry, resolve_model
 from alpineagents.models._adapter import Adapter
+from alpineagents.models.base import OnStream
 from alpineagents.models.resolve import PROVIDERS, Provider
 from alpineagents.types import (
     INVALID_ARGS_KEY,
@@ -34,6 +47,18 @@ from alpineagents.types import (
 )
 from servers.kinds import KINDS, AdapterKind
 from servers.provider import ProviderServer, echo_key
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: One.
+        b: The other.
+    """
+    return a + b
+
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SPEC = ToolSpec("add", "Add", {"type": "object"})
@@ -56,6 +81,108 @@ def test_every_adapter_of_the_package_has_a_kind_and_a_row_of_providers() -> Non
     adapters = _adapter_classes(Adapter)
     assert {type(kind.make("x")) for kind in KINDS} == adapters
     assert {row.adapter for row in PROVIDERS} == adapters
+
+
+# -- the pieces of a reply as they stream ------------------------------------------------------------------------
+
+
+class Pieces(OnStream):
+    """An `on_text` that keeps every piece it gets, in order, with the thread it came on."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, ...]] = []
+        self.threads: set[int] = set()
+
+    def __call__(self, chunk: str) -> None:
+        self.got.append(("text", chunk))
+        self.threads.add(threading.get_ident())
+
+    def thinking(self, chunk: str) -> None:
+        self.got.append(("thinking", chunk))
+        self.threads.add(threading.get_ident())
+
+    def tool_args(self, call_id: str, name: str, delta: str) -> None:
+        self.got.append(("args", call_id, name, delta))
+        self.threads.add(threading.get_ident())
+
+    def joined(self, kind: str) -> str:
+        return "".join(piece[-1] for piece in self.got if piece[0] == kind)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_an_on_stream_gets_the_thinking_and_the_arguments_as_they_stream_and_they_add_up_to_the_reply(
+    server: ProviderServer, kind: AdapterKind
+) -> None:
+    assert kind.pieces_reply is not None and kind.thinking_of is not None
+    model = kind.at(server)
+    parts = ('{"a": ', '1, "b"', ": 2}")
+
+    def script() -> None:
+        server.script(kind.pieces_reply(("Let me ", "add them."), "Sure.", "add", parts, "call_p"))
+
+    for run in ("sync", "async"):
+        script()
+        pieces = Pieces()
+        if run == "sync":
+            reply = model.respond(Request(None, (Message.user("add them"),), (SPEC,)), pieces)
+        else:
+            loop_thread: list[int] = []
+
+            async def main(pieces: Pieces = pieces, loop_thread: list[int] = loop_thread) -> Reply:
+                loop_thread.append(threading.get_ident())
+                return await model.arespond(Request(None, (Message.user("add them"),), (SPEC,)), pieces)
+
+            reply = asyncio.run(main())
+            assert pieces.threads == set(loop_thread), "every piece runs on the event loop"
+        assert pieces.joined("thinking") == kind.thinking_of(reply) == "Let me add them."
+        assert pieces.joined("text") == reply.text == "Sure."
+        (call,) = reply.tool_calls
+        assert call == ToolCall("add", {"a": 1, "b": 2}, "call_p")
+        kinds = [piece[0] for piece in pieces.got]
+        assert kinds.index("thinking") < kinds.index("text"), "pieces come in the order the model wrote them"
+        calls = [piece for piece in pieces.got if piece[0] == "args"]
+        if not kind.streams_arguments:
+            assert calls == []
+            continue
+        assert {piece[1:3] for piece in calls} == {("call_p", "add")}
+        assert calls[0][3] == "", "the call is announced as soon as its tool is named"
+        assert len(calls) > 2 and json.loads(pieces.joined("args")) == call.args
+        assert kinds.index("text") < kinds.index("args")
+
+    script()
+    texts: list[str] = []
+    reply = model.respond(Request(None, (Message.user("add them"),), (SPEC,)), texts.append)
+    assert "".join(texts) == reply.text == "Sure.", "a plain on_text gets the text only"
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_a_stream_shows_the_thinking_and_the_arguments_of_each_adapter_at_their_reply(
+    server: ProviderServer, kind: AdapterKind
+) -> None:
+    assert kind.pieces_reply is not None and kind.thinking_of is not None
+    server.script(
+        kind.pieces_reply(("Adding ", "now."), "On it.", "add", ('{"a": 2', ', "b": 3}'), "call_s"),
+        kind.reply(["It is 5."]),
+    )
+    agent = Agent(kind.at(server), tools=[add], reporter=None)
+    events = list(agent.stream("What is 2 + 3?"))
+    state = events[0].state_id
+    thinking = [e for e in events if isinstance(e, ThinkingDelta)]
+    arguments = [e for e in events if isinstance(e, ToolCallArgsDelta)]
+    (started,) = [e for e in events if isinstance(e, ToolCallStarted)]
+    (reply_entry,) = [e for e in events if isinstance(e, ReplyEnded) and e.position == started.position]
+    request = max(e.position for e in events if isinstance(e, RequestSent) and e.position < started.position)
+    assert thinking and all(e.position == request and e.state_id == state for e in thinking)
+    assert "".join(e.text for e in thinking) == "Adding now."
+    assert events.index(thinking[-1]) < events.index(started) < events.index(reply_entry)
+    assert started.call == ToolCall("add", {"a": 2, "b": 3}, "call_s")
+    if kind.streams_arguments:
+        assert {(e.call_id, e.name, e.position, e.path) for e in arguments} == {("call_s", "add", request, (state,))}
+        assert json.loads("".join(e.delta for e in arguments)) == started.call.args
+        assert events.index(arguments[-1]) < events.index(started)
+    else:
+        assert arguments == []
+    assert isinstance(events[-1], RunEnded) and events[-1].error is None
 
 
 # -- cut-off stop reasons ----------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ reader, many streams at once, and events computed from a saved history."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import tracemalloc
@@ -15,6 +16,7 @@ import pytest
 from alpineagents.agent import Agent
 from alpineagents.events import (
     LIVE_ONLY,
+    ApprovalDecided,
     ApprovalNeeded,
     MessageAdded,
     ReplyEnded,
@@ -23,6 +25,8 @@ from alpineagents.events import (
     RunStarted,
     StopRecorded,
     TextDelta,
+    ThinkingDelta,
+    ToolCallArgsDelta,
     ToolCallEnded,
     ToolCallStarted,
     events_from_history,
@@ -35,7 +39,7 @@ from alpineagents.state import State
 from alpineagents.store import FileStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
-from alpineagents.types import Message, Reply, Request, TextBlock, ToolOutcomeKind, Usage
+from alpineagents.types import Message, RawBlock, Reply, Request, TextBlock, ToolOutcomeKind, Usage
 
 
 @tool
@@ -108,6 +112,7 @@ def test_the_events_of_a_stream_match_the_history_it_produces() -> None:
     assert kinds == [
         "RunStarted",
         "RequestSent",
+        "ToolCallArgsDelta",
         "ToolCallStarted",
         "ReplyEnded",
         "ToolCallEnded",
@@ -334,3 +339,215 @@ def test_a_stream_shows_approval_needed_and_run_ended_with_the_waiting_calls() -
     end = events[-1]
     assert isinstance(end, RunEnded) and [w.call.id for w in end.waiting] == [needed[0].waiting.call.id]
     assert isinstance([e for e in events if isinstance(e, RequestSent)][0], RequestSent)
+
+
+def test_a_fake_model_streams_its_thinking_and_arguments_and_a_replay_leaves_them_out() -> None:
+    call = tool_call("add", a=4, b=5)
+
+    def reply() -> list[Any]:
+        return [RawBlock("fake", {"thinking": "Four and five."}), "Adding.", call]
+
+    agent = Agent(FakeModel([reply(), "It is 9.", reply(), "It is 9."]), tools=[add], reporter=None)
+
+    async def main() -> tuple[list[Any], State]:
+        stream = agent.astream("What is 4 + 5?")
+        return [event async for event in stream], stream.state
+
+    stream = agent.stream("What is 4 + 5?")
+    for events, state in ((list(stream), stream.state), asyncio.run(main())):
+        kinds = [type(e).__name__ for e in events]
+        kinds = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1]]  # a reader may get pieces apart
+        assert kinds[:7] == [
+            "RunStarted",
+            "RequestSent",
+            "ThinkingDelta",
+            "TextDelta",
+            "ToolCallArgsDelta",
+            "ToolCallStarted",
+            "ReplyEnded",
+        ]
+        request = events[1].position
+        thinking = [e for e in events if isinstance(e, ThinkingDelta)]
+        assert [(e.text, e.position) for e in thinking] == [("Four and five.", request)]
+        arguments = [e for e in events if isinstance(e, ToolCallArgsDelta)]
+        assert {(e.call_id, e.name, e.position) for e in arguments} == {(call.id, "add", request)}
+        assert json.loads("".join(e.delta for e in arguments)) == {"a": 4, "b": 5}
+        assert merged(events) == list(events_of_state(state, after=0))
+
+
+def after_cut(events: list[Any], top_id: str, after: int) -> list[Any]:
+    """What a reader who saw the top State's events up to position `after` had not seen: the events after the
+    last event of the top State at or before `after` (subagents' events shown after it come again)."""
+    cut = 0
+    for index, event in enumerate(events):
+        if event.state_id == top_id and event.position <= after:
+            cut = index + 1
+    return events[cut:]
+
+
+def nested_helpers(top_script: list[Any]) -> Agent:
+    """A top Agent whose helper asks an inner helper, which adds."""
+    inner = Agent(
+        FakeModel([tool_call("add", a=2, b=2), "Inner: 4."]),
+        tools=[add],
+        name="inner",
+        description="Adds.",
+        reporter=None,
+    )
+    helper = Agent(
+        FakeModel([["Asking.", tool_call("inner", prompt="2 + 2?")], "Helper: 4."]),
+        tools=[inner],
+        name="helper",
+        description="Asks.",
+        reporter=None,
+    )
+    return Agent(FakeModel(top_script), tools=[helper], reporter=None)
+
+
+def test_after_n_replays_the_subagents_runs_inline_where_the_live_stream_gave_them() -> None:
+    top = nested_helpers([tool_call("helper", prompt="2 + 2?"), "Top: 4.", "Again: 4."])
+    state = State(messages=[Message.user("Ask the helper")])
+    live = merged(list(top.stream(state)))
+    assert {len(e.path) for e in live} == {1, 2, 3}  # the top State, its helper, the helper's inner helper
+    for after in range(len(state.history)):
+        replay = list(events_of_state(state, after=after))
+        assert replay == after_cut(live, state.id, after), after
+    # through the stream: the rest, then the live run
+    last_top = max(e.position for e in live if e.state_id == state.id and isinstance(e, ToolCallStarted))
+    state.add_message(Message.user("Once more?"))
+    again = list(top.stream(state, after=last_top))
+    assert merged(again)[: len(after_cut(live, state.id, last_top))] == after_cut(live, state.id, last_top)
+    assert [e.text for e in again if isinstance(e, TextDelta)] == [
+        "Asking.",
+        "Inner: 4.",
+        "Helper: 4.",
+        "Top: 4.",
+        "Again: 4.",
+    ]
+
+
+def test_after_n_replays_a_held_subagent_and_its_resumed_run_each_where_it_ran() -> None:
+    helper = Agent(
+        FakeModel([tool_call("add", a=1, b=1), "Helper: 2."]),
+        tools=[add],
+        name="helper",
+        description="Adds.",
+        reporter=None,
+        permissions=[DeferByName(["add"]), AllowByDefault()],
+    )
+    top = Agent(FakeModel([tool_call("helper", prompt="1 + 1?"), "Top: 2."]), tools=[helper], reporter=None)
+    state = State(messages=[Message.user("Ask the helper")])
+    first = merged(list(top.stream(state)))
+    stopped_at = len(state.history) - 1
+    (waiting,) = state.awaiting_approval
+    assert waiting.path[0] == state.id and len(waiting.path) == 2
+    state.approve(waiting.call.id, by="ana")
+    decided = list(events_from_history(state.history, state.id, after=stopped_at))
+    assert [type(e) for e in decided] == [ApprovalDecided]
+    second = merged(list(top.stream(state)))
+    assert state.answer == "Top: 2." and any(len(e.path) == 2 for e in second)
+    live = first + decided + second  # what a reader following both runs saw, with the decision between
+    for after in range(len(state.history)):
+        assert list(events_of_state(state, after=after)) == after_cut(live, state.id, after), after
+
+
+def test_a_held_subagent_replays_from_the_store_in_a_new_process_state(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    helper = Agent(
+        FakeModel([tool_call("add", a=1, b=1)]),
+        tools=[add],
+        name="helper",
+        description="Adds.",
+        reporter=None,
+        permissions=[DeferByName(["add"]), AllowByDefault()],
+    )
+    top = Agent(FakeModel([tool_call("helper", prompt="1 + 1?")]), tools=[helper], reporter=None, store=store)
+    state = State(messages=[Message.user("Ask the helper")])
+    live = merged(list(top.stream(state)))
+    loaded = store.load(state.id)  # a State object that has none of its subagents in memory
+    (waiting,) = loaded.awaiting_approval
+    assert loaded.child(waiting.path[1]).id == waiting.path[1]  # named only by the wait record
+    assert list(events_of_state(loaded, after=0)) == after_cut(live, state.id, 0)
+
+
+class ToolLog(Reporter):
+    """Keeps each tool start and end, with the length of the State's history at that moment."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str, int, str]] = []
+
+    def on_tool_start(self, state: State, call: Any) -> None:
+        self.seen.append(("start", state.id, call.id, len(state.history), ""))
+
+    def on_tool_end(self, state: State, call: Any, result: Any, outcome: Any) -> None:
+        self.seen.append(("end", state.id, call.id, len(state.history), f"{outcome.kind.value}: {result}"))
+
+
+def held_helper(
+    store: Any = None,
+    top_script: tuple[Any, ...] = (tool_call("helper", prompt="1 + 1?"), "Top: done."),
+    helper_script: tuple[Any, ...] = (tool_call("add", a=1, b=1), "Helper: done."),
+) -> tuple[Agent, State, ToolLog]:
+    """A top Agent whose helper's `add` waits for approval, a State for it, and the top's Reporter."""
+    helper = Agent(
+        FakeModel(list(helper_script)),
+        tools=[add],
+        name="helper",
+        description="Adds.",
+        permissions=[DeferByName(["add"]), AllowByDefault()],
+    )
+    log = ToolLog()
+    top = Agent(FakeModel(list(top_script)), tools=[helper], reporter=log, store=store)
+    return top, State(messages=[Message.user("Ask the helper")]), log
+
+
+@pytest.mark.parametrize("decide", ["approve", "deny"])
+def test_a_held_subagent_call_ends_once_after_the_decision_and_the_reporter_agrees_with_the_stream(
+    decide: str,
+) -> None:
+    top, state, log = held_helper()
+    first = list(top.stream(state))
+    (helper_call,) = [e.call for e in first if isinstance(e, ToolCallStarted) and e.depth == 0]
+    assert not [e for e in first if isinstance(e, ToolCallEnded) and e.depth == 0]  # held: not ended
+    assert [s[0] for s in log.seen if s[2] == helper_call.id] == ["start"]  # its tool started, then it was held
+    (waiting,) = state.awaiting_approval
+    if decide == "approve":
+        state.approve(waiting.call.id)
+    else:
+        state.deny(waiting.call.id, "Not now.")
+    second = list(top.stream(state))
+    (ended,) = [e for e in second if isinstance(e, ToolCallEnded) and e.depth == 0]
+    assert ended.call == helper_call and ended.result == "Helper: done." and ended.child_ids == (waiting.path[1],)
+    below = [index for index, e in enumerate(second) if e.depth == 1]
+    assert below and max(below) < second.index(ended)  # after every event of the resumed subagent
+    # the Reporter: one start (in the run that held it), one end (when it ended), right after its result
+    mine = [s for s in log.seen if s[2] == helper_call.id]
+    assert [s[0] for s in mine] == ["start", "end"]
+    assert mine[1][3] == ended.position + 1 and mine[1][4] == "done: Helper: done."
+    child_call = [s for s in log.seen if s[2] == waiting.call.id]
+    if decide == "approve":
+        assert [s[0] for s in child_call] == ["start", "end"] and child_call[1][4] == "done: 2"
+    else:
+        assert [s[0] for s in child_call] == ["end"] and child_call[0][4] == "denied: Not now."
+    # every call that got a start got exactly one end, as the stream shows one start and one end per call
+    for call_id in {s[2] for s in log.seen}:
+        kinds = [s[0] for s in log.seen if s[2] == call_id]
+        assert kinds.count("end") == 1 and kinds.count("start") <= 1
+    calls = {e.call.id for e in first + second if isinstance(e, ToolCallStarted)}
+    assert calls == {e.call.id for e in second if isinstance(e, ToolCallEnded)}
+
+
+def test_a_held_subagent_call_resumed_by_another_process_ends_there(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    top, state, _ = held_helper(store)
+    list(top.stream(state))
+    loaded = store.load(state.id)
+    loaded.approve(loaded.awaiting_approval[0].call.id)
+    store.save(loaded)
+    # a fresh Agent and Reporter, as a second process has (their first replies were given before the hold)
+    again, _, log = held_helper(store, ("Top: done.",), ("Helper: done.",))
+    resumed = store.load(state.id)
+    events = list(again.stream(resumed))
+    (ended,) = [e for e in events if isinstance(e, ToolCallEnded) and e.depth == 0]
+    assert ended.result == "Helper: done."
+    assert [(s[0], s[4]) for s in log.seen if s[2] == ended.call.id] == [("end", "done: Helper: done.")]

@@ -157,11 +157,11 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> object:
-    """A built-in store that needs an extra (`PostgresStore`) is imported on first use, from the one list of the
-    built-in stores, so that importing the package never loads its module."""
+    """A built-in store not imported above (`PostgresStore`, which needs an extra) is imported on first use, from
+    the one list of the built-in stores, so that importing the package never loads its module."""
     from alpineagents._stores.registry import builtin_store
 
     found = builtin_store(name)
-    if found is None or found.extra is None:
+    if found is None:
         raise AttributeError(f"module 'alpineagents' has no attribute {name!r}")
     return found.load()

@@ -474,6 +474,10 @@ def _permission_phase(state: State, context: RunSettings, jobs: list[_Job]) -> G
     held: list[Hold] = []
     for job in jobs:
         decision = settled(records, job.call)
+        if decision is not None and records.child_of(job.call.id) is not None:
+            # Its subagent waited and is run again: the call goes on from the run that held it, where it got its
+            # `on_tool_start`; it gets no second one, and its `on_tool_end` when it ends.
+            job.announced = True
         if decision is None:
             if context.permissions is None:
                 allowed.append(job)
@@ -569,14 +573,14 @@ def _announce(
     arrivals: ThreadArrivals[_Job] | LoopArrivals[_Job],
     waiting: deque[_Job],
 ) -> tuple[int, bool, Exception | None]:
-    """Announce each job (`on_tool_start`), then start it: as a Task when it is async and there is a loop, else on
-    a worker thread while fewer than `MAX_WORKERS` run (the rest go to `waiting`). A Reporter's exception stops the
-    announcing. Returns how many jobs were announced, whether a Task was started, and that exception or `None`."""
+    """Announce each job (`on_tool_start`; not a resumed call, announced by the run that held it), then start it:
+    as a Task when it is async and there is a loop, else on a worker thread while fewer than `MAX_WORKERS` run
+    (the rest go to `waiting`). A Reporter's exception stops the announcing. Returns how many jobs were announced, whether a Task was started, and that exception or `None`."""
     free = _EXECUTOR.max_workers
     announced = 0
     tasks = False
     for job in jobs:
-        if reporter is not None:
+        if reporter is not None and not job.announced:  # a resumed call was announced in the run that held it
             try:
                 reporter.on_tool_start(state, job.call)
             except Exception as error:  # noqa: BLE001 - raised once the announced calls are recorded

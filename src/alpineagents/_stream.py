@@ -8,7 +8,8 @@ saved history into events (``events.entry_events``), so a live stream and a hist
 
 The run goes on by itself (a daemon thread for ``stream``, a Task for ``astream``); a reader that falls behind
 never slows it. What the reader has not read yet is one small record per entry (the entries are the State's own)
-plus the streamed text, merged into one piece while unread.
+plus the streamed pieces (text, thinking, a tool call's arguments), each run of pieces of one kind merged into one
+while unread.
 
 Leaving the stream early (``close()``, ``break`` out of a ``with`` block, the stream being dropped, cancelling the
 task that reads an ``astream``) stops the run the way Ctrl+C does: a ``KeyboardInterrupt`` raised in the run's
@@ -34,9 +35,11 @@ from alpineagents.events import (
     RunEnded,
     StreamEvent,
     TextDelta,
+    ThinkingDelta,
+    ToolCallArgsDelta,
     checked_after,
     entry_events,
-    events_from_history,
+    events_of_state,
 )
 from alpineagents.types import HistoryEntry, ModelReplyEntry, ToolCall
 
@@ -49,11 +52,13 @@ __all__ = ["EventStream", "AsyncEventStream", "Runner", "STOP_DEADLINE"]
 STOP_DEADLINE = 30.0
 """How long leaving a stream waits for its run to close its calls and save (seconds)."""
 
-_ENTRY, _TEXT, _END = 0, 1, 2
+_ENTRY, _TEXT, _END, _THINKING, _ARGS = 0, 1, 2, 3, 4
 
 _Item = Sequence[Any]
-"""One item of the queue: its tag (`_ENTRY`, `_TEXT`, `_END`), the State's id and path, the position, and the body
-the tag says (a history entry; the text chunks, in a list that later chunks join while it waits; the run's end)."""
+"""One item of the queue: its tag (`_ENTRY`, `_TEXT`, `_END`, `_THINKING`, `_ARGS`), the State's id and path, the
+position, the body the tag says (a history entry; the chunks of text or thinking, in a list that later chunks join
+while it waits; the run's end; the pieces of a call's arguments, likewise), and for `_ARGS` the call's id and its
+tool's name."""
 
 
 class Runner(Protocol):
@@ -96,14 +101,25 @@ class _Queue:
             self._push((_ENTRY, state.id, self._path(state), position, entry))
 
     def text(self, state: State, chunk: str) -> None:
+        self._piece(_TEXT, state, chunk)
+
+    def thinking(self, state: State, chunk: str) -> None:
+        self._piece(_THINKING, state, chunk)
+
+    def tool_args(self, state: State, call_id: str, name: str, delta: str) -> None:
+        self._piece(_ARGS, state, delta, call_id, name)
+
+    def _piece(self, tag: int, state: State, chunk: str, *call: str) -> None:
+        """Queue a streamed piece; one not read yet is merged with the piece before it when that is of the same
+        kind, State (and call): what waits stays one item per run of pieces."""
         state_id = state.id
         with self.lock:
             items = self.items
             last = items[-1] if items else None
-            if last is not None and last[0] == _TEXT and last[1] == state_id:
-                last[4].append(chunk)  # not read yet: merged with the piece before it
+            if last is not None and last[0] == tag and last[1] == state_id and (not call or last[5] == call[0]):
+                last[4].append(chunk)
                 return
-            self._push([_TEXT, state_id, self._path(state), state._acc.history_len - 1, [chunk]])
+            self._push([tag, state_id, self._path(state), state._acc.history_len - 1, [chunk], *call])
 
     def ended(self, state: State, error: BaseException | None) -> None:
         end = RunEnded(
@@ -147,13 +163,24 @@ class _Reader:
         self.calls: dict[str, dict[str, ToolCall]] = {}  # the calls of each State's latest reply
 
     def add(self, item: _Item) -> None:
-        tag, state_id, path, position, body = item
+        tag, state_id, path, position, body = item[:5]
         if tag == _TEXT:
             self.streamed.add(state_id)
             self.ready.append(TextDelta(state_id=state_id, path=path, position=position, text="".join(body)))
             return
         if tag == _END:
             self.ready.append(body)
+            return
+        if tag == _THINKING:
+            self.ready.append(ThinkingDelta(state_id=state_id, path=path, position=position, text="".join(body)))
+            return
+        if tag == _ARGS:
+            delta = "".join(body)
+            self.ready.append(
+                ToolCallArgsDelta(
+                    state_id=state_id, path=path, position=position, call_id=item[5], name=item[6], delta=delta
+                )
+            )
             return
         streamed = False
         if isinstance(body, ModelReplyEntry):
@@ -164,7 +191,7 @@ class _Reader:
         self.ready.extend(entry_events(body, where, self.calls.get(state_id, {}), streamed=streamed))  # type: ignore[arg-type]
 
     def replay(self, state: State, after: int) -> None:
-        self.ready.extend(events_from_history(state.history, state.id, after=after))
+        self.ready.extend(events_of_state(state, after=after))
 
 
 class _Base:

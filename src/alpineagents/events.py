@@ -14,8 +14,10 @@ for a history read back later: the events a stream yields, with its deltas merge
 history it produced, in order. That is what makes a stream resumable: ``agent.stream(state, after=N)`` (or
 ``store.follow(state_id, after=N)``) first yields the events of the entries after position ``N`` (there, a reply's
 text comes whole, as one ``TextDelta``), then the live ones. A page that reconnects passes the ``position`` of the
-last event it showed, and drops the text of a reply it had not seen end (no ``ReplyEnded`` yet): that text comes
-again whole.
+last event of the top State it showed, and drops the text of a reply it had not seen end (no ``ReplyEnded`` yet):
+that text comes again whole. A stream's replay also gives its subagents' runs inline, where the live stream gave
+them (``events_of_state``), so the page likewise drops the subagent events it showed after that last top-level
+event: they come again.
 
 Which entry gives which events (one entry gives its events in the order listed):
 
@@ -48,6 +50,7 @@ from alpineagents._values.approval import (
     ApprovalDecision,
     StoppedForApproval,
     WaitingCall,
+    children_named,
     read_decision,
     read_waiting,
     waiting_call_id,
@@ -172,7 +175,8 @@ class TextDelta(Event):
 
 @value(kw_only=True)
 class ThinkingDelta(Event):
-    """A piece of the model's thinking as it streams, where the model adapter reports it (live only)."""
+    """A piece of the model's thinking as it streams, where the model adapter reports it (live only): the
+    reasoning text or summary the provider streams, which the reply keeps in its provider's own blocks."""
 
     text: str
     """The text."""
@@ -189,10 +193,16 @@ class ToolCallStarted(Event):
 
 @value(kw_only=True)
 class ToolCallArgsDelta(Event):
-    """A piece of a tool call's arguments as the model writes them, where the adapter reports it (live only)."""
+    """A piece of a tool call's arguments as the model writes them, where the adapter reports it (live only).
+
+    The first one of a call comes as soon as the model named its tool (its ``delta`` may be empty): a page can
+    show the call begin there. The deltas of one call, joined, are the JSON text of its arguments;
+    ``ToolCallStarted`` follows with them parsed, when the reply is recorded."""
 
     call_id: str
-    """The id of the call being written."""
+    """The id of the call being written (the id its ``ToolCall`` has in the reply)."""
+    name: str
+    """The name of the tool it calls."""
     delta: str
     """The next piece of the JSON text of its arguments."""
 
@@ -438,8 +448,62 @@ def events_from_history(
 
 
 def events_of_state(state: State, *, after: int | None = None) -> Iterator[StreamEvent]:
-    """``events_from_history`` of a State's history as it is now."""
-    return events_from_history(state.history, state.id, after=after)
+    """The events of a State's history as it is now, after position ``after`` (all when ``None``), with the events
+    of its subagents' runs inline, where a live stream gives them: what ``agent.stream(state, after=N)`` yields
+    before the live run.
+
+    A subagent's run happens while the call that started it is open, so its events come right before the entry of
+    this State that ends that call's part in the run: the wait record of a call held because its subagent waits
+    for approval, or the call's result. A subagent held and resumed ran once per such entry (its runs are the parts
+    of its history that start at a ``run_start``; what it recorded before its first run no stream showed). Its
+    events carry its place (``path``) and positions in its own history, and its own subagents come inline the same
+    way. Subagents that ran at the same time (parallel calls) come one after the other, each whole. Subagent
+    States not in memory are loaded from the State's store (``state.child``).
+
+    Raises:
+        ValueError: ``after`` is below -1.
+    """
+    start = 0 if after is None else checked_after(after) + 1
+    return _Tree().events(state, (state.id,), start, None)
+
+
+class _Tree:
+    """Replays a State's history with its subagents' runs inline (see ``events_of_state``)."""
+
+    def __init__(self) -> None:
+        self.children: dict[str, State] = {}
+
+    def events(self, state: State, path: tuple[str, ...], start: int, stop: int | None) -> Iterator[StreamEvent]:
+        entries = state.history
+        end = len(entries) if stop is None else stop
+        held: dict[str, list[int]] = {}  # each subagent: the positions of the entries that end its runs
+        for position, entry in enumerate(entries):
+            for child_id in children_named(entry):
+                held.setdefault(child_id, []).append(position)
+        calls: dict[str, ToolCall] = _pending_calls(list(entries), start) if start else {}
+        for position in range(start, end):
+            entry = entries[position]
+            if isinstance(entry, ModelReplyEntry):
+                calls = {call.id: call for call in entry.content.message.tool_calls}
+            for child_id in children_named(entry):
+                yield from self._runs_ended_by(state, path, child_id, held[child_id].index(position), held[child_id])
+            where = {"state_id": state.id, "path": path, "position": position}
+            yield from entry_events(entry, where, calls)  # type: ignore[misc]  # every event is a StreamEvent
+
+    def _runs_ended_by(
+        self, state: State, path: tuple[str, ...], child_id: str, number: int, ends: list[int]
+    ) -> Iterator[StreamEvent]:
+        """The events of the subagent's run that the entry number ``number`` of ``ends`` ended (the last such
+        entry, its call's result, ends all the runs left)."""
+        child = self.children.get(child_id)
+        if child is None:
+            child = self.children[child_id] = state.child(child_id)
+        history = child.history
+        starts = [index for index, entry in enumerate(history) if isinstance(entry, RunStartEntry)]
+        bounds = [*starts[1:], len(history)]
+        last = number == len(ends) - 1
+        for begin, end in list(zip(starts, bounds, strict=True))[number : None if last else number + 1]:
+            yield from self.events(child, (*path, child_id), begin, end)
 
 
 def checked_after(after: object) -> int:

@@ -40,6 +40,7 @@ from alpineagents._history.recording import NOT_RUN_YET as NOT_RUN_YET
 from alpineagents._history.recording import Recorder
 from alpineagents._history.snapshot import StateSnapshot, history_of, is_folded
 from alpineagents._tokens import context_tokens
+from alpineagents._values.approval import children_named
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
@@ -421,7 +422,7 @@ class State(Recorder, Approvals):
         return store.load(child_id)
 
     def _child_store_for(self, child_id: str) -> _ChildStore:
-        if not any(type(entry) is ToolResultEntry and child_id in entry.child_ids for entry in self.history):
+        if not any(child_id in children_named(entry) for entry in self.history):
             raise KeyError(
                 f"{child_id!r} is not a subagent of State {self._id!r} (state.child() finds direct children)"
             )

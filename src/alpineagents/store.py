@@ -418,13 +418,10 @@ _write_file = files.write_file
 
 
 def __getattr__(name: str) -> Any:
-    """`FileStore` and `SQLiteStore`, made on first use from the modules that hold them (`_stores/registry.py`)."""
-    found = builtin_store(name) if name in _EXPORTED else None
-    if found is None:
+    """The built-in stores that need no extra (`FileStore`, `SQLiteStore`), made on first use from the modules that
+    hold them, as `_stores/registry.py` lists them (`PostgresStore` needs an extra: `alpineagents.postgres`)."""
+    found = builtin_store(name)
+    if found is None or found.extra is not None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     cls = globals()[name] = found.load()
     return cls
-
-
-_EXPORTED = ("FileStore", "SQLiteStore")
-"""The built-in stores this module exports (PostgresStore needs an extra: `alpineagents.postgres`)."""

@@ -11,6 +11,7 @@ Typical use::
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import deque
@@ -23,7 +24,7 @@ from alpineagents._tokens import context_tokens, estimate_overhead_tokens, estim
 from alpineagents._values.construct import maker
 from alpineagents.errors import ContextTooLongError
 from alpineagents.human import Human, parse_answer
-from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.models.base import Model, OnEvent, OnStream, OnText
 from alpineagents.types import Message, Price, RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock, Usage
 
 if TYPE_CHECKING:
@@ -59,12 +60,23 @@ def _last_said(request: Request) -> str:
     return "Last message: '' (the request has no message with text)"
 
 
+def _stream_call(pieces: OnStream, call: ToolCall) -> None:
+    """A call's arguments, for an `OnStream`: the call begun (an empty piece), then its arguments' JSON text."""
+    pieces.tool_args(call.id, call.name, "")
+    pieces.tool_args(call.id, call.name, json.dumps(call.args, ensure_ascii=False))
+
+
 class FakeModel(Model):
     """A Model that answers each request with the next prepared item, in order (thread-safe).
 
     Items: an exception instance is raised; a `Reply` is returned as is; a `ToolCall` becomes a reply with that
     call; a list or tuple becomes a reply with those blocks (each `str` a `TextBlock`); a `str` a text reply; a
     callable is called with the `Request` and its return value converted by the same rules.
+
+    What it streams (a `Reply` item streams nothing): each text to `on_text`; when `on_text` is an `OnStream`
+    (as a live `agent.stream(...)` passes), also the text of each `RawBlock` whose data holds a `"thinking"`
+    string, as thinking (`RawBlock("fake", {"thinking": "..."})`), and each tool call's arguments as their JSON
+    text (an empty piece when the call begins, then the whole text), all in block order.
     """
 
     provider = "fake"
@@ -133,6 +145,8 @@ class FakeModel(Model):
         # The common items (a ToolCall, a str) are tested first, by exact type: one check each on the hot path.
         kind = type(item)
         if kind is ToolCall:
+            if on_text is not None and isinstance(on_text, OnStream):
+                _stream_call(on_text, item)
             return self._reply((item,), input_tokens, 0, "tool_use")
         if kind is str:
             if on_text is not None:
@@ -160,6 +174,7 @@ class FakeModel(Model):
             raise TypeError(f"FakeModel: unsupported reply item {item!r}")
         output_tokens = 0
         has_call = False
+        pieces = on_text if isinstance(on_text, OnStream) else None
         for block in blocks:
             if isinstance(block, TextBlock):
                 output_tokens += estimate_text_tokens(block.text)
@@ -167,6 +182,12 @@ class FakeModel(Model):
                     on_text(block.text)
             elif isinstance(block, ToolCall):
                 has_call = True
+                if pieces is not None:
+                    _stream_call(pieces, block)
+            elif pieces is not None and isinstance(block, RawBlock):
+                thinking = block.data.get("thinking")
+                if isinstance(thinking, str) and thinking:
+                    pieces.thinking(thinking)
         return self._reply(blocks, input_tokens, output_tokens, "tool_use" if has_call else "end_turn")
 
     def _reply(self, blocks: tuple[Any, ...], input_tokens: int, output_tokens: int, stop_reason: str) -> Reply:

@@ -2,7 +2,7 @@
 `servers.responses`) the OpenAI Responses API.
 
 The real SDK clients are pointed at it with `base_url`. Each POST takes the next scripted action (or the default
-success reply of its API); the server can be told to misbehave: an error status with `retry-after`, a stream cut
+success reply of its API, which the provider's `AdapterKind.default` in `servers/kinds.py` gives); the server can be told to misbehave: an error status with `retry-after`, a stream cut
 in the middle (connection dropped), a stream that ends without its final event, a slow first byte, and so on.
 
     server = ProviderServer().start()
@@ -322,10 +322,15 @@ def anthropic_events(
 
 
 def anthropic_stream(
-    text: Iterable[str] = ("Hello",), *, drop_after: int | None = None, end_after: int | None = None, **kwargs: Any
+    text: Iterable[str] = ("Hello",),
+    *,
+    drop_after: int | None = None,
+    end_after: int | None = None,
+    pause: float = 0.0,
+    **kwargs: Any,
 ) -> Action:
     """A streamed Messages reply (see `anthropic_events`), optionally dropped or ended early."""
-    return sse(anthropic_events(text, **kwargs), drop_after=drop_after, end_after=end_after)
+    return sse(anthropic_events(text, **kwargs), drop_after=drop_after, end_after=end_after, pause=pause)
 
 
 # -- OpenAI Chat Completions stream -------------------------------------------------------------------------------
@@ -412,10 +417,15 @@ def openai_chunks(
 
 
 def openai_stream(
-    text: Iterable[str] = ("Hello",), *, drop_after: int | None = None, end_after: int | None = None, **kwargs: Any
+    text: Iterable[str] = ("Hello",),
+    *,
+    drop_after: int | None = None,
+    end_after: int | None = None,
+    pause: float = 0.0,
+    **kwargs: Any,
 ) -> Action:
     """A streamed chat completion (see `openai_chunks`), optionally dropped or ended early."""
-    return sse(openai_chunks(text, **kwargs), drop_after=drop_after, end_after=end_after)
+    return sse(openai_chunks(text, **kwargs), drop_after=drop_after, end_after=end_after, pause=pause)
 
 
 # -- the server ---------------------------------------------------------------------------------------------------
@@ -558,20 +568,11 @@ class ProviderServer:
                 return limit
             if self._script:
                 return self._script.popleft()
-        if request.path.endswith("/chat/completions"):
-            return openai_stream()
-        if ":streamGenerateContent" in request.path or ":generateContent" in request.path:
-            from servers.gemini import gemini_default
+        from servers.kinds import KINDS  # each provider's default reply is its kind's: a new one adds no branch here
 
-            return gemini_default(request)
-        if request.path.endswith(("/converse-stream", "/invoke-with-response-stream")):
-            from servers.bedrock import bedrock_default
-
-            return bedrock_default(request)
-        if request.path.endswith("/responses"):
-            from servers.responses import responses_default  # the Responses API module builds on this one
-
-            return responses_default(request)
+        for kind in KINDS:
+            if (action := kind.default(request)) is not None:
+                return action
         return anthropic_stream()
 
 

@@ -224,10 +224,10 @@ def responses_events(
 
 
 def responses_stream(
-    *items: Item, drop_after: int | None = None, end_after: int | None = None, **kwargs: Any
+    *items: Item, drop_after: int | None = None, end_after: int | None = None, pause: float = 0.0, **kwargs: Any
 ) -> Action:
     """A streamed response (see `responses_events`), optionally dropped or ended early."""
-    return sse(responses_events(*items, **kwargs), drop_after=drop_after, end_after=end_after)
+    return sse(responses_events(*items, **kwargs), drop_after=drop_after, end_after=end_after, pause=pause)
 
 
 def responses_json(*items: Item, **kwargs: Any) -> Action:

@@ -119,6 +119,15 @@ class Feed(Protocol):
         """The model streamed a piece of text for ``state``."""
         ...
 
+    def thinking(self, state: State, chunk: str) -> None:
+        """The model streamed a piece of its thinking for ``state`` (where its adapter gives it)."""
+        ...
+
+    def tool_args(self, state: State, call_id: str, name: str, delta: str) -> None:
+        """The model streamed a piece of the arguments of its call ``call_id`` of the tool ``name`` for ``state``
+        (the first piece of a call, maybe empty, when its name is known)."""
+        ...
+
     def ended(self, state: State, error: BaseException | None) -> None:
         """A run of ``state`` ended (after ``on_run_end``)."""
         ...

@@ -17,6 +17,7 @@ from alpineagents._turn.driver import Action, Steps, save, save_after_error
 from alpineagents._turn.sent import request_input
 from alpineagents._values.construct import maker
 from alpineagents.errors import CutOffError, OutputError, fix_message
+from alpineagents.models.base import OnStream
 from alpineagents.types import Message, ModelEvent, Reply, Request, Usage
 
 if TYPE_CHECKING:
@@ -112,17 +113,35 @@ def _link(state: State, agent: AgentSeam) -> None:
 
 def _text_callback(reporter: Reporter | None, state: State) -> Callable[[str], None] | None:
     """The `on_text` callback of a model call: each chunk goes to the reporter (None without a reporter), and to
-    the stream that follows the run, if any."""
+    the stream that follows the run, if any. With a stream it is an `OnStream`, so that an adapter that streams
+    thinking or tool-call arguments hands those to the stream too."""
     feed = state._tap
     if feed is not None:
-        return partial(_tell_both, feed, reporter, state)
+        return _StreamPieces(feed, reporter, state)
     return None if reporter is None else partial(reporter.on_text, state)
 
 
-def _tell_both(feed: Feed, reporter: Reporter | None, state: State, chunk: str) -> None:
-    feed.text(state, chunk)
-    if reporter is not None:
-        reporter.on_text(state, chunk)
+class _StreamPieces(OnStream):
+    """The `on_text` of a model call that a stream follows: text to the stream and the reporter; thinking and
+    tool-call arguments to the stream (a `Reporter` has no hooks for them)."""
+
+    __slots__ = ("feed", "reporter", "state")
+
+    def __init__(self, feed: Feed, reporter: Reporter | None, state: State) -> None:
+        self.feed = feed
+        self.reporter = reporter
+        self.state = state
+
+    def __call__(self, chunk: str) -> None:
+        self.feed.text(self.state, chunk)
+        if self.reporter is not None:
+            self.reporter.on_text(self.state, chunk)
+
+    def thinking(self, chunk: str) -> None:
+        self.feed.thinking(self.state, chunk)
+
+    def tool_args(self, call_id: str, name: str, delta: str) -> None:
+        self.feed.tool_args(self.state, call_id, name, delta)
 
 
 def cut_off_error(reply: Reply) -> CutOffError:

@@ -29,7 +29,7 @@ from alpineagents._values.construct import as_tuples, value
 from alpineagents._values.content import ToolCall
 
 if TYPE_CHECKING:
-    from alpineagents.types import ExchangeEntry
+    from alpineagents.types import ExchangeEntry, HistoryEntry
 
 __all__ = [
     "APPROVAL_KEY",
@@ -40,6 +40,8 @@ __all__ = [
     "decision_answer",
     "read_waiting",
     "waiting_call_id",
+    "waiting_child_id",
+    "children_named",
     "read_decision",
 ]
 
@@ -213,6 +215,25 @@ def waiting_call_id(entry: ExchangeEntry) -> str | None:
     """The call id of a wait record, else ``None``."""
     marked = _marked(entry)
     return marked[1]["call_id"] if marked is not None and marked[0] == "waiting" else None
+
+
+def waiting_child_id(entry: ExchangeEntry) -> str | None:
+    """The id of the subagent State whose wait a wait record's call waits on, else ``None``."""
+    marked = _marked(entry)
+    child = marked[1].get("child_id") if marked is not None and marked[0] == "waiting" else None
+    return child if isinstance(child, str) else None
+
+
+def children_named(entry: HistoryEntry) -> tuple[str, ...]:
+    """The subagent States an entry closes or holds a call of: a tool result's ``child_ids``, the child a wait
+    record's call waits on; ``()`` for any other entry."""
+    kind = entry.kind
+    if kind == "tool_result":
+        return entry.child_ids  # type: ignore[union-attr]  # a ToolResultEntry
+    if kind == "human":
+        child = waiting_child_id(entry)  # type: ignore[arg-type]  # an ExchangeEntry
+        return () if child is None else (child,)
+    return ()
 
 
 def read_decision(entry: ExchangeEntry) -> ApprovalDecision | None:

@@ -9,20 +9,8 @@
 `alpineagents eval MODULE:DATASET --agent MODULE:AGENT` does the same from the command line.
 """
 
-from alpineagents.evals.checks import (
-    JUDGE_SYSTEM,
-    CalledTool,
-    CaseRun,
-    Check,
-    CheckResult,
-    Contains,
-    Equals,
-    JSONSchema,
-    Judge,
-    MaxCost,
-    MaxTurns,
-    Regex,
-)
+from alpineagents.evals import checks
+from alpineagents.evals.checks import *  # noqa: F403 - every check is an export of the package; checks.__all__ is their one list
 from alpineagents.evals.dataset import Case, Dataset, check_from_spec
 from alpineagents.evals.running import (
     EVAL_KEY,
@@ -43,18 +31,7 @@ __all__ = [
     "Report",
     "RunResult",
     "CaseSummary",
-    "CaseRun",
-    "Check",
-    "CheckResult",
-    "Equals",
-    "Contains",
-    "Regex",
-    "JSONSchema",
-    "CalledTool",
-    "MaxTurns",
-    "MaxCost",
-    "Judge",
-    "JUDGE_SYSTEM",
     "EVAL_KEY",
     "check_from_spec",
 ]
+__all__ += checks.__all__

@@ -37,7 +37,6 @@ __all__ = [
     "MaxCost",
     "Judge",
     "JUDGE_SYSTEM",
-    "as_check",
 ]
 
 

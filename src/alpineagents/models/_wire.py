@@ -1,6 +1,7 @@
 """Values on their way to a provider and back, the same for every adapter: plain copies of frozen JSON, the
 placeholder text of an empty message, the Usage of a reply with its cost, the cut-off tool call, the Reply made of
-what was read, and the streamed text handed to `on_text`."""
+what was read, and the streamed pieces handed to `on_text` (text; thinking and tool-call arguments when it is an
+`OnStream`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Container, Sequence
 from typing import Any
 
 from alpineagents import _observe as observe
-from alpineagents.models.base import Model, OnText
+from alpineagents.models.base import Model, OnStream, OnText
 from alpineagents.types import INVALID_ARGS_KEY, TRUNCATED_ARGS_MESSAGE, Block, Message, Reply, ToolCall, Usage
 
 __all__ = ["EMPTY_REPLY", "TextSink", "assistant_reply", "plain", "priced_usage", "truncate_last_call"]
@@ -70,13 +71,18 @@ def truncate_last_call(blocks: list[Any], stop_reason: str | None, cut_off: Cont
 
 
 class TextSink:
-    """Hands each streamed text chunk to `on_text` (if any) and remembers an exception it raised, so that the
-    adapter lets that very exception leave unwrapped, whatever its type."""
+    """Hands each streamed piece to `on_text` (if any) and remembers an exception it raised, so that the adapter
+    lets that very exception leave unwrapped, whatever its type.
 
-    __slots__ = ("on_text", "error", "opened")
+    Text goes to `on_text` itself; thinking and tool-call arguments go to its `thinking`/`tool_args` when it is an
+    `OnStream` (`pieces` is then that stream, else `None`: an adapter may skip the work of finding the pieces).
+    """
+
+    __slots__ = ("on_text", "pieces", "error", "opened")
 
     def __init__(self, on_text: OnText | None) -> None:
         self.on_text = on_text
+        self.pieces: OnStream | None = on_text if isinstance(on_text, OnStream) else None
         self.error: BaseException | None = None
         self.opened = False  # the stream's response began (a failure after it is a failure mid-reply)
 
@@ -84,6 +90,24 @@ class TextSink:
         if self.on_text is not None:
             try:
                 self.on_text(text)
+            except BaseException as error:
+                self.error = error
+                raise
+
+    def thinking(self, text: str) -> None:
+        """A piece of thinking, for an `OnStream`."""
+        if self.pieces is not None:
+            try:
+                self.pieces.thinking(text)
+            except BaseException as error:
+                self.error = error
+                raise
+
+    def tool_args(self, call_id: str, name: str, delta: str) -> None:
+        """A piece of a tool call's arguments, for an `OnStream`."""
+        if self.pieces is not None:
+            try:
+                self.pieces.tool_args(call_id, name, delta)
             except BaseException as error:
                 self.error = error
                 raise

@@ -142,6 +142,38 @@ async def _final_message_async(stream: Any) -> tuple[Any, bool]:
     return _check_complete(stream, final)
 
 
+class _Pieces:
+    """Hands the pieces of one streamed reply to its sink as the stream's events come: the text; for an `OnStream`
+    also the thinking and each tool_use block's input JSON (named by the id and name its block started with)."""
+
+    __slots__ = ("sink", "calls")
+
+    def __init__(self, sink: TextSink) -> None:
+        self.sink = sink
+        self.calls: dict[int, tuple[str, str]] = {}  # the tool_use blocks started, by index: id and name
+
+    def add(self, event: Any) -> None:
+        kind = event.type
+        if kind == "content_block_delta":
+            delta = event.delta
+            piece = delta.type
+            if piece == "text_delta":
+                self.sink(delta.text)
+            elif self.sink.pieces is None:
+                return
+            elif piece == "thinking_delta":
+                self.sink.thinking(delta.thinking)
+            elif piece == "input_json_delta":
+                call = self.calls.get(event.index)
+                if call is not None and delta.partial_json:
+                    self.sink.tool_args(call[0], call[1], delta.partial_json)
+        elif kind == "content_block_start" and self.sink.pieces is not None:
+            block = event.content_block
+            if block.type == "tool_use":
+                self.calls[event.index] = (block.id, block.name)
+                self.sink.tool_args(block.id, block.name, "")
+
+
 class Anthropic(SDKClients):
     """Adapter for the Anthropic Messages API (streamed), built on the official `anthropic` SDK.
 
@@ -531,8 +563,9 @@ class Anthropic(SDKClients):
         try:
             with self._open(client, body) as stream:
                 sink.opened = True
-                for chunk in stream.text_stream:
-                    sink(chunk)
+                pieces = _Pieces(sink)
+                for event in stream:
+                    pieces.add(event)
                 final, complete = _final_message_sync(stream)
         except _caught() as error:
             self._attempt_failed(error, sink)
@@ -559,8 +592,9 @@ class Anthropic(SDKClients):
         try:
             async with await self._aopen(client, body) as stream:
                 sink.opened = True
-                async for chunk in stream.text_stream:
-                    sink(chunk)
+                pieces = _Pieces(sink)
+                async for event in stream:
+                    pieces.add(event)
                 final, complete = await _final_message_async(stream)
         except _caught() as error:
             self._attempt_failed(error, sink)

@@ -1,4 +1,13 @@
-"""The Model role: the adapter boundary between the framework and an LLM provider."""
+"""The Model role: the adapter boundary between the framework and an LLM provider.
+
+What a model hands back while it answers goes through the two callbacks of `respond`: `on_text` gets each piece of
+the reply's text, `on_event` each `ModelEvent`. A caller that also wants the reply's other pieces as they stream
+(its thinking, the arguments of its tool calls, as a live `agent.stream(...)` shows them) passes as `on_text` an
+`OnStream`: a text callback with two more methods. An adapter that streams those pieces hands them on when its
+`on_text` is an `OnStream` (`isinstance(on_text, OnStream)`), and otherwise drops them; a model that knows nothing
+of `OnStream` calls it with text only, as any `on_text`. So the signature of `respond` stays as it is, models
+written before keep working, and a caller that passes a plain function gets text only.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +22,37 @@ from alpineagents._tokens import context_tokens, estimate_overhead_tokens
 from alpineagents.errors import fix_message
 from alpineagents.types import Message, ModelEvent, Price, Reply, Request, Usage
 
-__all__ = ["Model", "OnText", "OnEvent", "COMPACT_PROMPT"]
+__all__ = ["Model", "OnText", "OnEvent", "COMPACT_PROMPT"]  # the role's fixed names; `OnStream` is imported by name
 
 OnText = Callable[[str], None]
 """Receives each streamed text chunk."""
 
 OnEvent = Callable[[ModelEvent], None]
 """Receives each `ModelEvent`."""
+
+
+class OnStream:
+    """An `on_text` that also takes the other pieces of a reply as they stream: its thinking, and the arguments of
+    its tool calls as the model writes them.
+
+    Called as a function, it gets text, like any `on_text`. An adapter calls `thinking` and `tool_args` only when
+    its `on_text` is an `OnStream`; the methods here drop the piece, so a subclass overrides those it wants. An
+    exception a method raises leaves `respond` unchanged, as one `on_text` raises does.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, chunk: str) -> None:
+        """A piece of the reply's text."""
+
+    def thinking(self, chunk: str) -> None:
+        """A piece of the model's thinking (the reasoning text or summary the provider streams)."""
+
+    def tool_args(self, call_id: str, name: str, delta: str) -> None:
+        """The next piece of the JSON text of the arguments of the tool call `call_id` (the id its `ToolCall`
+        gets in the reply), a call of the tool `name`. The first piece of a call comes as soon as its name is
+        known, and may be empty; the pieces of one call, joined, are its arguments' JSON text."""
+
 
 COMPACT_PROMPT = (
     "Summarize the conversation so far. It must be possible to continue the work from this summary alone. "
@@ -181,17 +214,21 @@ class _Relay:
         self._cancelled.set()
 
     def wrap(self, callback: Callable[[_A], None] | None) -> Callable[[_A], None] | None:
-        """The relaying version of `callback` (`None` stays `None`)."""
+        """The relaying version of `callback` (`None` stays `None`; an `OnStream` stays one, every method
+        relayed)."""
         if callback is None:
             return None
+        if isinstance(callback, OnStream):
+            return _RelayedStream(self, callback)  # type: ignore[return-value]  # an OnStream is an OnText
         fn = callback
 
         def relayed(value: _A) -> None:
-            self._call(fn, value)
+            self.call(fn, value)
 
         return relayed
 
-    def _call(self, fn: Callable[[_A], None], value: _A) -> None:
+    def call(self, fn: Callable[[_A], None], value: _A) -> None:
+        """Run `fn(value)` on the event-loop thread and wait for it; what it raises is raised here."""
         if self._cancelled.is_set():
             raise asyncio.CancelledError()
         done = threading.Event()
@@ -217,3 +254,23 @@ class _Relay:
                 raise asyncio.CancelledError()
         if outcome:
             raise outcome[0]
+
+
+class _RelayedStream(OnStream):
+    """An `OnStream` whose every piece runs on the event-loop thread (through a `_Relay`)."""
+
+    __slots__ = ("relay", "inner")
+
+    def __init__(self, relay: _Relay, inner: OnStream) -> None:
+        self.relay = relay
+        self.inner = inner
+
+    def __call__(self, chunk: str) -> None:
+        self.relay.call(self.inner, chunk)
+
+    def thinking(self, chunk: str) -> None:
+        self.relay.call(self.inner.thinking, chunk)
+
+    def tool_args(self, call_id: str, name: str, delta: str) -> None:
+        inner = self.inner
+        self.relay.call(lambda piece: inner.tool_args(call_id, name, piece), delta)

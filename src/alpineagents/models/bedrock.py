@@ -372,6 +372,7 @@ class _Reader:
             if tool is not None:
                 block = self._block(event.get("contentBlockIndex", 0), "tool")
                 block.update(id=tool.get("toolUseId", ""), name=tool.get("name", ""), input=[])
+                self.sink.tool_args(block["id"], block["name"], "")
         elif "contentBlockDelta" in item:
             event = item["contentBlockDelta"]
             self._delta(event.get("contentBlockIndex", 0), event.get("delta", {}))
@@ -385,12 +386,17 @@ class _Reader:
             self._block(index, "text").setdefault("text", []).append(delta["text"])
             self.sink(delta["text"])
         elif "toolUse" in delta:
-            self._block(index, "tool").setdefault("input", []).append(delta["toolUse"].get("input", ""))
+            block = self._block(index, "tool")
+            piece = delta["toolUse"].get("input", "")
+            block.setdefault("input", []).append(piece)
+            if piece:
+                self.sink.tool_args(block.get("id", ""), block.get("name", ""), piece)
         elif "reasoningContent" in delta:
             block = self._block(index, "reasoning")
             part = delta["reasoningContent"]
             if "text" in part:
                 block.setdefault("text", []).append(part["text"])
+                self.sink.thinking(part["text"])
             if "signature" in part:
                 block["signature"] = part["signature"]
             if "redactedContent" in part:

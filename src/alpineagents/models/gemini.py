@@ -380,6 +380,8 @@ class _Reader:
             if self.thought is None:
                 self.thought = {"thought": True, "text": ""}
             self.thought["text"] += text
+            if text:
+                self.sink.thinking(text)
             if signature:
                 self.thought[SIGNATURE] = _b64(signature)
             return

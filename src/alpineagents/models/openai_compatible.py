@@ -175,22 +175,38 @@ class _StreamReader:
         reasoning = getattr(delta, "reasoning_content", None)
         if reasoning:
             self.reasoning.append(reasoning)
+            self.sink.thinking(reasoning)
         for item in getattr(delta, "tool_calls", None) or ():
-            index = getattr(item, "index", None) or 0
-            slot = self.calls.get(index)
-            if slot is None:
-                slot = self.calls[index] = [None, [], []]
-            call_id = getattr(item, "id", None)
-            if call_id:
-                slot[0] = call_id
-            function = getattr(item, "function", None)
-            if function is not None:
-                name = getattr(function, "name", None)
-                if name:
-                    slot[1].append(name)
-                arguments = getattr(function, "arguments", None)
-                if arguments:
-                    slot[2].append(arguments)
+            self._call_piece(item)
+
+    def _call_piece(self, item: Any) -> None:
+        """One streamed piece of a tool call (`index`, maybe its `id`, its function's name and arguments). The
+        call's id is fixed when its name is first known: the server's, or a new one when the server gave none;
+        from then on its argument pieces go to an `OnStream` as they come."""
+        index = getattr(item, "index", None) or 0
+        slot = self.calls.get(index)
+        if slot is None:
+            slot = self.calls[index] = [None, [], []]
+        call_id = getattr(item, "id", None)
+        if call_id and not slot[1]:
+            slot[0] = call_id
+        function = getattr(item, "function", None)
+        if function is None:
+            return
+        name = getattr(function, "name", None)
+        arguments = getattr(function, "arguments", None) or ""
+        named = bool(slot[1])
+        if name:
+            if not named and slot[0] is None:
+                slot[0] = new_call_id()
+            slot[1].append(name)
+        if arguments:
+            slot[2].append(arguments)
+        if self.sink.pieces is not None and slot[1]:
+            if not named:  # the call's first piece: what came of its arguments so far (maybe nothing)
+                self.sink.tool_args(slot[0], "".join(slot[1]), "".join(slot[2]))
+            elif arguments:
+                self.sink.tool_args(slot[0], "".join(slot[1]), arguments)
 
     def reply(self, model: OpenAICompatible) -> Reply:
         blocks: list[Any] = []
@@ -202,12 +218,17 @@ class _StreamReader:
         for index in sorted(self.calls):
             call_id, name_parts, arg_parts = self.calls[index]
             args = parse_arguments("".join(arg_parts))
-            blocks.append(ToolCall("".join(name_parts), args, call_id or "call_" + secrets.token_hex(6)))
+            blocks.append(ToolCall("".join(name_parts), args, call_id or new_call_id()))
         model._truncate_if_cut_off(blocks, self.finish_reason)  # pyright: ignore[reportPrivateUsage] - its adapter
         usage, total = usage_of(model, self.usage, ("prompt_tokens", "completion_tokens", "prompt_tokens_details"))
         return assistant_reply(
             model, blocks, usage, total, self.finish_reason, answered_by=self.model, response_id=self.response_id
         )
+
+
+def new_call_id() -> str:
+    """The id of a call the server gave none: `"call_"` and 12 random hex digits."""
+    return "call_" + secrets.token_hex(6)
 
 
 def _image_part(image: Image) -> dict[str, Any]:

@@ -325,13 +325,15 @@ class _ResponseReader:
     """Follows the events of one streamed response: text and refusal deltas go to `on_text`; the final response
     is kept; an `error` event or a failed response raises."""
 
-    __slots__ = ("sink", "final", "items")
+    __slots__ = ("sink", "final", "items", "calls")
 
     def __init__(self, on_text: OnText | None, items: list[dict[str, Any]] | None) -> None:
         self.sink = TextSink(on_text)
         self.final: Any = None
         self.items = items
         """The full input sent (kept only when chaining)."""
+        self.calls: dict[str, tuple[str, str]] = {}
+        """The function calls begun, by item id: their call id and name (for an `OnStream`)."""
 
     def add(self, event: Any, /) -> None:
         kind = getattr(event, "type", None)
@@ -339,6 +341,8 @@ class _ResponseReader:
             delta = getattr(event, "delta", None)
             if delta:
                 self.sink(delta)
+        elif self.sink.pieces is not None and kind in _PIECES:
+            self._piece(kind, event)
         elif kind == "response.completed" or kind == "response.incomplete":
             self.final = event.response
         elif kind == "response.failed":
@@ -346,6 +350,37 @@ class _ResponseReader:
             raise _stream_error(getattr(error, "message", None), getattr(error, "code", None), "failed")
         elif kind == "error":
             raise _stream_error(getattr(event, "message", None), getattr(event, "code", None), "error event")
+
+    def _piece(self, kind: str, event: Any) -> None:
+        """A piece of thinking or of a function call's arguments, for an `OnStream`."""
+        if kind == "response.output_item.added":
+            item = getattr(event, "item", None)
+            if getattr(item, "type", None) == "function_call":
+                call_id, name = item.call_id, item.name  # type: ignore[union-attr]  # a function_call item
+                self.calls[item.id] = (call_id, name)  # type: ignore[union-attr]
+                self.sink.tool_args(call_id, name, "")
+            return
+        delta = getattr(event, "delta", None)
+        if not delta:
+            return
+        if kind == "response.function_call_arguments.delta":
+            call = self.calls.get(getattr(event, "item_id", ""))
+            if call is not None:
+                self.sink.tool_args(call[0], call[1], delta)
+        else:
+            self.sink.thinking(delta)
+
+
+_PIECES = frozenset(
+    {
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+    }
+)
+"""The events that carry the pieces an `OnStream` takes besides text: a function call begun, its arguments, the
+reasoning (its summary, or its text where the model gives it)."""
 
 
 def _stream_error(message: str | None, code: str | None, what: str) -> BaseException:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, fix_message
-from alpineagents.models.base import Model, OnEvent, OnText
+from alpineagents.models.base import Model, OnEvent, OnStream, OnText
 from alpineagents.types import ModelEvent, Reply, Request
 
 __all__ = ["Retry", "Fallback", "is_retryable"]
@@ -73,7 +73,8 @@ def _check_model(value: object, role: str, example: str) -> Model:
 
 
 class _Counter:
-    """Counts the characters streamed to `on_text` during one attempt."""
+    """Counts the characters of text streamed to `on_text` during one attempt (an `OnStream` is passed through
+    whole, only its text counted: what the retry event records does not depend on who reads)."""
 
     __slots__ = ("on_text", "chars")
 
@@ -85,12 +86,34 @@ class _Counter:
         on_text = self.on_text
         if on_text is None:
             return None
+        if isinstance(on_text, OnStream):
+            return _CountedStream(self, on_text)
 
         def counted(chunk: str) -> None:
             self.chars += len(chunk)
             on_text(chunk)
 
         return counted
+
+
+class _CountedStream(OnStream):
+    """An `OnStream` passed through to the inner model, its text counted."""
+
+    __slots__ = ("counter", "inner")
+
+    def __init__(self, counter: _Counter, inner: OnStream) -> None:
+        self.counter = counter
+        self.inner = inner
+
+    def __call__(self, chunk: str) -> None:
+        self.counter.chars += len(chunk)
+        self.inner(chunk)
+
+    def thinking(self, chunk: str) -> None:
+        self.inner.thinking(chunk)
+
+    def tool_args(self, call_id: str, name: str, delta: str) -> None:
+        self.inner.tool_args(call_id, name, delta)
 
 
 class _Wrapper(Model):

@@ -1,8 +1,9 @@
 """The Reporter of a traced run: it turns the run's events into spans, then passes each one on unchanged to the
 reporter the run would have had (``inner``), so a Terminal keeps printing.
 
-Tracing never breaks a run: an exception from the tracing side is logged (once per kind) and dropped. An exception
-from ``inner`` propagates as it would without tracing, after the tracing side has seen the event.
+Tracing never breaks a run: every tracing method the hooks call is ``guarded``, so an exception from the tracing
+side is logged (once per method) and dropped. An exception from ``inner`` propagates as it would without tracing,
+after the tracing side has seen the event.
 """
 
 from __future__ import annotations
@@ -63,66 +64,41 @@ class TracingReporter(Reporter):
     def __repr__(self) -> str:
         return f"TracingReporter({self.inner!r})"
 
-    def on_run_start(self, state: State) -> None:
-        try:
-            self.tracing.run_start(self.agent, state)
-        except Exception:  # noqa: BLE001 - tracing never breaks a run
-            _failed("on_run_start")
+    def _pass(self, hook: str, *args: object) -> None:
+        """Hand the event to ``inner`` unchanged; an exception from it propagates as it would without tracing."""
         if self.inner is not None:
-            self.inner.on_run_start(state)
+            getattr(self.inner, hook)(*args)
+
+    def on_run_start(self, state: State) -> None:
+        self.tracing.run_start(self.agent, state)
+        self._pass("on_run_start", state)
 
     def on_think_start(self, state: State) -> None:
-        try:
-            self.tracing.think_start(self.agent, state)
-        except Exception:  # noqa: BLE001
-            _failed("on_think_start")
-        if self.inner is not None:
-            self.inner.on_think_start(state)
+        self.tracing.think_start(self.agent, state)
+        self._pass("on_think_start", state)
 
     def on_text(self, state: State, chunk: str) -> None:
-        if self.inner is not None:
-            self.inner.on_text(state, chunk)
+        self._pass("on_text", state, chunk)
 
     def on_think_end(self, state: State, reply: Reply) -> None:
-        try:
-            self.tracing.think_end(state, reply)
-        except Exception:  # noqa: BLE001
-            _failed("on_think_end")
-        if self.inner is not None:
-            self.inner.on_think_end(state, reply)
+        self.tracing.think_end(state, reply)
+        self._pass("on_think_end", state, reply)
 
     def on_tool_start(self, state: State, call: ToolCall) -> None:
-        try:
-            self.tracing.tool_start(state, call)
-        except Exception:  # noqa: BLE001
-            _failed("on_tool_start")
-        if self.inner is not None:
-            self.inner.on_tool_start(state, call)
+        self.tracing.tool_start(state, call)
+        self._pass("on_tool_start", state, call)
 
     def on_tool_end(self, state: State, call: ToolCall, result: ToolResultContent, outcome: ToolOutcome) -> None:
-        try:
-            self.tracing.tool_end(state, call, result, outcome)
-        except Exception:  # noqa: BLE001
-            _failed("on_tool_end")
-        if self.inner is not None:
-            self.inner.on_tool_end(state, call, result, outcome)
+        self.tracing.tool_end(state, call, result, outcome)
+        self._pass("on_tool_end", state, call, result, outcome)
 
     def on_context_change(self, state: State, change: ContextChange) -> None:
-        if self.inner is not None:
-            self.inner.on_context_change(state, change)
+        self._pass("on_context_change", state, change)
 
     def on_model_event(self, state: State, event: ModelEvent) -> None:
-        try:
-            self.tracing.model_event(state, event)
-        except Exception:  # noqa: BLE001
-            _failed("on_model_event")
-        if self.inner is not None:
-            self.inner.on_model_event(state, event)
+        self.tracing.model_event(state, event)
+        self._pass("on_model_event", state, event)
 
     def on_run_end(self, state: State, error: BaseException | None) -> None:
-        try:
-            self.tracing.run_end(state, error)
-        except Exception:  # noqa: BLE001
-            _failed("on_run_end")
-        if self.inner is not None:
-            self.inner.on_run_end(state, error)
+        self.tracing.run_end(state, error)
+        self._pass("on_run_end", state, error)

@@ -329,6 +329,7 @@ class Tracing:
             return [Link(invalid, {"gen_ai.conversation.id": state.id, "alpineagents.link": "continues"})]
         return []
 
+    @guarded
     def run_start(self, agent: ObservedAgent, state: State) -> None:
         name = getattr(agent, "name", None)
         model = agent._model
@@ -358,6 +359,7 @@ class Tracing:
         track.run_attributes = {key: attributes[key] for key in _METRIC_KEYS}
         track.usage = state.usage
 
+    @guarded
     def run_end(self, state: State, error: BaseException | None) -> None:
         track = self.tracks.get(state.id)
         if track is None or track.run is None:
@@ -389,6 +391,7 @@ class Tracing:
 
     # --- model requests -----------------------------------------------------------------------------------------
 
+    @guarded
     def think_start(self, agent: ObservedAgent, state: State) -> None:
         track = self._track(state.id)
         if track.chat is not None:  # the previous request failed where no one told us (a user's loop caught it)
@@ -418,6 +421,7 @@ class Tracing:
         current = trace.set_span_in_context(track.chat)  # spans the request makes (an HTTP client's) are children
         track.current = (current, otel_context.attach(current))
 
+    @guarded
     def think_end(self, state: State, reply: Reply) -> None:
         track = self.tracks.get(state.id)
         if track is None or track.chat is None:
@@ -466,6 +470,7 @@ class Tracing:
         span.end()
         self._release(state_id, track)
 
+    @guarded
     def model_event(self, state: State, event: ModelEvent) -> None:
         track = self.tracks.get(state.id)
         span = None if track is None else track.chat or track.run
@@ -499,10 +504,12 @@ class Tracing:
             span.add_event(name, event, timestamp=at)
         return span
 
+    @guarded
     def tool_start(self, state: State, call: ToolCall) -> None:
         track = self._track(state.id)
         track.tools[call.id] = (self._start_tool(state, track, call), time.monotonic_ns())
 
+    @guarded
     def tool_end(self, state: State, call: ToolCall, result: ToolResultContent, outcome: ToolOutcome) -> None:
         track = self.tracks.get(state.id)
         if track is None:
