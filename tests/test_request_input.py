@@ -256,3 +256,16 @@ def test_a_copy_and_a_fork_each_keep_the_texts_their_own_history_needs() -> None
         each.add_message(Message.user("more"))
         second.run(each)
         assert requests_of(each)[-1].input == RequestInput(system_sha256=sha("Second."), system="Second.")
+
+
+def test_a_damaged_input_or_stack_makes_the_entry_damaged() -> None:
+    request = {"seq": 2, "kind": "model_request", "turn": 1, "at": "2026-01-01T09:00:00+00:00", "content": "m"}
+    for bad in ("x", {"system_sha256": 5}, {"system_sha256": "a", "tools": "not a list"}, {"tools": [1]}):
+        with pytest.raises(ValueError, match=r"saved history entry 2 is damaged \(TypeError: input"):
+            entry_from_dict({**request, "input": bad})
+    error = {**request, "kind": "error", "content": "E", "traceback": ["not", "text"]}
+    with pytest.raises(ValueError, match=r"saved history entry 2 is damaged \(TypeError: traceback"):
+        entry_from_dict(error)
+    assert entry_from_dict({**request, "input": {"system_sha256": None, "tools_sha256": None}}) == entry_from_dict(
+        request
+    )
