@@ -26,7 +26,6 @@ from alpineagents.models import Anthropic, Bedrock, resolve_model
 from alpineagents.tool import tool
 from alpineagents.types import (
     INVALID_ARGS_KEY,
-    TRUNCATED_ARGS_MESSAGE,
     Image,
     Message,
     Price,
@@ -312,21 +311,6 @@ def test_reasoning_goes_back_on_the_next_turn_as_received(server: ProviderServer
     assert sent[2]["content"][0] == {
         "toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "42"}], "status": "success"}
     }
-
-
-@pytest.mark.parametrize("stop", ["max_tokens", "model_context_window_exceeded"])
-def test_a_cut_off_reply_truncates_its_last_tool_use(server: ProviderServer, stop: str) -> None:  # noqa: F811
-    server.script(
-        bedrock_stream(
-            [],
-            tools=[ToolUseOut("search", ['{"q": "a"}'], id="a"), ToolUseOut("search", ['{"q": '], id="b")],
-            stop_reason=stop,
-        )
-    )
-    reply = model(server).respond(req())
-    assert reply.stop_reason == stop and reply.cut_off
-    assert reply.tool_calls[0].args == {"q": "a"}
-    assert reply.tool_calls[1].args == {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}
 
 
 @pytest.mark.parametrize("stop", ["guardrail_intervened", "content_filtered", "stop_sequence"])

@@ -189,23 +189,25 @@ def test_a_stream_shows_the_thinking_and_the_arguments_of_each_adapter_at_their_
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
-def test_the_adapters_own_cut_off_reasons_mark_the_last_tool_call_and_the_reply(
+def test_the_adapters_own_cut_off_reasons_mark_only_the_last_tool_call_and_the_reply(
     server: ProviderServer,
     kind: AdapterKind,
 ) -> None:
     model = kind.at(server)
     reasons = type(model).cut_off_stop_reasons
     assert reasons, "an adapter declares its provider's cut-off stop reasons"
+    calls = [("add", '{"a": 1}', "call_first"), ("add", '{"a": 2}', "call_last")]
+    first = ToolCall("add", {"a": 1}, "call_first")
     for reason in sorted(reasons):
-        server.script(kind.tool_reply("add", '{"a": 1}', "call_cut", reason))
+        server.script(kind.tool_reply(calls, reason))
         reply = ask(model)
         assert reply.stop_reason == reason and reply.cut_off
-        assert reply.tool_calls == (ToolCall("add", {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, "call_cut"),)
+        assert reply.tool_calls == (first, ToolCall("add", {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}, "call_last"))
         assert Message("assistant", (), stop_reason=reason).cut_off
-    server.script(kind.tool_reply("add", '{"a": 1}', "call_whole", None))
+    server.script(kind.tool_reply(calls, None))
     reply = ask(model)
     assert not reply.cut_off
-    assert reply.tool_calls == (ToolCall("add", {"a": 1}, "call_whole"),)
+    assert reply.tool_calls == (first, ToolCall("add", {"a": 2}, "call_last"))
 
 
 def test_a_cut_off_word_an_adapter_declares_counts_for_every_reply() -> None:

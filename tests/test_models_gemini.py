@@ -21,8 +21,6 @@ from alpineagents.models import Anthropic, Gemini, resolve_model
 from alpineagents.models.gemini import SKIP_SIGNATURE
 from alpineagents.tool import tool
 from alpineagents.types import (
-    INVALID_ARGS_KEY,
-    TRUNCATED_ARGS_MESSAGE,
     Image,
     Message,
     Price,
@@ -297,20 +295,6 @@ def test_calls_without_ids_get_fresh_ids(server: ProviderServer) -> None:  # noq
     m = model(server)
     ids = [c.id for c in m.respond(req()).tool_calls] + [c.id for c in m.respond(req()).tool_calls]
     assert len(set(ids)) == 3 and all(i.startswith("call_") and len(i) == 17 for i in ids)
-
-
-def test_a_reply_cut_by_max_tokens_truncates_its_last_call(server: ProviderServer) -> None:  # noqa: F811
-    server.script(
-        gemini_stream(
-            [],
-            calls=[Call("search", {"q": "a"}, id="f1"), Call("search", {"q": "b"}, id="f2")],
-            finish_reason="MAX_TOKENS",
-        )
-    )
-    reply = model(server).respond(req())
-    assert reply.stop_reason == "MAX_TOKENS"
-    assert reply.tool_calls[0].args == {"q": "a"}
-    assert reply.tool_calls[1].args == {INVALID_ARGS_KEY: TRUNCATED_ARGS_MESSAGE}
 
 
 def test_a_safety_stop_keeps_what_arrived_and_a_blocked_prompt_is_a_clear_error(server: ProviderServer) -> None:  # noqa: F811

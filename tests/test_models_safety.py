@@ -85,7 +85,7 @@ def test_non_strict_json_arguments_close_the_call_as_an_input_error_and_the_run_
     raw: str,
     store_kind: str,
 ) -> None:
-    server.script(kind.tool_reply("add", raw, "call_nan", None))  # then the server's default reply: text, no call
+    server.script(kind.tool_reply([("add", raw, "call_nan")], None))  # then the server's default reply: text, no call
     store = make_store(store_kind, tmp_path) if store_kind != "none" else None
     agent = Agent(kind.at(server), tools=[add], store=store, reporter=None)
     state = task("add them")

@@ -88,7 +88,7 @@ def test_images_of_a_user_message_and_of_a_tool_result_reach_the_server(
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_a_tool_calls_id_goes_back_with_its_result(server: ProviderServer, kind: AdapterKind) -> None:  # noqa: F811
-    server.script(kind.tool_reply("add", '{"a": 1}', "call_back", None))
+    server.script(kind.tool_reply([("add", '{"a": 1}', "call_back")], None))
     model = kind.at(server)
     first = model.respond(Request(None, (Message.user("add"),), (SPEC,)))
     assert first.tool_calls == (ToolCall("add", {"a": 1}, "call_back"),)

@@ -700,7 +700,7 @@ def test_a_copy_taken_inside_a_slow_parallel_tool_keeps_the_fast_result(store: S
 
     @tool
     def slow() -> str:
-        """Slow: waits for the fast result to be saved, then copies the store."""
+        """Slow: waits until the other call's output is saved, then copies the store."""
         deadline = time.monotonic() + 10
         while not any(json.loads(line).get("content") == "fast result" for line in raw_lines(store, "par")):
             assert time.monotonic() < deadline

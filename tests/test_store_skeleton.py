@@ -96,3 +96,19 @@ def test_the_contract_fails_a_store_that_accepts_a_gap() -> None:
 
     with pytest.raises(AssertionError, match="gap"):
         check_contract(Careless("careless"), lambda store: Careless(store.name))  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_a_line_in_the_registry_makes_a_store_a_built_in_export(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What step 2 of the store checklist promises: one line in `BUILTIN_STORES` and the package serves the class on
+    first use (from `alpineagents.store` too, for a store that needs no extra)."""
+    import alpineagents
+    import alpineagents.store as store_module
+    from alpineagents._stores import registry
+
+    line = registry.BuiltinStore("ShelfStore", __name__, "shelf")
+    monkeypatch.setattr(registry, "BUILTIN_STORES", (*registry.BUILTIN_STORES, line))
+    try:
+        assert alpineagents.ShelfStore is ShelfStore  # pyright: ignore[reportAttributeAccessIssue]
+        assert store_module.ShelfStore is ShelfStore  # pyright: ignore[reportAttributeAccessIssue]
+    finally:
+        vars(store_module).pop("ShelfStore", None)  # the module keeps what it made on first use: forget it

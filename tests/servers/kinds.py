@@ -40,7 +40,10 @@ from servers.provider import (
 )
 from servers.responses import FunctionCallOut, Reasoning, Text, responses_default, responses_stream
 
-__all__ = ["AdapterKind", "KINDS", "KEY"]
+__all__ = ["AdapterKind", "CallOut", "KINDS", "KEY"]
+
+CallOut = tuple[str, str, str]
+"""A tool call a scripted reply holds: its name, its raw JSON arguments, its id."""
 
 KEY = "sk-proj-Zq8c1XvB0mT4yH7nL2pR9sK6wE3uJ5aD"
 """The API key the adapters made by `AdapterKind.at` are given."""
@@ -66,9 +69,9 @@ class AdapterKind:
     builder of the provider's stream)."""
     lead: int
     """How many events of `stream` come before the first text piece (so `lead + n` is just after the n-th)."""
-    tool_reply: Callable[[str, str, str, str | None], Action]
-    """`tool_reply(tool, raw_arguments, call_id, stop_reason)`: a streamed reply whose last block is a tool call
-    (the stop reason the provider's, or `None` for the usual one)."""
+    tool_reply: Callable[[Sequence[CallOut], str | None], Action]
+    """`tool_reply(calls, stop_reason)`: a streamed reply of these tool calls, `(name, raw arguments, id)` each, in
+    order (the stop reason the provider's, or `None` for the usual one)."""
     conversation: Callable[[dict[str, Any]], list[Any]]
     """The conversation items of a request body (the system prompt left out)."""
     create: Callable[[Adapter, Request, ProviderServer], None]
@@ -109,19 +112,22 @@ def _raw_data(reply: Reply) -> list[Mapping[str, Any]]:
     return [block.data for block in reply.message.content if isinstance(block, RawBlock)]
 
 
-def _anthropic_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
-    return anthropic_stream([], tools=[ToolUse(tool, [raw], id=call_id)], stop_reason=stop_reason)
+def _anthropic_tool_reply(calls: Sequence[CallOut], stop_reason: str | None) -> Action:
+    return anthropic_stream(
+        [], tools=[ToolUse(name, [raw], id=id_) for name, raw, id_ in calls], stop_reason=stop_reason
+    )
 
 
-def _chat_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
-    return openai_stream([], calls=[FnCall(tool, [raw], id=call_id)], finish_reason=stop_reason)
+def _chat_tool_reply(calls: Sequence[CallOut], stop_reason: str | None) -> Action:
+    streamed = [FnCall(name, [raw], id=id_, index=n) for n, (name, raw, id_) in enumerate(calls)]
+    return openai_stream([], calls=streamed, finish_reason=stop_reason)
 
 
-def _responses_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
-    call = FunctionCallOut(tool, raw, call_id=call_id)
+def _responses_tool_reply(calls: Sequence[CallOut], stop_reason: str | None) -> Action:
+    items = [FunctionCallOut(name, raw, call_id=id_, id=f"fc_{n}") for n, (name, raw, id_) in enumerate(calls)]
     if stop_reason is None:
-        return responses_stream(call)
-    return responses_stream(call, status="incomplete", reason=stop_reason)
+        return responses_stream(*items)
+    return responses_stream(*items, status="incomplete", reason=stop_reason)
 
 
 def _anthropic_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
@@ -232,8 +238,9 @@ OPENAI_RESPONSES = AdapterKind(
 )
 
 
-def _gemini_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
-    return gemini_stream([], calls=[Call(tool, json.loads(raw), id=call_id)], finish_reason=stop_reason or "STOP")
+def _gemini_tool_reply(calls: Sequence[CallOut], stop_reason: str | None) -> Action:
+    parsed = [Call(name, json.loads(raw), id=id_) for name, raw, id_ in calls]
+    return gemini_stream([], calls=parsed, finish_reason=stop_reason or "STOP")
 
 
 def _gemini_create(model: Adapter, request: Request, srv: ProviderServer) -> None:
@@ -312,8 +319,10 @@ def _bedrock_forget_key(model: Adapter) -> None:
     model._given_client = None  # type: ignore[attr-defined]
 
 
-def _bedrock_tool_reply(tool: str, raw: str, call_id: str, stop_reason: str | None) -> Action:
-    return bedrock_stream([], tools=[ToolUseOut(tool, [raw], id=call_id)], stop_reason=stop_reason)
+def _bedrock_tool_reply(calls: Sequence[CallOut], stop_reason: str | None) -> Action:
+    return bedrock_stream(
+        [], tools=[ToolUseOut(name, [raw], id=id_) for name, raw, id_ in calls], stop_reason=stop_reason
+    )
 
 
 BEDROCK = AdapterKind(

@@ -21,7 +21,7 @@ from alpineagents._stores.group import GroupCommit, GroupCommitting, Job
 from alpineagents._stores.lines import json_line, log_text
 from alpineagents._stores.listing import Unlisted, listing, newest_first, raise_damage
 from alpineagents._stores.locks import at_fork_in_child, drop_lock, hold_lock, settle_lock
-from alpineagents._stores.paths import check_path
+from alpineagents._stores.paths import AtPath, check_path
 from alpineagents.state import check_id
 from alpineagents.store import Entries, Info, Record, StateInfo, Store
 
@@ -47,7 +47,7 @@ class _FileWrite(Job):
         self.new: files.NewFolder | None = None  # a new State's folder, until it is renamed into place
 
 
-class FileStore(GroupCommitting, Store):
+class FileStore(AtPath, GroupCommitting, Store):
     """The store that ships: each State in a folder of its own under `path` (the root).
 
     ```
@@ -74,28 +74,11 @@ class FileStore(GroupCommitting, Store):
             'store = FileStore(".agent-runs")',
         )
         self._root = Path(path)
-        self._resolved: str | None = None
         self._known: dict[str, tuple[int, int]] = {}  # id -> (lines, log size) after this object's last write
         self._guard = threading.Lock()
         self._id_locks: dict[str, threading.RLock] = {}
         self._group = GroupCommit(self._flush, "alpineagents-file-commit")
         at_fork_in_child(self, FileStore._new_guards)
-
-    def __repr__(self) -> str:
-        return f"FileStore({self._given!r})"
-
-    def _real(self) -> str:
-        if self._resolved is None:
-            self._resolved = os.path.realpath(self._root)
-        return self._resolved
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileStore):
-            return NotImplemented
-        return self._real() == other._real()
-
-    def __hash__(self) -> int:
-        return hash(self._real())
 
     def _new_guards(self) -> None:
         """In a forked child: a thread of the parent may have held a guard at the fork."""

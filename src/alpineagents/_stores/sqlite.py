@@ -37,7 +37,7 @@ from alpineagents._stores.group import GroupCommit, GroupCommitting, Job
 from alpineagents._stores.lines import json_line, parse_all, parse_each
 from alpineagents._stores.listing import Unlisted, listing, raise_damage, updated_key
 from alpineagents._stores.locks import Release, at_fork_in_child, drop_lock, hold_lock, locked_error, settle_lock
-from alpineagents._stores.paths import check_path
+from alpineagents._stores.paths import AtPath, check_path
 from alpineagents.state import check_id
 from alpineagents.store import Entries, Info, Record, StateInfo, Store
 
@@ -162,7 +162,7 @@ def _sort_key(info: Mapping[str, Any]) -> str | None:
     return at.isoformat(timespec="microseconds")
 
 
-class SQLiteStore(GroupCommitting, Store):
+class SQLiteStore(AtPath, GroupCommitting, Store):
     """A store that keeps many States in one SQLite file: each entry a row, each save point one transaction.
 
     `SQLiteStore(path)` takes the database file (created with its parent folders by the first save of a new
@@ -181,30 +181,11 @@ class SQLiteStore(GroupCommitting, Store):
             'store = SQLiteStore("runs.db")',
         )
         self._memory = self._given == ":memory:"
-        self._resolved: str | None = None
         self._conn: sqlite3.Connection | None = None
         self._tables_made = False  # whether the connection's database has this store's tables
         self._mutex = threading.RLock()
         self._group = GroupCommit(self._flush, "alpineagents-sqlite-commit")
         at_fork_in_child(self, SQLiteStore._forget_connection)
-
-    def __repr__(self) -> str:
-        return f"SQLiteStore({self._given!r})"
-
-    def _real(self) -> str:
-        if self._resolved is None:
-            self._resolved = self._given if self._memory else os.path.realpath(self._given)
-        return self._resolved
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SQLiteStore):
-            return NotImplemented
-        if self._memory or other._memory:
-            return self is other
-        return self._real() == other._real()
-
-    def __hash__(self) -> int:
-        return id(self) if self._memory else hash(self._real())
 
     def close(self) -> None:
         """Close the database connection (the next call opens it again)."""
