@@ -28,15 +28,16 @@ if TYPE_CHECKING:
 __all__ = ["request_input"]
 
 _CACHE_SIZE = 64
-_cache: dict[int, tuple[object, str, Any]] = {}
-"""By `id` of a prompt text or a specs tuple: the object itself (so the id stays its own), its digest and, for
-specs, their plain JSON."""
+_cache: dict[object, tuple[object, str, Any]] = {}
+"""By `id` of a prompt text, or the ids of the specs of a tuple (`think(tools=...)` makes a new tuple of the same
+specs each time): the object itself (so the ids stay its own), its digest and, for specs, their plain JSON."""
 
 
 def _cached(thing: str | tuple[ToolSpec, ...]) -> tuple[str, Any]:
     """The digest of a prompt or a specs tuple (and the plain specs), worked out once per object."""
-    found = _cache.get(id(thing))
-    if found is not None and found[0] is thing:
+    key: object = id(thing) if isinstance(thing, str) else tuple(map(id, thing))
+    found = _cache.get(key)
+    if found is not None and (found[0] is thing or found[0] == thing):
         return found[1], found[2]
     if isinstance(thing, str):
         result: tuple[str, Any] = (digest(thing), None)
@@ -48,7 +49,7 @@ def _cached(thing: str | tuple[ToolSpec, ...]) -> tuple[str, Any]:
         result = (specs_digest(plain), plain)
     if len(_cache) >= _CACHE_SIZE:
         _cache.clear()
-    _cache[id(thing)] = (thing, *result)
+    _cache[key] = (thing, *result)
     return result
 
 
