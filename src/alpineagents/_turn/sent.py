@@ -29,13 +29,14 @@ __all__ = ["request_input"]
 
 _CACHE_SIZE = 64
 _cache: dict[object, tuple[object, str, Any]] = {}
-"""By `id` of a prompt text, or the ids of the specs of a tuple (`think(tools=...)` makes a new tuple of the same
-specs each time): the object itself (so the ids stay its own), its digest and, for specs, their plain JSON."""
+"""By `id` of a prompt text, or the names of the specs of a tuple (`think(tools=...)` makes new specs each time, and
+equal specs give the same digest): the object itself (kept, and compared), its digest and, for specs, their plain
+JSON."""
 
 
 def _cached(thing: str | tuple[ToolSpec, ...]) -> tuple[str, Any]:
     """The digest of a prompt or a specs tuple (and the plain specs), worked out once per object."""
-    key: object = id(thing) if isinstance(thing, str) else tuple(map(id, thing))
+    key: object = id(thing) if isinstance(thing, str) else tuple([spec.name for spec in thing])
     found = _cache.get(key)
     if found is not None and (found[0] is thing or found[0] == thing):
         return found[1], found[2]
