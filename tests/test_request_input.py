@@ -243,3 +243,29 @@ def test_a_fork_records_the_run_it_came_from_with_or_without_a_model(tmp_path: P
     assert fork_origin(opened.load("f1").history) == ("r1", 4)
     assert fork_origin(opened.load("f2").history) == ("f1", 5)  # the latest fork: the run it was copied from
     assert fork_origin(opened.load("r1").history) is None
+
+
+def test_a_copy_and_a_fork_each_keep_the_texts_their_own_history_needs() -> None:
+    import copy
+
+    state = State(messages=[Message.user("hi")])
+    Agent(FakeModel(["one"]), system="First.", reporter=None).run(state)
+    clone, forked = copy.copy(state), state.fork()
+    second = Agent(FakeModel(["two", "three", "four"]), system="Second.", reporter=None)
+    for each in (clone, state, forked):  # the clone records "Second." first; the others must record it too
+        each.add_message(Message.user("more"))
+        second.run(each)
+        assert requests_of(each)[-1].input == RequestInput(system_sha256=sha("Second."), system="Second.")
+
+
+def test_a_damaged_input_or_stack_makes_the_entry_damaged() -> None:
+    request = {"seq": 2, "kind": "model_request", "turn": 1, "at": "2026-01-01T09:00:00+00:00", "content": "m"}
+    for bad in ("x", {"system_sha256": 5}, {"system_sha256": "a", "tools": "not a list"}, {"tools": [1]}):
+        with pytest.raises(ValueError, match=r"saved history entry 2 is damaged \(TypeError: input"):
+            entry_from_dict({**request, "input": bad})
+    error = {**request, "kind": "error", "content": "E", "traceback": ["not", "text"]}
+    with pytest.raises(ValueError, match=r"saved history entry 2 is damaged \(TypeError: traceback"):
+        entry_from_dict(error)
+    assert entry_from_dict({**request, "input": {"system_sha256": None, "tools_sha256": None}}) == entry_from_dict(
+        request
+    )

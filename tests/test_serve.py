@@ -358,3 +358,15 @@ def test_a_cut_stream_resumes_in_every_dialect(base: str, dialect: str) -> None:
             deltas(upto) + deltas([data for _, data in rest])
             == " ".join(f"w{i}" for i in range(20)) + " you said go on"
         )
+
+
+def test_an_ag_ui_client_gets_no_system_prompt_tool_specs_or_stack_of_the_server(base: str) -> None:
+    """The entries AG-UI sends as custom events leave out a request's recorded input (the tool specs here) and an
+    error's stack: they are the server's, for whoever reads its store."""
+    with client(base) as http:
+        run = http.post("/api/runs", json={"prompt": "go on"}).json()
+        text = http.get(f"/api/runs/{run['id']}/events", params={"dialect": "agui"}).text
+    sent = [json.loads(data) for _, data in events(text) if data != "[DONE]"]
+    requests = [item for item in sent if item.get("name") == "alpineagents.model_request"]
+    assert requests and all(set(item["value"]) == {"seq", "kind", "turn", "at", "content"} for item in requests)
+    assert "tools_sha256" not in text and "input_schema" not in text and "Traceback" not in text

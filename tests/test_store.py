@@ -702,7 +702,7 @@ def test_a_copy_taken_inside_a_slow_parallel_tool_keeps_the_fast_result(store: S
     def slow() -> str:
         """Slow: waits until the other call's output is saved, then copies the store."""
         deadline = time.monotonic() + 10
-        while not any("fast result" in line for line in raw_lines(store, "par")):
+        while not any(json.loads(line).get("content") == "fast result" for line in raw_lines(store, "par")):
             assert time.monotonic() < deadline
             time.sleep(0.005)
         copies.append(copy_state(store, "par", tmp_path / "copy"))
@@ -1116,7 +1116,12 @@ def test_exceptions_are_not_saved_only_their_text(store: Store) -> None:
     assert [e.content for e in loaded.history if isinstance(e, ErrorEntry)] == ["Secret: boom"]
     assert all(e.error is None for e in loaded.history if isinstance(e, (ErrorEntry, ToolResultEntry)))
     everything = "\n".join(raw_lines(store, "boom")) + json.dumps(raw_info(store, "boom"))
-    assert "sk-very-secret" not in everything and "Traceback" not in everything
+    assert "sk-very-secret" not in everything  # the exception's attributes are never saved
+    saved = [json.loads(line) for line in raw_lines(store, "boom")]
+    stacks = [entry.get("traceback") for entry in saved if entry["kind"] == "error"]
+    assert stacks and all(isinstance(stack, str) for stack in stacks)  # where it was raised: text, not the object
+    assert everything.count("Traceback (most recent call last)") == len(stacks)
+    assert [e.traceback for e in loaded.history if isinstance(e, ErrorEntry)] == stacks
 
 
 def test_times_are_saved_as_iso_text_in_utc(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

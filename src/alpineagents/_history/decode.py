@@ -21,6 +21,7 @@ from alpineagents import types as t
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents._values.budget import budget_stop_from_dict
 from alpineagents._values.construct import maker
+from alpineagents._values.request_input import reference
 
 __all__ = [
     "agent_info_from_dict",
@@ -337,11 +338,15 @@ def _read_request(d: Mapping[str, Any], kind: str, turn: int, at: datetime, call
 
 def _request_input(data: Mapping[str, Any]) -> t.RequestInput:
     """A request's input from its saved object (a text left out means an earlier request holds it)."""
-    tools = data.get("tools")
+    system_sha = _opt_str(data.get("system_sha256"), "input.system_sha256")
+    tools_sha = _opt_str(data.get("tools_sha256"), "input.tools_sha256")
+    system, tools = data.get("system"), data.get("tools")
+    if system is None and tools is None:  # most requests: one shared value
+        return reference(system_sha, tools_sha)
     return t.RequestInput(
-        system_sha256=_opt_str(data.get("system_sha256"), "input.system_sha256"),
-        system=_opt_str(data.get("system"), "input.system"),
-        tools_sha256=_opt_str(data.get("tools_sha256"), "input.tools_sha256"),
+        system_sha256=system_sha,
+        system=_opt_str(system, "input.system"),
+        tools_sha256=tools_sha,
         tools=None if tools is None else [_dict(spec, "input.tools item") for spec in _list(tools, "input.tools")],
     )
 

@@ -149,12 +149,15 @@ class Recorder:
     def _sent_digests(self) -> set[str]:
         """The digests of every system prompt and tool set whose text this State's history holds (found once by
         reading the history, then kept up to date by ``_begin_think``)."""
-        known: set[str] | None = self.__dict__.get("_sent_known")
-        if known is None:
-            acc = self._acc
-            requests = (e.input for e in acc.history[: acc.history_len] if type(e) is ModelRequestEntry)
-            known = set(input_texts(requests))
-            self.__dict__["_sent_known"] = known
+        acc = self._acc
+        kept: tuple[Accumulator, set[str]] | None = self.__dict__.get("_sent_known")
+        if kept is not None and kept[0] is acc:
+            return kept[1]
+        # First use, or a copy of the State (``copy.copy`` shares the instance dict but folds into its own
+        # Accumulator): read this State's own history.
+        requests = (e.input for e in acc.history[: acc.history_len] if type(e) is ModelRequestEntry)
+        known = set(input_texts(requests))
+        self.__dict__["_sent_known"] = (acc, known)
         return known
 
     def _first_sent(self, sent: RequestInput) -> RequestInput:

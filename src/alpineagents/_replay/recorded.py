@@ -2,7 +2,8 @@
 
 A history keeps, for every turn, a `model_request` entry and the `model_reply` (or `error`) that answered it. The
 messages of the request are the State's messages right after the `model_request` entry (the fold gives them), the
-system prompt is known only by the SHA-256 the latest `run_start` keeps, and the tools only by the names it keeps.
+system prompt is compared by the SHA-256 the latest `run_start` keeps, and the tools by the names it keeps (each
+request's recorded input, `ModelRequestEntry.input`, is for the viewer; a replay does not compare it).
 A run made through a `Recorder` also holds, in a `model_event` of kind `REQUEST_EVENT` inside each turn, the full
 tool specs and the model settings, so a replay can compare those too. A compaction made by a model and an `ask`
 are requests as well: they are kept as the summary and the answer they produced.

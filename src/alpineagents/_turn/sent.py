@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents._frozen import thaw
 from alpineagents._secrets import environment_secrets, known_by, redact
-from alpineagents._values.request_input import RequestInput, digest, specs_digest
+from alpineagents._values.request_input import RequestInput, digest, reference, specs_digest
 
 if TYPE_CHECKING:
     from alpineagents._turn.seams import AgentSeam
@@ -28,15 +28,17 @@ if TYPE_CHECKING:
 __all__ = ["request_input"]
 
 _CACHE_SIZE = 64
-_cache: dict[int, tuple[object, str, Any]] = {}
-"""By `id` of a prompt text or a specs tuple: the object itself (so the id stays its own), its digest and, for
-specs, their plain JSON."""
+_cache: dict[object, tuple[object, str, Any]] = {}
+"""By `id` of a prompt text, or the names of the specs of a tuple (`think(tools=...)` makes new specs each time, and
+equal specs give the same digest): the object itself (kept, and compared), its digest and, for specs, their plain
+JSON."""
 
 
 def _cached(thing: str | tuple[ToolSpec, ...]) -> tuple[str, Any]:
     """The digest of a prompt or a specs tuple (and the plain specs), worked out once per object."""
-    found = _cache.get(id(thing))
-    if found is not None and found[0] is thing:
+    key: object = id(thing) if isinstance(thing, str) else tuple([spec.name for spec in thing])
+    found = _cache.get(key)
+    if found is not None and (found[0] is thing or found[0] == thing):
         return found[1], found[2]
     if isinstance(thing, str):
         result: tuple[str, Any] = (digest(thing), None)
@@ -48,7 +50,7 @@ def _cached(thing: str | tuple[ToolSpec, ...]) -> tuple[str, Any]:
         result = (specs_digest(plain), plain)
     if len(_cache) >= _CACHE_SIZE:
         _cache.clear()
-    _cache[id(thing)] = (thing, *result)
+    _cache[key] = (thing, *result)
     return result
 
 
@@ -64,7 +66,7 @@ def request_input(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -
     new_system = system is not None and system_sha not in known
     new_tools = tools_sha is not None and tools_sha not in known
     if not new_system and not new_tools:  # the usual turn: both texts are in the history already
-        return _reference(system_sha, tools_sha)
+        return reference(system_sha, tools_sha)
     own = tuple(known_by(agent._model))
     key = (system_sha, tools_sha, new_system, new_tools, own)
     found = _firsts.get(key)
@@ -85,20 +87,6 @@ def request_input(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -
 _firsts: dict[tuple[object, ...], RequestInput] = {}
 """The input of a State's first request that sends these texts, redacted once per process (values never change;
 the environment is read when a process first records a text)."""
-
-
-_references: dict[tuple[str | None, str | None], RequestInput] = {}
-
-
-def _reference(system_sha: str | None, tools_sha: str | None) -> RequestInput:
-    """The input that names both texts by digest alone (one shared value per pair: values never change)."""
-    key = (system_sha, tools_sha)
-    found = _references.get(key)
-    if found is None:
-        if len(_references) >= _CACHE_SIZE:
-            _references.clear()
-        found = _references[key] = RequestInput(system_sha256=system_sha, tools_sha256=tools_sha)
-    return found
 
 
 def _redacted_specs(plain: list[dict[str, Any]], secrets: list[str | None]) -> list[dict[str, Any]]:

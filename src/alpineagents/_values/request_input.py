@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from alpineagents._frozen import FrozenDict, freeze
 from alpineagents._values.construct import value
 
-__all__ = ["RequestInput", "digest", "input_texts", "specs_digest"]
+__all__ = ["RequestInput", "digest", "input_texts", "reference", "specs_digest"]
 
 
 def digest(text: str) -> str:
@@ -79,3 +79,18 @@ def input_texts(inputs: Iterable[RequestInput | None]) -> dict[str, Any]:
 def specs_digest(specs: Iterable[Mapping[str, Any]]) -> str:
     """The digest of a list of plain tool specs: SHA-256 of their compact JSON with sorted keys."""
     return digest(json.dumps(list(specs), sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+_references: dict[tuple[str | None, str | None], RequestInput] = {}
+
+
+def reference(system_sha256: str | None, tools_sha256: str | None) -> RequestInput:
+    """The input that names both texts by digest alone: one shared value per pair of digests (values never change),
+    so the usual request, recorded or loaded, builds nothing."""
+    key = (system_sha256, tools_sha256)
+    found = _references.get(key)
+    if found is None:
+        if len(_references) >= 64:  # a bound: a process that sees many prompts keeps only the latest pairs
+            _references.clear()
+        found = _references[key] = RequestInput(system_sha256=system_sha256, tools_sha256=tools_sha256)
+    return found

@@ -37,6 +37,10 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel
 HEARTBEAT = b": keep-alive\n\n"
 """An SSE comment: sent while a run is quiet, ignored by every client."""
 
+SERVER_ONLY = ("input", "traceback")
+"""Keys of an entry's saved form that a served client never gets: a request's system prompt and tool specs, and an
+error's stack (they are the server's; the viewer shows them to whoever can read the store)."""
+
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -248,11 +252,10 @@ class AGUI(Encoder):
         yield self._frame(self.core.CustomEvent(name="alpineagents.approval_needed", value=plain(waiting)))
 
     def other(self, item: Entry) -> Iterator[Frame]:
-        yield self._frame(
-            self.core.CustomEvent(
-                name=f"alpineagents.{item.entry.kind}", value=entry_to_dict(item.entry, item.position)
-            )
-        )
+        value = entry_to_dict(item.entry, item.position)
+        for private in SERVER_ONLY:
+            value.pop(private, None)
+        yield self._frame(self.core.CustomEvent(name=f"alpineagents.{item.entry.kind}", value=value))
 
     def finish(self, end: End) -> Iterator[Frame]:
         core = self.core

@@ -73,6 +73,8 @@ class RunPage:
     charts: list[Markup]
     tree: TreeNode | None = None
     spans: list[waterfall.Span] = field(default_factory=list)
+    views: dict[int, requests.RequestView] | None = None
+    """The input of each request, by position, once an exported page asks for them."""
 
 
 def header(run: Run) -> dict[str, Any]:
@@ -149,9 +151,16 @@ def _context(link: Callable[[str], str], **values: Any) -> dict[str, Any]:
         "link": link,
         "policy": policy(live=live),
         "waterfall": lambda page: waterfall.chart(page.spans, link, page.run.id),
-        "request_view": lambda page, seq: requests.request_view(page.run.history, seq),
+        "request_view": _request_view,
         **values,
     }
+
+
+def _request_view(page: RunPage, seq: int) -> requests.RequestView | None:
+    """The input of the request at `seq` of the page's run (all of them worked out at the first call, in one pass)."""
+    if page.views is None:
+        page.views = requests.request_views(page.run.history)
+    return page.views.get(seq)
 
 
 def problem_html(heading: str, message: str) -> str:

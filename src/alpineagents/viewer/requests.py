@@ -70,22 +70,33 @@ def request_view(history: Sequence[HistoryEntry], seq: int) -> RequestView | Non
     """The input of the request at position `seq` of `history`, or None when that entry is not a request."""
     if not 0 <= seq < len(history) or type(history[seq]) is not ModelRequestEntry:
         return None
-    entry = history[seq]
-    assert isinstance(entry, ModelRequestEntry)
+    return request_views(history[: seq + 1], _texts(history), only=seq).get(seq)
+
+
+def request_views(
+    history: Sequence[HistoryEntry], texts: Mapping[str, Any] | None = None, only: int | None = None
+) -> dict[int, RequestView]:
+    """The input of every request of `history` (or of the one at position `only`), by position, in one pass (an
+    exported page holds them all). `texts`: the prompts and tool specs by digest (by default, those `history`
+    holds)."""
+    found = _texts(history) if texts is None else texts
+    views: dict[int, RequestView] = {}
     acc = Accumulator()
-    for earlier in history[: seq + 1]:
-        acc.apply(earlier)
-    messages = prefix_tuple(acc.messages, acc.messages_len)
-    texts = _texts(history)
-    sent = entry.input
-    if sent is None:
-        system = Piece("system prompt", NOT_RECORDED, "note")
-        tools = Piece("tool specs", NOT_RECORDED, "note")
-    else:
-        system = _system_piece(sent.system_sha256, texts)
-        tools = _tools_piece(sent.tools_sha256, texts)
-    shown = [(message.role, message_pieces(message) or [Piece(message.role, "", "note")]) for message in messages]
-    return RequestView(seq, system, tools, shown)
+    for seq, entry in enumerate(history):
+        acc.apply(entry)
+        if type(entry) is not ModelRequestEntry or (only is not None and seq != only):
+            continue
+        sent = entry.input
+        if sent is None:
+            system = Piece("system prompt", NOT_RECORDED, "note")
+            tools = Piece("tool specs", NOT_RECORDED, "note")
+        else:
+            system = _system_piece(sent.system_sha256, found)
+            tools = _tools_piece(sent.tools_sha256, found)
+        messages = prefix_tuple(acc.messages, acc.messages_len)
+        shown = [(m.role, message_pieces(m) or [Piece(m.role, "", "note")]) for m in messages]
+        views[seq] = RequestView(seq, system, tools, shown)
+    return views
 
 
 def _system_piece(digest: str | None, texts: Mapping[str, Any]) -> Piece:
