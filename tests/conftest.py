@@ -12,6 +12,7 @@ import pytest
 from alpineagents.state import State
 from alpineagents.types import Message, ToolResultEntry
 from helpers import pgserver
+from helpers.browser import browser, page  # noqa: F401 - the real browser's fixtures, for every module
 from servers.fixtures import no_credentials, server  # noqa: F401 - the provider server's fixtures, for every module
 
 

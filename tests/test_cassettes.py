@@ -15,7 +15,6 @@ from alpineagents import State
 from alpineagents._replay.cassette import read_cassette, write_cassette
 from alpineagents.testing import FakeModel, Replay, ReplayMismatch
 from alpineagents.types import Message
-from servers.fixtures import server  # noqa: F401,F811 - pytest fixture
 from servers.provider import ProviderServer, ToolUse, anthropic_stream
 
 KEY = "sk-ant-test-0123456789abcdef"
@@ -70,7 +69,7 @@ def script_run(provider: ProviderServer) -> None:
 
 
 def test_a_cassette_is_recorded_once_then_replayed_with_the_network_blocked(
-    server: ProviderServer,  # noqa: F811 - the fixture
+    server: ProviderServer,
     tmp_path: Path,
 ) -> None:
     (tmp_path / "test_weather.py").write_text(TEST_FILE)

@@ -17,7 +17,6 @@ from alpineagents.store import SQLiteStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import Message
 from helpers.cli_agents import cli
-from servers.fixtures import server  # noqa: F401,F811 - pytest fixture
 from servers.provider import ProviderServer, openai_stream
 
 
@@ -112,7 +111,7 @@ def test_the_diff_command_prints_text_and_json_and_exit_codes(tmp_path: Path) ->
     assert unknown.returncode == 1 and "nope" in unknown.stderr and unknown.stdout == ""
 
 
-def test_fork_with_a_model_then_resume_continues_with_that_model(server: ProviderServer, tmp_path: Path) -> None:  # noqa: F811
+def test_fork_with_a_model_then_resume_continues_with_that_model(server: ProviderServer, tmp_path: Path) -> None:
     store = str(tmp_path / "runs.db")
     assert (
         cli("run", "cli_agents:calc", "please add 2 and 3", "--id", "r1", "--store", store, cwd=tmp_path).returncode

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from alpineagents.store import SQLiteStore
 from helpers.cli_agents import cli
-from servers.fixtures import server  # noqa: F401,F811 - pytest fixture
 from servers.provider import ProviderServer, openai_stream
 
 MODULE = """
@@ -151,7 +150,7 @@ def test_eval_writes_an_html_report_linking_each_run(tmp_path: Path) -> None:
     assert "<script" not in page
 
 
-def test_eval_with_another_model_runs_the_same_agent_on_it(server: ProviderServer, tmp_path: Path) -> None:  # noqa: F811
+def test_eval_with_another_model_runs_the_same_agent_on_it(server: ProviderServer, tmp_path: Path) -> None:
     store = setup(tmp_path)
     server.script(openai_stream(("Paris, of course.",)), openai_stream(("5",)))
     env = {"OPENAI_BASE_URL": server.openai_url, "OPENAI_API_KEY": "sk-test-key-0123456789"}

@@ -46,7 +46,6 @@ from servers.bedrock import (
     event,
     exception,
 )
-from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.provider import ProviderServer, ToolUse, echo_key
 
 ACCESS = "AKIAZQ8C1XVB0MT4YH7N"
@@ -239,7 +238,7 @@ def test_assistant_content_keeps_reasoning_and_order_and_drops_other_providers()
 # -- the stream against the server ----------------------------------------------------------------------------------
 
 
-def test_a_streamed_reply_with_reasoning_text_and_tool_uses(server: ProviderServer) -> None:  # noqa: F811
+def test_a_streamed_reply_with_reasoning_text_and_tool_uses(server: ProviderServer) -> None:
     server.script(
         bedrock_stream(
             ["Hel", "lo"],
@@ -284,7 +283,7 @@ def test_a_streamed_reply_with_reasoning_text_and_tool_uses(server: ProviderServ
     assert image["format"] == "png" and base64.b64decode(image["source"]["bytes"]) == PNG
 
 
-def test_reasoning_goes_back_on_the_next_turn_as_received(server: ProviderServer) -> None:  # noqa: F811
+def test_reasoning_goes_back_on_the_next_turn_as_received(server: ProviderServer) -> None:
     server.script(
         bedrock_stream(
             ["Checking."], reasoning=["plan"], redacted=b"\x00\xffopaque", tools=[ToolUseOut("search", ['{"q": "x"}'])]
@@ -314,24 +313,24 @@ def test_reasoning_goes_back_on_the_next_turn_as_received(server: ProviderServer
 
 
 @pytest.mark.parametrize("stop", ["guardrail_intervened", "content_filtered", "stop_sequence"])
-def test_other_stop_reasons_pass_through(server: ProviderServer, stop: str) -> None:  # noqa: F811
+def test_other_stop_reasons_pass_through(server: ProviderServer, stop: str) -> None:
     server.script(bedrock_stream(["partial"], stop_reason=stop))
     reply = model(server).respond(req())
     assert (reply.text, reply.stop_reason, reply.cut_off) == ("partial", stop, False)
 
 
-def test_unreadable_tool_input_is_kept_as_text(server: ProviderServer) -> None:  # noqa: F811
+def test_unreadable_tool_input_is_kept_as_text(server: ProviderServer) -> None:
     server.script(bedrock_stream([], tools=[ToolUseOut("search", ['{"q": NaN}'])]))
     assert model(server).respond(req()).tool_calls[0].args == {INVALID_ARGS_KEY: '{"q": NaN}'}
 
 
-def test_a_stream_without_metadata_counts_one_request(server: ProviderServer) -> None:  # noqa: F811
+def test_a_stream_without_metadata_counts_one_request(server: ProviderServer) -> None:
     server.script(bedrock_stream(["x"], with_metadata=False))
     reply = model(server).respond(req())
     assert (reply.usage.requests, reply.usage.input_tokens, reply.context_tokens) == (1, 0, None)
 
 
-def test_a_given_client_is_used(server: ProviderServer) -> None:  # noqa: F811
+def test_a_given_client_is_used(server: ProviderServer) -> None:
     import boto3
 
     client = boto3.client("bedrock-runtime", region_name="eu-west-1", endpoint_url=server.url)
@@ -343,7 +342,7 @@ def test_a_given_client_is_used(server: ProviderServer) -> None:  # noqa: F811
 # -- async ---------------------------------------------------------------------------------------------------------
 
 
-def test_arespond_streams_off_the_event_loop(server: ProviderServer) -> None:  # noqa: F811
+def test_arespond_streams_off_the_event_loop(server: ProviderServer) -> None:
     server.script(bedrock_stream(["a", "b"], pause=0.2))
     threads: list[int] = []
     ticks: list[float] = []
@@ -384,7 +383,7 @@ def test_arespond_streams_off_the_event_loop(server: ProviderServer) -> None:  #
     ],
 )
 def test_errors_before_the_stream(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     code: int,
     kind: str,
     message: str,
@@ -408,7 +407,7 @@ def test_errors_before_the_stream(
         ("internalServerException", ProviderError),
     ],
 )
-def test_errors_inside_the_stream(server: ProviderServer, code: str, expected: type[Exception]) -> None:  # noqa: F811
+def test_errors_inside_the_stream(server: ProviderServer, code: str, expected: type[Exception]) -> None:
     server.script(bedrock_stream(["Hel", "lo"], error_after=(2, code, "went wrong")))
     got: list[str] = []
     with pytest.raises(ProviderError) as info:
@@ -418,14 +417,14 @@ def test_errors_inside_the_stream(server: ProviderServer, code: str, expected: t
     assert got == ["Hel"]
 
 
-def test_the_adapters_retries_setting_reaches_the_client_it_makes(server: ProviderServer) -> None:  # noqa: F811
+def test_the_adapters_retries_setting_reaches_the_client_it_makes(server: ProviderServer) -> None:
     """The contract suite gives the adapter a client; here the adapter makes its own, with boto's retries."""
     server.script(bedrock_error(429, "ThrottlingException", "slow down"), bedrock_stream(["ok"]))
     assert model(server, retries=1).respond(req()).text == "ok"
     assert len(server.posts) == 2
 
 
-def test_no_credentials_is_an_auth_error(monkeypatch: pytest.MonkeyPatch, server: ProviderServer) -> None:  # noqa: F811
+def test_no_credentials_is_an_auth_error(monkeypatch: pytest.MonkeyPatch, server: ProviderServer) -> None:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name)
     with pytest.raises(AuthError, match="AWS_ACCESS_KEY_ID") as info:
@@ -440,7 +439,7 @@ def search(q: str) -> str:
     return f"results for {q}"
 
 
-def test_credentials_never_reach_an_error_or_the_store(server: ProviderServer, tmp_path: Path) -> None:  # noqa: F811
+def test_credentials_never_reach_an_error_or_the_store(server: ProviderServer, tmp_path: Path) -> None:
     server.script(bedrock_echo_credentials(403))
     store = SQLiteStore(tmp_path / "runs.db")
     with pytest.raises(AuthError) as info:
@@ -453,7 +452,7 @@ def test_credentials_never_reach_an_error_or_the_store(server: ProviderServer, t
             assert secret.encode() not in path.read_bytes()
 
 
-def test_a_run_with_a_tool_is_saved_loaded_and_continued(server: ProviderServer, tmp_path: Path) -> None:  # noqa: F811
+def test_a_run_with_a_tool_is_saved_loaded_and_continued(server: ProviderServer, tmp_path: Path) -> None:
     server.script(
         bedrock_stream(["Searching."], reasoning=["plan"], tools=[ToolUseOut("search", ['{"q": "x"}'])]),
         bedrock_stream(["Found it."]),
@@ -490,7 +489,7 @@ def claude_on_bedrock(srv: ProviderServer, **kwargs: Any) -> Anthropic:
     return Anthropic("anthropic.claude-test-v1:0", client=client, max_tokens=1024, **kwargs)
 
 
-def test_claude_on_bedrock_through_the_anthropic_adapter(server: ProviderServer) -> None:  # noqa: F811
+def test_claude_on_bedrock_through_the_anthropic_adapter(server: ProviderServer) -> None:
     server.script(claude_stream(["Hel", "lo"], thinking="plan", tools=[ToolUse("search", ['{"q": "x"}'])]))
     got: list[str] = []
     reply = claude_on_bedrock(server).respond(req(system="sys", tools=(SPEC,)), got.append)
@@ -506,7 +505,7 @@ def test_claude_on_bedrock_through_the_anthropic_adapter(server: ProviderServer)
     assert "anthropic_version" in sent.body  # Bedrock takes the API version in the body
 
 
-def test_claude_on_bedrock_async_and_errors_keep_the_credentials_out(server: ProviderServer) -> None:  # noqa: F811
+def test_claude_on_bedrock_async_and_errors_keep_the_credentials_out(server: ProviderServer) -> None:
     from anthropic import AsyncAnthropicBedrock
 
     client = AsyncAnthropicBedrock(
@@ -524,7 +523,7 @@ def test_claude_on_bedrock_async_and_errors_keep_the_credentials_out(server: Pro
 
 
 def test_an_unknown_profile_is_an_auth_error_and_a_refused_connection_names_the_request(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
 ) -> None:
     with pytest.raises(AuthError, match="could not be found") as info:
         model(server, profile="no-such-profile").respond(req())

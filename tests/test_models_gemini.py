@@ -32,7 +32,6 @@ from alpineagents.types import (
     ToolSpec,
 )
 from conftest import task
-from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.gemini import (
     SIGNATURE,
     Call,
@@ -218,7 +217,7 @@ def test_model_turns_keep_order_and_signatures_drop_other_providers_and_get_plac
 # -- streaming against the server -----------------------------------------------------------------------------------
 
 
-def test_a_streamed_reply_with_thoughts_text_and_calls_and_the_wire_request(server: ProviderServer) -> None:  # noqa: F811
+def test_a_streamed_reply_with_thoughts_text_and_calls_and_the_wire_request(server: ProviderServer) -> None:
     server.script(
         gemini_stream(
             ["Hel", "lo"],
@@ -253,7 +252,7 @@ def test_a_streamed_reply_with_thoughts_text_and_calls_and_the_wire_request(serv
     assert sent.body["contents"] == [{"role": "user", "parts": [{"text": "hi"}]}]
 
 
-def test_thought_parts_and_signatures_go_back_on_the_next_turn(server: ProviderServer) -> None:  # noqa: F811
+def test_thought_parts_and_signatures_go_back_on_the_next_turn(server: ProviderServer) -> None:
     server.script(
         gemini_stream(
             ["Checking."],
@@ -287,7 +286,7 @@ def test_thought_parts_and_signatures_go_back_on_the_next_turn(server: ProviderS
     assert response == {"id": "fc_9", "name": "search", "response": {"output": "42"}}
 
 
-def test_calls_without_ids_get_fresh_ids(server: ProviderServer) -> None:  # noqa: F811
+def test_calls_without_ids_get_fresh_ids(server: ProviderServer) -> None:
     server.script(
         gemini_stream([], calls=[Call("search", {"q": "a"}, id=None), Call("search", {"q": "b"}, id=None)]),
         gemini_stream([], calls=[Call("search", {"q": "c"}, id=None)]),
@@ -297,7 +296,7 @@ def test_calls_without_ids_get_fresh_ids(server: ProviderServer) -> None:  # noq
     assert len(set(ids)) == 3 and all(i.startswith("call_") and len(i) == 17 for i in ids)
 
 
-def test_a_safety_stop_keeps_what_arrived_and_a_blocked_prompt_is_a_clear_error(server: ProviderServer) -> None:  # noqa: F811
+def test_a_safety_stop_keeps_what_arrived_and_a_blocked_prompt_is_a_clear_error(server: ProviderServer) -> None:
     server.script(gemini_stream(["I can"], finish_reason="SAFETY"), gemini_blocked("PROHIBITED_CONTENT"))
     m = model(server)
     stopped = m.respond(req())
@@ -307,7 +306,7 @@ def test_a_safety_stop_keeps_what_arrived_and_a_blocked_prompt_is_a_clear_error(
     assert "Fix:" in str(info.value)
 
 
-def test_no_usage_and_no_model_version(server: ProviderServer) -> None:  # noqa: F811
+def test_no_usage_and_no_model_version(server: ProviderServer) -> None:
     chunks = gemini_chunks(["x"], with_usage=False)
     for chunk in chunks:
         del chunk["modelVersion"]
@@ -317,7 +316,7 @@ def test_no_usage_and_no_model_version(server: ProviderServer) -> None:  # noqa:
     assert reply.model == "gemini-test"
 
 
-def test_images_reach_the_server_as_inline_data(server: ProviderServer) -> None:  # noqa: F811
+def test_images_reach_the_server_as_inline_data(server: ProviderServer) -> None:
     model(server).respond(req(Message.user("what is it?", Image(PNG))))
     parts = server.posts[-1].body["contents"][0]["parts"]
     assert parts[0] == {"text": "what is it?"}
@@ -326,14 +325,14 @@ def test_images_reach_the_server_as_inline_data(server: ProviderServer) -> None:
     assert inline.get("mimeType", inline.get("mime_type")) == "image/png"  # the SDK sends it in snake_case
 
 
-def test_arespond_streams_through_the_async_client(server: ProviderServer) -> None:  # noqa: F811
+def test_arespond_streams_through_the_async_client(server: ProviderServer) -> None:
     server.script(gemini_stream(["a", "b"], calls=[Call("search", {"q": "x"})]))
     got: list[str] = []
     reply = asyncio.run(model(server).arespond(req(), got.append))
     assert got == ["a", "b"] and reply.text == "ab" and reply.tool_calls[0].id == "fc_1"
 
 
-def test_a_given_client_is_used(server: ProviderServer) -> None:  # noqa: F811
+def test_a_given_client_is_used(server: ProviderServer) -> None:
     from google import genai
 
     client = genai.Client(api_key=KEY, http_options={"base_url": server.url})
@@ -343,7 +342,7 @@ def test_a_given_client_is_used(server: ProviderServer) -> None:  # noqa: F811
     assert len(server.posts) == 2
 
 
-def test_vertex_ai_goes_through_the_sdk_settings(server: ProviderServer) -> None:  # noqa: F811
+def test_vertex_ai_goes_through_the_sdk_settings(server: ProviderServer) -> None:
     m = Gemini("gemini-test", vertexai=True, api_key=KEY, base_url=server.url, retries=0)  # Vertex express mode
     assert m.respond(req()).text == "Hello"
     assert "publishers/google/models/gemini-test:streamGenerateContent" in server.posts[-1].path
@@ -352,7 +351,7 @@ def test_vertex_ai_goes_through_the_sdk_settings(server: ProviderServer) -> None
 # -- errors ---------------------------------------------------------------------------------------------------------
 
 
-def test_a_rate_limit_names_the_retry_delay_the_api_asked_for(server: ProviderServer) -> None:  # noqa: F811
+def test_a_rate_limit_names_the_retry_delay_the_api_asked_for(server: ProviderServer) -> None:
     server.script(gemini_error(429, "RESOURCE_EXHAUSTED", "Quota exceeded", retry_delay="27s"))
     with pytest.raises(RateLimitError, match="retry after 27s") as info:
         model(server).respond(req())
@@ -378,7 +377,7 @@ def test_a_rate_limit_names_the_retry_delay_the_api_asked_for(server: ProviderSe
     ],
 )
 def test_status_errors_map_to_the_library_errors(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     code: int,
     state: str,
     message: str,
@@ -393,7 +392,7 @@ def test_status_errors_map_to_the_library_errors(
     assert message in str(info.value)
 
 
-def test_an_error_chunk_inside_the_stream_is_a_provider_error(server: ProviderServer) -> None:  # noqa: F811
+def test_an_error_chunk_inside_the_stream_is_a_provider_error(server: ProviderServer) -> None:
     chunks = gemini_chunks(["Hel", "lo"])
     error = {"error": {"code": 500, "message": "backend died", "status": "INTERNAL"}}
     server.script(sse([(None, chunks[0]), (None, error)]))
@@ -412,7 +411,7 @@ def test_no_key_is_an_auth_error_naming_both_variables(monkeypatch: pytest.Monke
 
 
 def test_a_key_from_the_environment_is_used_and_kept_out_of_errors(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
@@ -434,7 +433,7 @@ def search(q: str) -> str:
     return f"results for {q}"
 
 
-def test_a_run_with_a_tool_call_is_saved_loaded_and_continued(server: ProviderServer, tmp_path: Any) -> None:  # noqa: F811
+def test_a_run_with_a_tool_call_is_saved_loaded_and_continued(server: ProviderServer, tmp_path: Any) -> None:
     server.script(
         gemini_stream(["Searching."], thoughts=[Thought("plan")], calls=[Call("search", {"q": "x"}, signature=b"s")]),
         gemini_stream(["Found it."]),
@@ -469,7 +468,7 @@ def test_resolve_model_picks_gemini() -> None:
 TOKEN = "ya29.a0AfH6SMBx-test-access-token-0123456789"
 
 
-def test_claude_on_vertex_through_the_anthropic_adapter(server: ProviderServer) -> None:  # noqa: F811
+def test_claude_on_vertex_through_the_anthropic_adapter(server: ProviderServer) -> None:
     from anthropic import AnthropicVertex, AsyncAnthropicVertex
 
     settings = {"region": "us-east5", "project_id": "my-project", "access_token": TOKEN, "base_url": server.url}

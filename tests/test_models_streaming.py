@@ -20,7 +20,6 @@ import pytest
 from alpineagents.errors import ProviderError
 from alpineagents.models import Retry
 from alpineagents.types import Image, Message, ModelEvent, Request, TextBlock, ToolCall, ToolResultBlock, ToolSpec
-from servers.fixtures import server  # noqa: F401 - pytest fixture
 from servers.kinds import KINDS, AdapterKind
 from servers.provider import ProviderServer, slow
 
@@ -53,7 +52,7 @@ def seconds_to_cancel(call: Coroutine[Any, Any, object], arrived: Callable[[], b
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_text_streams_to_on_text_as_it_arrives_and_one_request_is_counted(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     kind: AdapterKind,
 ) -> None:
     server.script(kind.reply(["Hel", "lo", " there"]), kind.reply(["Hel", "lo", " there"]))
@@ -69,7 +68,7 @@ def test_text_streams_to_on_text_as_it_arrives_and_one_request_is_counted(
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_images_of_a_user_message_and_of_a_tool_result_reach_the_server(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     kind: AdapterKind,
 ) -> None:
     call = ToolCall("add", {"a": 1}, "call_img")
@@ -87,7 +86,7 @@ def test_images_of_a_user_message_and_of_a_tool_result_reach_the_server(
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
-def test_a_tool_calls_id_goes_back_with_its_result(server: ProviderServer, kind: AdapterKind) -> None:  # noqa: F811
+def test_a_tool_calls_id_goes_back_with_its_result(server: ProviderServer, kind: AdapterKind) -> None:
     server.script(kind.tool_reply([("add", '{"a": 1}', "call_back")], None))
     model = kind.at(server)
     first = model.respond(Request(None, (Message.user("add"),), (SPEC,)))
@@ -99,13 +98,13 @@ def test_a_tool_calls_id_goes_back_with_its_result(server: ProviderServer, kind:
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
-def test_cancelling_arespond_ends_the_request_at_once(server: ProviderServer, kind: AdapterKind) -> None:  # noqa: F811
+def test_cancelling_arespond_ends_the_request_at_once(server: ProviderServer, kind: AdapterKind) -> None:
     server.script(slow(3.0, kind.reply(["late"])))
     assert seconds_to_cancel(kind.at(server).arespond(hi()), lambda: bool(server.posts), "the request") < 1.0
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
-def test_cancelling_arespond_mid_stream_stops_reading(server: ProviderServer, kind: AdapterKind) -> None:  # noqa: F811
+def test_cancelling_arespond_mid_stream_stops_reading(server: ProviderServer, kind: AdapterKind) -> None:
     server.script(kind.reply([f"c{i}" for i in range(50)], pause=0.1))
     got: list[str] = []
     seconds = seconds_to_cancel(kind.at(server).arespond(hi(), got.append), lambda: bool(got), "a text piece")
@@ -118,7 +117,7 @@ def test_cancelling_arespond_mid_stream_stops_reading(server: ProviderServer, ki
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_a_connection_dropped_mid_stream_is_a_provider_error_and_retry_starts_over(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     kind: AdapterKind,
 ) -> None:
     texts = ["Hel", "lo", " world"]
@@ -147,7 +146,7 @@ def test_a_connection_dropped_mid_stream_is_a_provider_error_and_retry_starts_ov
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_a_stream_that_ends_before_its_last_event_is_a_provider_error(
-    server: ProviderServer,  # noqa: F811
+    server: ProviderServer,
     kind: AdapterKind,
 ) -> None:
     unended = kind.stream(["Hel", "lo", " world"], end_after=kind.lead + 2)
@@ -163,7 +162,7 @@ def test_a_stream_that_ends_before_its_last_event_is_a_provider_error(
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
-def test_an_exception_from_on_text_propagates_unchanged(server: ProviderServer, kind: AdapterKind) -> None:  # noqa: F811
+def test_an_exception_from_on_text_propagates_unchanged(server: ProviderServer, kind: AdapterKind) -> None:
     boom = ValueError("reporter bug")
 
     def on_text(text: str) -> None:
@@ -179,7 +178,7 @@ def test_an_exception_from_on_text_propagates_unchanged(server: ProviderServer, 
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
-def test_a_429_then_success_goes_through_the_sdks_own_retries(server: ProviderServer, kind: AdapterKind) -> None:  # noqa: F811
+def test_a_429_then_success_goes_through_the_sdks_own_retries(server: ProviderServer, kind: AdapterKind) -> None:
     server.script(kind.rate_limited(), kind.reply(["ok"]))
     assert kind.at(server, retries=1).respond(hi()).text == "ok"
     assert len(server.posts) == 2

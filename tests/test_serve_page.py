@@ -4,7 +4,6 @@ denied (the model reads why). Without chromium the tests are skipped, except in 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,16 +13,11 @@ import pytest
 from alpineagents import FileStore
 from alpineagents.testing import tool_call
 from alpineagents.types import Request, ToolResultBlock, result_text
+from helpers.browser import needs_chromium
 from helpers.scriptload import load_script
 from helpers.serve_agents import Streaming, reply_forever, serving
 
-CHROMIUM = "/usr/bin/chromium"
-WAIT_MS = 20_000
-
-if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
-
-from playwright import sync_api  # noqa: E402 - only once chromium is known to be there
+needs_chromium()
 
 LONG = " ".join(f"word{i}" for i in range(30))
 
@@ -51,23 +45,6 @@ def address(example: Any, tmp_path: Path) -> Iterator[str]:
     app = example.make_app(model, store=FileStore(tmp_path / "runs"), reporter=None, human=None)
     with serving(app) as url:
         yield url + "/"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context()
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    yield opened
-    context.close()
 
 
 def send(page: Any, text: str) -> None:

@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,21 +20,10 @@ from typing import Any
 import pytest
 
 from alpineagents.store import SQLiteStore
+from helpers.browser import ROOT, WAIT_MS, needs_chromium, shot
 from helpers.cli_agents import XSS, cli, command, command_env, has_entry, viewer
 
-CHROMIUM = "/usr/bin/chromium"
-ROOT = Path(__file__).resolve().parents[1]
-SHOTS = (
-    ROOT / "docs" / "screenshots"
-    if os.environ.get("ALPINEAGENTS_SCREENSHOTS") == "1"
-    else Path(tempfile.gettempdir()) / f"alpineagents-screenshots-{os.getpid()}"
-)
-WAIT_MS = 20_000
-
-if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
-
-from playwright import sync_api  # noqa: E402 - only once chromium is known to be there
+needs_chromium()
 
 
 @pytest.fixture(scope="module")
@@ -59,36 +47,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def address(runs: Path) -> Iterator[str]:
     with viewer(str(runs / "runs.db"), runs) as found:
         yield found
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A page whose dialogs (alert, confirm) are recorded in `page.dialogs` and dismissed."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    opened.dialogs = []
-
-    def on_dialog(dialog: Any) -> None:
-        opened.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    opened.on("dialog", on_dialog)
-    yield opened
-    context.close()
-
-
-def shot(page: Any, name: str, *, full: bool = False) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / name), full_page=full)
 
 
 def row_ids(page: Any) -> list[str]:

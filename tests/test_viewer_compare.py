@@ -3,7 +3,6 @@ two stored runs side by side, the first divergence highlighted; the evals a stor
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,15 +13,10 @@ from alpineagents.evals import Case, Contains, Dataset, run_evals
 from alpineagents.store import SQLiteStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import Message
+from helpers.browser import needs_chromium
 from helpers.cli_agents import XSS, viewer
 
-CHROMIUM = "/usr/bin/chromium"
-WAIT_MS = 20_000
-
-if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
-
-from playwright import sync_api  # noqa: E402 - only once chromium is known to be there
+needs_chromium()
 
 
 @tool
@@ -49,25 +43,6 @@ def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     run_evals(agent, Dataset(cases, name="basics"), concurrency=1, repeat=3, store=store)
     with viewer(str(folder / "runs.db"), folder) as found:
         yield found.rstrip("/")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    opened.dialogs = []
-    opened.on("dialog", lambda dialog: (opened.dialogs.append(dialog.message), dialog.dismiss()))
-    yield opened
-    context.close()
 
 
 def test_two_diverging_runs_side_by_side_with_the_divergence_highlighted(page: Any, address: str) -> None:

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from helpers.browser import WAIT_MS, needs_chromium, shot
 from helpers.cli_agents import cli, viewer
-from test_viewer import WAIT_MS, browser, page, shot  # noqa: F401 - the browser fixtures of the viewer's tests
+
+needs_chromium()
 
 pytestmark = pytest.mark.usefixtures("record_all")
 
@@ -27,10 +29,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite store with the lead run (a system prompt, four tools, several requests, a subagent), a run that
     raised, and a fork of the lead run that has not run since."""
     folder = tmp_path_factory.mktemp("viewer-requests")
+    record = {"ALPINEAGENTS_RECORD": "all"}  # this module-scoped fixture runs before the per-test record_all
     for agent, prompt, state_id in [("lead", "Survey the project", "lead1"), ("broken", "break it", "b1")]:
-        made = cli("run", f"cli_agents:{agent}", prompt, "--id", state_id, "--store", "runs.db", cwd=folder)
+        made = cli("run", f"cli_agents:{agent}", prompt, "--id", state_id, "--store", "runs.db", cwd=folder, env=record)
         assert state_id != "lead1" or made.returncode == 0, made.stderr
-    forked = cli("fork", "lead1", "--at", str(FORK_AT), "--id", "fork1", "--store", "runs.db", cwd=folder)
+    forked = cli("fork", "lead1", "--at", str(FORK_AT), "--id", "fork1", "--store", "runs.db", cwd=folder, env=record)
     assert forked.returncode == 0, forked.stderr
     return folder
 
@@ -50,7 +53,7 @@ def open_input(entry: Any) -> Any:
     return body
 
 
-def test_each_request_opens_to_its_system_prompt_messages_as_sent_and_tool_specs(page: Any, address: str) -> None:  # noqa: F811
+def test_each_request_opens_to_its_system_prompt_messages_as_sent_and_tool_specs(page: Any, address: str) -> None:
     page.goto(address + "runs/lead1")
     requests = page.locator("li.kind-model_request")
     assert requests.count() >= 2
@@ -86,7 +89,7 @@ def test_each_request_opens_to_its_system_prompt_messages_as_sent_and_tool_specs
     shot(page, "request-input.png")
 
 
-def test_the_exported_page_holds_each_request_input_without_a_server(browser: Any, runs: Path) -> None:  # noqa: F811
+def test_the_exported_page_holds_each_request_input_without_a_server(browser: Any, runs: Path) -> None:
     target = runs / "lead1.html"
     assert cli("export", "lead1", "-o", str(target), "--store", "runs.db", cwd=runs).returncode == 0
     context = browser.new_context(offline=True)
@@ -101,7 +104,7 @@ def test_the_exported_page_holds_each_request_input_without_a_server(browser: An
     context.close()
 
 
-def test_a_fork_links_to_the_run_it_came_from_and_says_it_has_not_run(page: Any, address: str) -> None:  # noqa: F811
+def test_a_fork_links_to_the_run_it_came_from_and_says_it_has_not_run(page: Any, address: str) -> None:
     page.goto(address + "runs/fork1")
     head = page.locator("section.head")
     status = f"forked from lead1 at entry {FORK_AT}, not run since (resume it to go on)"
@@ -118,7 +121,7 @@ def test_a_fork_links_to_the_run_it_came_from_and_says_it_has_not_run(page: Any,
     assert page.locator('tr[data-id="fork1"] .status').inner_text() == status
 
 
-def test_an_error_shows_its_traceback_collapsed(page: Any, address: str) -> None:  # noqa: F811
+def test_an_error_shows_its_traceback_collapsed(page: Any, address: str) -> None:
     page.goto(address + "runs/b1")
     error = page.locator("li.kind-error")
     assert "RuntimeError: boom" in error.locator(".piece.result pre").inner_text()

@@ -20,9 +20,7 @@ from alpineagents._values.request_input import input_texts
 from alpineagents.types import HistoryEntry, ModelRequestEntry
 from alpineagents.viewer.timeline import Piece, as_json, message_pieces
 
-NOT_RECORDED = (
-    "not recorded: run with ALPINEAGENTS_RECORD=inputs to keep each request's system prompt and tool specs"
-)
+NOT_RECORDED = "not recorded: run with ALPINEAGENTS_RECORD=inputs to keep each request's system prompt and tool specs"
 
 
 @dataclass
