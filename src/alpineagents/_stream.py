@@ -318,7 +318,8 @@ class EventStream(_Base):
 
 class AsyncEventStream(_Base):
     """The events of a run, as it goes (``agent.astream(...)``): an async iterator, and an async context manager
-    that stops the run when its block is left early. Cancelling the task that reads it cancels the run."""
+    that stops the run when its block is left early. Cancelling the task that reads it cancels the run. The replay
+    of ``after=N`` is computed on a worker thread (it may read subagents from the store), not on the event loop."""
 
     def __init__(self, source: Runner, prompt_or_state: str | State, after: int | None = None) -> None:
         super().__init__("astream", source, prompt_or_state, after)

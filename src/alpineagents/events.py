@@ -15,9 +15,9 @@ history it produced, in order. That is what makes a stream resumable: ``agent.st
 ``store.follow(state_id, after=N)``) first yields the events of the entries after position ``N`` (there, a reply's
 text comes whole, as one ``TextDelta``), then the live ones. A page that reconnects passes the ``position`` of the
 last event of the top State it showed, and drops the text of a reply it had not seen end (no ``ReplyEnded`` yet):
-that text comes again whole. A stream's replay also gives its subagents' runs inline, where the live stream gave
-them (``events_of_state``), so the page likewise drops the subagent events it showed after that last top-level
-event: they come again.
+that text comes again whole. A stream's replay, and a follower, also give its subagents' runs inline, where the
+live stream gave them (``events_of_state``, one rule in ``replay_events``), so the page likewise drops the
+subagent events it showed after that last top-level event: they come again.
 
 Which entry gives which events (one entry gives its events in the order listed):
 
