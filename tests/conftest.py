@@ -72,3 +72,9 @@ def postgres_database(postgres: pgserver.Server) -> str:
         conn.execute(f"CREATE DATABASE {name}")  # pyright: ignore[reportArgumentType]
     params = psycopg.conninfo.conninfo_to_dict(postgres.dsn)
     return f"postgresql://{params.get('user') or 'postgres'}@/{name}?host={params['host']}"
+
+
+@pytest.fixture
+def record_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs record each request's input and each error's stack (ALPINEAGENTS_RECORD=all), for this test."""
+    monkeypatch.setenv("ALPINEAGENTS_RECORD", "all")

@@ -28,6 +28,8 @@ from alpineagents.types import ErrorEntry, ModelRequestEntry, RequestInput
 from alpineagents.viewer.requests import NOT_RECORDED, request_view, summaries
 from helpers.cli_agents import cli
 
+pytestmark = pytest.mark.usefixtures("record_all")
+
 OLD = Path(__file__).parent / "saved_before_approvals"
 
 

@@ -360,6 +360,7 @@ def test_a_cut_stream_resumes_in_every_dialect(base: str, dialect: str) -> None:
         )
 
 
+@pytest.mark.usefixtures("record_all")
 def test_an_ag_ui_client_gets_no_system_prompt_tool_specs_or_stack_of_the_server(base: str) -> None:
     """The entries AG-UI sends as custom events leave out a request's recorded input (the tool specs here) and an
     error's stack: they are the server's, for whoever reads its store."""

@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -1100,7 +1100,12 @@ def test_images_survive_save_and_load_as_base64(store: Store) -> None:
     assert sum(json.dumps(image, separators=(",", ":")) in line for line in raw_lines(store, "img")) >= 2
 
 
-def test_exceptions_are_not_saved_only_their_text(store: Store) -> None:
+@pytest.mark.parametrize("record", ["", "stacks"])
+def test_exceptions_are_not_saved_only_their_text(store: Store, record: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the exception's text is saved; its stack (where it was raised, as text) only when ALPINEAGENTS_RECORD
+    asks for stacks."""
+    monkeypatch.setenv("ALPINEAGENTS_RECORD", record)
+
     class Secret(RuntimeError):
         token = "sk-very-secret"
 
@@ -1117,6 +1122,9 @@ def test_exceptions_are_not_saved_only_their_text(store: Store) -> None:
     assert all(e.error is None for e in loaded.history if isinstance(e, (ErrorEntry, ToolResultEntry)))
     everything = "\n".join(raw_lines(store, "boom")) + json.dumps(raw_info(store, "boom"))
     assert "sk-very-secret" not in everything  # the exception's attributes are never saved
+    if not record:
+        assert "Traceback" not in everything and "traceback" not in everything
+        return
     saved = [json.loads(line) for line in raw_lines(store, "boom")]
     stacks = [entry.get("traceback") for entry in saved if entry["kind"] == "error"]
     assert stacks and all(isinstance(stack, str) for stack in stacks)  # where it was raised: text, not the object
@@ -1833,3 +1841,42 @@ def test_a_forked_child_is_not_stuck_on_a_guard_a_parent_thread_held_at_the_fork
         writer.join(timeout=60)
     assert not writer.is_alive()
     assert texts(reopen(store).load("busy")) == ["hi", "more"]
+
+
+SPEC_EXAMPLE_LINES = [
+    '{"seq":0,"kind":"context_change","turn":0,"at":"2026-01-01T09:00:00+00:00","content":{"kind":"import",'
+    '"before_tokens":0,"after_tokens":11,"summary":null,"kept":0,"cleared":[],"messages":[{"role":"user","content":'
+    '[{"type":"text","text":"Fix the failing test"}],"tokens":null}],"restored_to":null,"usage":null}}',
+    '{"seq":1,"kind":"run_start","turn":0,"at":"2026-01-01T09:01:00+00:00","content":{"name":null,"model":"fake/fake",'
+    '"system_sha256":null,"tools":["run_tests"],"mcp_servers":[]}}',
+    '{"seq":2,"kind":"model_request","turn":1,"at":"2026-01-01T09:02:00+00:00","content":"fake/fake"}',
+    '{"seq":3,"kind":"model_reply","turn":1,"at":"2026-01-01T09:03:00+00:00","content":{"message":{"role":"assistant",'
+    '"content":[{"type":"tool_call","name":"run_tests","args":{},"id":"c1"}],"tokens":null},"usage":{"input_tokens":41,'
+    '"output_tokens":0,"cache_read_tokens":0,"cache_write_tokens":0,"requests":1,"cost":null},"context_tokens":41,'
+    '"stop_reason":"tool_use","model":"fake"}}',
+    '{"seq":4,"kind":"tool_result","turn":1,"at":"2026-01-01T09:04:00+00:00","content":"3 passed","call":{"name":'
+    '"run_tests","args":{},"id":"c1"},"outcome":"done"}',
+]
+
+
+def test_a_plain_run_is_saved_with_exactly_the_lines_the_format_shows(
+    local_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run with tools and no system prompt writes the format's lines to the letter: what the library records
+    beside them (a request's input, an error's stack) is opt-in, so a plain run's lines carry no extra key."""
+    import alpineagents.types as types_module
+
+    ticks = iter(range(1000))
+    start = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+    monkeypatch.setattr(types_module, "_now", lambda: start + timedelta(minutes=next(ticks)))
+    monkeypatch.delenv("ALPINEAGENTS_RECORD_INPUT", raising=False)
+
+    @tool
+    def run_tests() -> str:
+        """Run the tests."""
+        return "3 passed"
+
+    fake = FakeModel([ToolCall("run_tests", {}, "c1"), "All tests pass now."])
+    agent = Agent(fake, tools=[run_tests], store=local_store, reporter=None, human=None)
+    agent.run(State(id="fix-1", messages=[Message.user("Fix the failing test")]))
+    assert raw_lines(local_store, "fix-1")[:5] == SPEC_EXAMPLE_LINES

@@ -17,6 +17,8 @@ import pytest
 from helpers.cli_agents import cli, viewer
 from test_viewer import WAIT_MS, browser, page, shot  # noqa: F401 - the browser fixtures of the viewer's tests
 
+pytestmark = pytest.mark.usefixtures("record_all")
+
 FORK_AT = 6
 
 

@@ -20,6 +20,7 @@ from alpineagents._history.snapshot import StateSnapshot
 from alpineagents._history.stack import stack_text
 from alpineagents._secrets import known_by
 from alpineagents._values.construct import maker
+from alpineagents._values.details import recorded
 from alpineagents._values.request_input import RequestInput, input_texts
 from alpineagents.errors import fix_message
 from alpineagents.types import (
@@ -339,7 +340,11 @@ class Recorder:
             acc = self._acc
             if not (acc.waiting and call is None) and self._recorded_since_start(error):
                 return
-            stack = stack_text(error, known_by(getattr(self.__dict__.get("_agent"), "_model", None)))
+            stack = (
+                stack_text(error, known_by(getattr(self.__dict__.get("_agent"), "_model", None)))
+                if recorded("stacks")
+                else None
+            )
             self._commit_locked(ErrorEntry(content=content, error=error, call=call, turn=acc.turn, traceback=stack))
 
     def _recorded_since_start(self, error: BaseException) -> bool:

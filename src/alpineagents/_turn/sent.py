@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents._frozen import thaw
 from alpineagents._secrets import environment_secrets, known_by, redact
+from alpineagents._values.details import recorded
 from alpineagents._values.request_input import RequestInput, digest, reference, specs_digest
 
 if TYPE_CHECKING:
@@ -56,9 +57,10 @@ def _cached(thing: str | tuple[ToolSpec, ...]) -> tuple[str, Any]:
 
 def request_input(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -> RequestInput | None:
     """What the next request of `agent` on `state` carries besides its messages, with the texts `state` has not
-    recorded yet (redacted); `None` for a request with neither a system prompt nor tools."""
+    recorded yet (redacted); `None` for a request with neither a system prompt nor tools, or when
+    `ALPINEAGENTS_RECORD` does not ask for inputs (see `_values.details`)."""
     system = agent._system
-    if system is None and not specs:
+    if (system is None and not specs) or not recorded("inputs"):
         return None
     system_sha = None if system is None else _cached(system)[0]
     tools_sha, plain = _cached(specs) if specs else (None, None)

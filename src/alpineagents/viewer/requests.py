@@ -3,7 +3,8 @@
 The history holds all three. The messages of a request are the State's messages right after its `model_request`
 entry (the fold gives them: late notices join there). The system prompt and the tool specs are named by digest in
 the entry's `input`; their text is in the first request of the run that sent them (`RequestInput`). A run saved
-before requests carried their input shows that it was not recorded; a digest whose text is nowhere in the history
+without them (`ALPINEAGENTS_RECORD` did not ask for inputs, or an older version saved it) shows that they were not
+recorded; a digest whose text is nowhere in the history
 is reported as missing, never left out in silence.
 """
 
@@ -19,7 +20,9 @@ from alpineagents._values.request_input import input_texts
 from alpineagents.types import HistoryEntry, ModelRequestEntry
 from alpineagents.viewer.timeline import Piece, as_json, message_pieces
 
-NOT_RECORDED = "not recorded: this request was saved by a version that kept only the prompt's digest"
+NOT_RECORDED = (
+    "not recorded: run with ALPINEAGENTS_RECORD=inputs to keep each request's system prompt and tool specs"
+)
 
 
 @dataclass
