@@ -7,15 +7,20 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from alpineagents.events import ApprovalNeeded, RunStarted, StopRecorded, events_of_state
+from alpineagents.agent import Agent
+from alpineagents.events import LIVE_ONLY, ApprovalNeeded, RunStarted, StopRecorded, ToolCallStarted, events_of_state
+from alpineagents.permissions import AllowByDefault, DeferByName
 from alpineagents.postgres import PostgresStore
 from alpineagents.state import State
 from alpineagents.store import FileStore, SQLiteStore, Store
+from alpineagents.testing import FakeModel, tool_call
+from alpineagents.tool import tool
 from alpineagents.types import Message
 
 CHILD = Path(__file__).parent / "approval_child.py"
@@ -77,3 +82,91 @@ def test_afollow_and_its_checks(tmp_path: Path) -> None:
         next(store.follow("job1", poll=0))
     with pytest.raises(ValueError, match="-1 or more"):
         next(store.follow("job1", after=-5))
+
+
+@tool
+def slow_add(a: int, b: int) -> int:
+    """Add two numbers, slowly (so that a follower reads the store while the run goes on).
+
+    Args:
+        a: One.
+        b: The other.
+    """
+    time.sleep(0.15)
+    return a + b
+
+
+def _run_with_subagents(store: Store) -> State:
+    """A top Agent whose helper asks an inner helper (which adds), then a helper whose addition waits for approval:
+    the run stops, the call is approved, and the run goes on. Returns the finished State."""
+    inner = Agent(
+        FakeModel([tool_call("slow_add", a=2, b=2), "Inner: 4."]),
+        tools=[slow_add],
+        name="inner",
+        description="Adds.",
+        reporter=None,
+    )
+    helper = Agent(
+        FakeModel([["Asking.", tool_call("inner", prompt="2 + 2?")], "Helper: 4."]),
+        tools=[inner],
+        name="helper",
+        description="Asks.",
+        reporter=None,
+    )
+    careful = Agent(
+        FakeModel([tool_call("slow_add", a=1, b=1), "Careful: 2."]),
+        tools=[slow_add],
+        name="careful",
+        description="Adds, once a person agrees.",
+        reporter=None,
+        permissions=[DeferByName(["slow_add"]), AllowByDefault()],
+    )
+    script = [tool_call("helper", prompt="2 + 2?"), tool_call("careful", prompt="1 + 1?"), "Top: 4 and 2."]
+    top = Agent(FakeModel(script), tools=[helper, careful], reporter=None, store=store)
+    state = State(id="nested", messages=[Message.user("Ask the helpers")])
+    top.run(state)
+    (waiting,) = state.awaiting_approval
+    assert len(waiting.path) == 2
+    state.approve(waiting.call.id, by="ana")
+    top.run(state)
+    assert state.answer == "Top: 4 and 2."
+    return state
+
+
+def _follow_subagents_in_another_thread(store: Store) -> None:
+    got: list[tuple[Any, bool]] = []
+    ended = threading.Event()
+
+    def read() -> None:
+        for event in store.follow("nested", after=-1, poll=0.02, idle=2):
+            got.append((event, ended.is_set()))
+
+    follower = threading.Thread(target=read)
+    follower.start()
+    state = _run_with_subagents(store)
+    ended.set()
+    follower.join(60)
+    assert not follower.is_alive()  # it ended (idle seconds after the run's last save point)
+    events = [event for event, _ in got]
+    assert {len(e.path) for e in events} == {1, 2, 3}  # the top State, its helpers, the inner helper
+    assert events == list(events_of_state(state))  # no gap, no duplicate, in the replay's order, texts whole
+    assert events == list(events_of_state(store.load("nested")))
+    assert any(not late for _, late in got)  # some came while the run went on
+    assert not any(isinstance(e, LIVE_ONLY) for e in events)
+    cut = [e.position for e in events if e.state_id == "nested" and isinstance(e, ToolCallStarted)][0]
+    again = list(store.follow("nested", after=cut, idle=0))
+    assert again == list(events_of_state(state, after=cut))
+
+    async def main() -> list[Any]:
+        return [event async for event in store.afollow("nested", after=cut, idle=0)]
+
+    assert asyncio.run(main()) == again
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+def test_follow_gives_the_subagents_runs_inline_as_a_replay_does(tmp_path: Path, kind: str) -> None:
+    _follow_subagents_in_another_thread(_store(kind, str(tmp_path)))
+
+
+def test_follow_gives_the_subagents_runs_inline_with_postgres(postgres: Any, postgres_schema: str) -> None:
+    _follow_subagents_in_another_thread(_store("postgres", f"{postgres.dsn}|{postgres_schema}"))

@@ -551,3 +551,48 @@ def test_a_held_subagent_call_resumed_by_another_process_ends_there(tmp_path: Pa
     (ended,) = [e for e in events if isinstance(e, ToolCallEnded) and e.depth == 0]
     assert ended.result == "Helper: done."
     assert [(s[0], s[4]) for s in log.seen if s[2] == ended.call.id] == [("end", "done: Helper: done.")]
+
+
+class ReadLog(FileStore):
+    """A FileStore that notes the thread of every read."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.reads: list[tuple[str, int]] = []
+
+    def read(self, state_id: str) -> Any:
+        self.reads.append((state_id, threading.get_ident()))
+        return super().read(state_id)
+
+
+def test_astream_after_n_reads_the_subagents_from_the_store_off_the_event_loop(tmp_path: Path) -> None:
+    store = ReadLog(tmp_path)
+    helper = Agent(
+        FakeModel([tool_call("add", a=1, b=1), "Helper: 2."]),
+        tools=[add],
+        name="helper",
+        description="Adds.",
+        reporter=None,
+    )
+    top = Agent(
+        FakeModel([tool_call("helper", prompt="1 + 1?"), "Top: 2.", "Again: 2."]),
+        tools=[helper],
+        reporter=None,
+        store=store,
+    )
+    state = State(messages=[Message.user("Ask the helper")])
+    live = merged(list(top.stream(state)))
+    (child_id,) = {e.state_id for e in live if len(e.path) == 2}
+    loaded = store.load(state.id)  # its subagent is not in memory: the replay reads it from the store
+    loaded.add_message(Message.user("Once more?"))
+    store.reads.clear()
+
+    async def main() -> tuple[int, list[Any]]:
+        return threading.get_ident(), [event async for event in top.astream(loaded, after=0)]
+
+    loop_thread, events = asyncio.run(main())
+    child_reads = [thread for read, thread in store.reads if read == child_id]
+    assert child_reads and loop_thread not in child_reads
+    missed = after_cut(live, state.id, 0)
+    assert merged(events)[: len(missed)] == missed
+    assert loaded.answer == "Again: 2."

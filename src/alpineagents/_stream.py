@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from alpineagents._async import start_daemon
+from alpineagents._async import run_in_thread, start_daemon
 from alpineagents._turn.driver import Steps, adrive, drive
 from alpineagents._turn.run import to_state
 from alpineagents.events import (
@@ -190,9 +190,6 @@ class _Reader:
         where = {"state_id": state_id, "path": path, "position": position}
         self.ready.extend(entry_events(body, where, self.calls.get(state_id, {}), streamed=streamed))  # type: ignore[arg-type]
 
-    def replay(self, state: State, after: int) -> None:
-        self.ready.extend(events_of_state(state, after=after))
-
 
 class _Base:
     """What the sync and async streams share: the State, the replay, the queue and the reader."""
@@ -215,10 +212,10 @@ class _Base:
         """What the run returned (for a ``@loop``: ``state.answer``), once the stream has ended."""
         return self._result
 
-    def _begin(self) -> None:
-        self._started = True
-        if self._after is not None:
-            self._reader.replay(self.state, self._after)
+    def _replay(self) -> list[StreamEvent]:
+        """The events of the history after ``after`` (subagents' runs inline, read from the store when not in
+        memory): what the stream yields before the live run."""
+        return [] if self._after is None else list(events_of_state(self.state, after=self._after))
 
     def _next_ready(self, queue: _Queue) -> StreamEvent | None:
         ready = self._reader.ready
@@ -243,7 +240,8 @@ class EventStream(_Base):
         self._guard = threading.Lock()  # the interrupt is sent only while the run's call is going on
 
     def _start(self) -> None:
-        self._begin()
+        self._started = True
+        self._reader.ready.extend(self._replay())
         context = contextvars.copy_context()
         self._thread = start_daemon(lambda: context.run(self._work), "alpineagents-stream")
 
@@ -320,7 +318,8 @@ class EventStream(_Base):
 
 class AsyncEventStream(_Base):
     """The events of a run, as it goes (``agent.astream(...)``): an async iterator, and an async context manager
-    that stops the run when its block is left early. Cancelling the task that reads it cancels the run."""
+    that stops the run when its block is left early. Cancelling the task that reads it cancels the run. The replay
+    of ``after=N`` is computed on a worker thread (it may read subagents from the store), not on the event loop."""
 
     def __init__(self, source: Runner, prompt_or_state: str | State, after: int | None = None) -> None:
         super().__init__("astream", source, prompt_or_state, after)
@@ -341,10 +340,12 @@ class AsyncEventStream(_Base):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def _start(self) -> None:
+    async def _start(self) -> None:
+        if self._after is not None:  # the replay may read subagents from a store: not on the event loop's thread
+            self._reader.ready.extend(await run_in_thread(self._replay, name="alpineagents-replay"))
+        self._started = True
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self._begin()
         steps = self._source._run_steps(self.state, "arun", self._queue)
         self._task = asyncio.ensure_future(adrive(steps))
         self._task.add_done_callback(self._resolve)
@@ -356,7 +357,7 @@ class AsyncEventStream(_Base):
         if self._closed:
             raise StopAsyncIteration
         if not self._started:
-            self._start()
+            await self._start()
         task = self._task
         assert task is not None
         while True:

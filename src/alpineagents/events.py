@@ -15,9 +15,9 @@ history it produced, in order. That is what makes a stream resumable: ``agent.st
 ``store.follow(state_id, after=N)``) first yields the events of the entries after position ``N`` (there, a reply's
 text comes whole, as one ``TextDelta``), then the live ones. A page that reconnects passes the ``position`` of the
 last event of the top State it showed, and drops the text of a reply it had not seen end (no ``ReplyEnded`` yet):
-that text comes again whole. A stream's replay also gives its subagents' runs inline, where the live stream gave
-them (``events_of_state``), so the page likewise drops the subagent events it showed after that last top-level
-event: they come again.
+that text comes again whole. A stream's replay, and a follower, also give its subagents' runs inline, where the
+live stream gave them (``events_of_state``, one rule in ``replay_events``), so the page likewise drops the
+subagent events it showed after that last top-level event: they come again.
 
 Which entry gives which events (one entry gives its events in the order listed):
 
@@ -45,8 +45,8 @@ Only a live run gives ``RunEnded`` (the end of a run is not an entry) and the de
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from alpineagents._values.approval import (
     ApprovalDecision,
@@ -496,16 +496,38 @@ def events_of_state(state: State, *, after: int | None = None) -> Iterator[Strea
         ValueError: ``after`` is below -1.
     """
     start = 0 if after is None else checked_after(after) + 1
-    return _Tree().events(state, (state.id,), start, None)
+    return replay_events(state, start)
+
+
+class Replayed(Protocol):
+    """What a replay with subagents inline needs of a State: its id, its history, and its subagents by id (a
+    ``State``, or what a store's follower read of one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def history(self) -> Sequence[HistoryEntry]: ...
+
+    def child(self, child_id: str) -> Replayed: ...
+
+
+def replay_events(top: Replayed, start: int, *, growing: bool = False) -> Iterator[StreamEvent]:
+    """The events of ``top``'s history from position ``start``, with its subagents' runs inline (the rule of
+    ``events_of_state``). ``growing``: the history may still grow (a follower reading a run that goes on), so a
+    wait record ends only the subagent run that stopped there, never a run resumed after it (its call's result,
+    still to come, ends that one); without it the last entry naming a subagent ends all its runs left."""
+    return _Tree(growing).events(top, (top.id,), start, None)
 
 
 class _Tree:
     """Replays a State's history with its subagents' runs inline (see ``events_of_state``)."""
 
-    def __init__(self) -> None:
-        self.children: dict[str, State] = {}
+    def __init__(self, growing: bool = False) -> None:
+        self.children: dict[str, Replayed] = {}
+        self.growing = growing
 
-    def events(self, state: State, path: tuple[str, ...], start: int, stop: int | None) -> Iterator[StreamEvent]:
+    def events(self, state: Replayed, path: tuple[str, ...], start: int, stop: int | None) -> Iterator[StreamEvent]:
         entries = state.history
         end = len(entries) if stop is None else stop
         held: dict[str, list[int]] = {}  # each subagent: the positions of the entries that end its runs
@@ -518,22 +540,24 @@ class _Tree:
             if isinstance(entry, ModelReplyEntry):
                 calls = {call.id: call for call in entry.content.message.tool_calls}
             for child_id in children_named(entry):
-                yield from self._runs_ended_by(state, path, child_id, held[child_id].index(position), held[child_id])
+                ends = held[child_id]
+                number = ends.index(position)
+                last = number == len(ends) - 1 and (not self.growing or isinstance(entry, ToolResultEntry))
+                yield from self._runs_ended_by(state, path, child_id, number, last)
             where = {"state_id": state.id, "path": path, "position": position}
             yield from entry_events(entry, where, calls)  # type: ignore[misc]  # every event is a StreamEvent
 
     def _runs_ended_by(
-        self, state: State, path: tuple[str, ...], child_id: str, number: int, ends: list[int]
+        self, state: Replayed, path: tuple[str, ...], child_id: str, number: int, last: bool
     ) -> Iterator[StreamEvent]:
-        """The events of the subagent's run that the entry number ``number`` of ``ends`` ended (the last such
-        entry, its call's result, ends all the runs left)."""
+        """The events of the subagent's run that the entry number ``number`` naming it ended (``last``: that entry
+        ends all the runs left)."""
         child = self.children.get(child_id)
         if child is None:
             child = self.children[child_id] = state.child(child_id)
         history = child.history
         starts = [index for index, entry in enumerate(history) if isinstance(entry, RunStartEntry)]
         bounds = [*starts[1:], len(history)]
-        last = number == len(ends) - 1
         for begin, end in list(zip(starts, bounds, strict=True))[number : None if last else number + 1]:
             yield from self.events(child, (*path, child_id), begin, end)
 

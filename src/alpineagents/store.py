@@ -258,7 +258,9 @@ class Store(abc.ABC):  # noqa: B024 - instantiation checks that write/awrite and
     ) -> Iterator[StreamEvent]:
         """The events (`alpineagents.events`) of a State that runs elsewhere, as its save points land: first those
         of the saved history after position `after` (all of it when `None`), then those of each entry saved later,
-        read every `poll` seconds. Ends after `idle` seconds without a new entry (`None`: never).
+        read every `poll` seconds. Subagents' runs come inline, tagged, read from this store, where
+        `events.events_of_state` places them (a run comes whole once the entry that ends its call's part is saved).
+        Ends after `idle` seconds without a new entry (`None`: never).
 
         Raises:
             ValueError: `after` below -1, `poll` not positive, `idle` negative.
