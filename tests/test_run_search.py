@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from alpineagents._stores import runsql
 from alpineagents._stores.runrows import ORDERS, STATUSES, FindsRuns, RunPage, RunQuery
 from alpineagents.agent import Agent
 from alpineagents.state import State
@@ -192,6 +193,35 @@ def test_the_run_table_follows_new_changed_and_deleted_runs(made: tuple[Store, d
     store.delete("run1")
     page = store.find_runs(RunQuery(limit=None))
     assert "run1" not in {row.id for row in page.rows} and page.stored == page.found
+    _same(page, find_in_python(store, RunQuery(limit=None)))
+
+
+def test_rows_computed_in_bulk_are_the_rows_computed_one_by_one(
+    kind: StoreKind, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = kind.make(request, tmp_path)
+    if not isinstance(store, FindsRuns):
+        pytest.skip(f"{type(store).__name__} has no run table")
+    make_runs(kind, store)
+    lines = kind.raw_lines(store, "run2")
+    kind.set_lines(store, "run2", [*lines[:-1], "{not json"])  # a line that does not parse
+    lines = kind.raw_lines(store, "run4")
+    kind.set_lines(store, "run4", [lines[1], lines[0], *lines[2:]])  # parses, but the seqs are out of place
+    monkeypatch.setattr(runsql, "BULK", 3)  # several queries of entries, with damaged runs among them
+    read = store.read
+    alone: list[str] = []
+
+    def read_alone(state_id: str) -> Any:
+        alone.append(state_id)
+        return read(state_id)
+
+    monkeypatch.setattr(store, "read", read_alone)
+    page = store.find_runs(RunQuery(limit=None))
+    assert alone == ["run2"]  # only the run whose lines do not parse is read alone, to name its damage
+    monkeypatch.undo()
+    statuses = {row.id: row.status for row in page.rows}
+    assert all(statuses[state_id].startswith("cannot load") for state_id in ("run2", "run4", "bad1", "bad2"))
+    assert statuses["empty1"] == "empty" and statuses["run0"].startswith("stopped")
     _same(page, find_in_python(store, RunQuery(limit=None)))
 
 

@@ -21,7 +21,7 @@ from alpineagents._install import install_hint
 from alpineagents._stores import batch, damage, lines, locks
 from alpineagents._stores.listing import Unlisted, listing, updated_key
 from alpineagents._stores.runrows import RunPage, RunQuery
-from alpineagents._stores.runsql import Dialect, gone_query, row_values, search, stale_query, table_query, upsert_query
+from alpineagents._stores.runsql import Dialect, gone_query, search, stale_query, stale_rows, table_query, upsert_query
 from alpineagents.errors import fix_message
 from alpineagents.state import check_id
 from alpineagents.store import Record, StateInfo, Store
@@ -337,6 +337,7 @@ class PostgresStore(Store):
             exact=False,
         )
         self._runs_made = False
+        self._refreshing = threading.Lock()  # one thread brings the run table up to date; the others wait for it
         locks.at_fork_in_child(self, PostgresStore._forget_after_fork)
         # A store nobody holds any more closes its connections (their locks go with them) and ends its thread.
         weakref.finalize(self, _release, self._locks, self._idle)
@@ -378,6 +379,7 @@ class PostgresStore(Store):
         self._idle.clear()
         self._idle_guard = threading.Lock()
         self._ready_guard = threading.Lock()
+        self._refreshing = threading.Lock()
         self._locks.forget_after_fork()
 
     @contextlib.contextmanager
@@ -710,18 +712,8 @@ class PostgresStore(Store):
 
     def _find_runs(self, query: RunQuery) -> RunPage:
         sql = _psycopg().sql.SQL
-        with self._connection() as conn:
-            if not self._runs_made:
-                conn.execute(sql(table_query(self._runs, "DOUBLE PRECISION")))
-                self._runs_made = True
-            stale = conn.execute(sql(stale_query(self._runs))).fetchall()
-            gone = conn.execute(sql(gone_query(self._runs, delete=False))).fetchone()
-        rows = [row_values(self, state_id, count, info, self._info) for state_id, count, info in stale]
-        if rows or (gone and gone[0]):
-            with self._connection() as conn, conn.transaction():
-                if rows:
-                    conn.cursor().executemany(sql(upsert_query(self._runs)), rows)
-                conn.execute(sql(gone_query(self._runs)))
+        with self._refreshing:  # two searches at once (the viewer's warm-up and a first page) compute rows once
+            self._refresh_runs()
         with self._connection() as conn, conn.transaction():
             conn.execute("CREATE TEMP TABLE alpine_hits (id TEXT PRIMARY KEY) ON COMMIT DROP")
 
@@ -730,6 +722,33 @@ class PostgresStore(Store):
                 return cursor.fetchall() if cursor.description is not None else []
 
             return search(self._runs, execute, query)
+
+    def _refresh_runs(self) -> None:
+        """Bring the run table up to date: the rows of States that changed or are new computed, those of deleted
+        States removed."""
+        sql = _psycopg().sql.SQL
+        with self._connection() as conn:
+            if not self._runs_made:
+                conn.execute(sql(table_query(self._runs, "DOUBLE PRECISION")))
+                self._runs_made = True
+            stale = conn.execute(sql(stale_query(self._runs))).fetchall()
+            gone = conn.execute(sql(gone_query(self._runs, delete=False))).fetchone()
+        rows = stale_rows(self, stale, self._info, self._entries_of)
+        if rows or (gone and gone[0]):
+            with self._connection() as conn, conn.transaction():
+                if rows:
+                    conn.cursor().executemany(sql(upsert_query(self._runs)), rows)
+                conn.execute(sql(gone_query(self._runs)))
+
+    def _entries_of(self, ids: Sequence[str]) -> builtins.list[tuple[str, int, str]]:
+        """The entry rows (state id, seq, line) of these States, ordered by State and seq (one query)."""
+        if not ids:
+            return []
+        with self._connection() as conn:
+            query = self._q(
+                "SELECT state_id, seq, line FROM {schema}.entries WHERE state_id = ANY(%s) ORDER BY state_id, seq"
+            )
+            return conn.execute(query, (builtins.list(ids),)).fetchall()
 
     def delete(self, state_id: str) -> None:
         """Remove the State's rows in one transaction; nothing happens when it does not exist.

@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from alpineagents._stores.lines import json_line
 from alpineagents._stores.listing import Unlisted
 from alpineagents.state import State
-from alpineagents.store import StateInfo, Store
+from alpineagents.store import Record, StateInfo, Store
 from alpineagents.types import ErrorEntry, HistoryEntry, ModelEventEntry, ModelRequestEntry, RunStartEntry
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "FindsRuns",
     "first_line",
     "open_run",
+    "run_of",
     "ending_error",
     "waiting_fork",
     "status",
@@ -148,9 +149,15 @@ def open_run(store: Store, state_id: str, info: StateInfo | None = None) -> Run:
     record = store.read(state_id)
     if record is None:
         raise LookupError(f"no saved State with id {state_id!r} in {store!r}")
-    state = store.load(state_id)
     if info is None:
         info = StateInfo.from_info(state_id, record.info)
+    return run_of(store, info, record)
+
+
+def run_of(store: Store, info: StateInfo, record: Record) -> Run:
+    """The run of a record already read from `store` (`ValueError` when damaged): its State rebuilt as `load`
+    rebuilds it, from this record (no second read; `record.entries` are left as they are)."""
+    state = store._rebuild(info.id, record)  # pyright: ignore[reportPrivateUsage]  # load's own rebuild
     return Run(info, state, record.entries)
 
 
@@ -208,10 +215,11 @@ def unlisted_summary(gone: Unlisted) -> Summary:
     return Summary(gone.id, None, 0, None, None, "cannot load: " + first_line(gone.error), False, None, 0, 0, None)
 
 
-def summarize(store: Store, info: StateInfo) -> Summary:
-    """The listing row of one run; a run that cannot be read is listed with the reason as its status."""
+def summarize(store: Store, info: StateInfo, record: Record | None = None) -> Summary:
+    """The listing row of one run; a run that cannot be read is listed with the reason as its status. `record`:
+    the run as already read from `store` (with the info `info` was made from), or None to read it here."""
     try:
-        run = open_run(store, info.id, info)
+        run = open_run(store, info.id, info) if record is None else run_of(store, info, record)
     except (LookupError, ValueError, OSError) as error:
         return Summary(
             info.id, info.first_message, info.turn, info.created_at, info.updated_at,

@@ -5,8 +5,10 @@ same rules as the viewer's list, and kept in a table of its own beside the store
 SQLite, `runs` in the PostgreSQL schema), with the entry count and the info text it was computed from. Nothing is
 added to the saved format or to a save point: before each search, the rows of the runs that changed since (another
 count or info), are new or were deleted are brought up to date (all of them on the first search of a database
-that never had the table, such as one written by an older version; the table is made then). A database stays
-readable and writable by a version that does not know the table.
+that never had the table, such as one written by an older version; the table is made then). Those rows are
+computed in bulk (`stale_rows`): the entries of many runs come from one query, and each run is rebuilt from them as
+`load` rebuilds it, with no read per run. A database stays readable and writable by a version that does not know
+the table.
 
 The search is then a few queries on that table: the content search reads the stored entry lines once, into a
 temporary table of the runs they hold the text in; the filters, the order (the listing's order breaks ties) and the
@@ -17,12 +19,14 @@ for a few letters (German ß, for one).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from alpineagents._stores.lines import parse_all
 from alpineagents._stores.listing import Unlisted
 from alpineagents._stores.runrows import (
     STATUSES,
@@ -35,9 +39,23 @@ from alpineagents._stores.runrows import (
     unlisted_summary,
     utc_text,
 )
-from alpineagents.store import StateInfo, Store
+from alpineagents.store import Record, StateInfo, Store
 
-__all__ = ["Dialect", "COLUMNS", "table_query", "stale_query", "upsert_query", "gone_query", "row_values", "search"]
+__all__ = [
+    "Dialect",
+    "COLUMNS",
+    "BULK",
+    "table_query",
+    "stale_query",
+    "upsert_query",
+    "gone_query",
+    "row_values",
+    "stale_rows",
+    "search",
+]
+
+BULK = 500
+"""How many States' entries one query reads when their rows are computed (bounds the memory of a first search)."""
 
 COLUMNS = (
     "id",
@@ -124,18 +142,25 @@ def gone_query(dialect: Dialect, *, delete: bool = True) -> str:
 
 
 def row_values(
-    store: Store, state_id: str, count: int, info_text: str, parse: Callable[[str, str], Any]
+    store: Store,
+    state_id: str,
+    count: int,
+    info_text: str,
+    parse: Callable[[str, str], Any],
+    entries: list[dict[str, Any]] | None = None,
 ) -> tuple[Any, ...]:
     """The run table's values for one State, as the viewer's list shows it (`summarize`; a State whose info cannot
-    be read is the row of an `Unlisted`). `parse(state_id, text)` parses the info text the store keeps."""
+    be read is the row of an `Unlisted`). `parse(state_id, text)` parses the info text the store keeps; `entries`:
+    the State's saved entries already read with that info (None: `summarize` reads the State itself)."""
     info: StateInfo | None
     try:
-        info = StateInfo.from_info(state_id, parse(state_id, info_text))
+        info_dict = parse(state_id, info_text)
+        info = StateInfo.from_info(state_id, info_dict)
     except ValueError as error:
         info = None
         row = unlisted_summary(Unlisted(state_id, error))
     else:
-        row = summarize(store, info)
+        row = summarize(store, info, None if entries is None else Record(entries, info_dict))
     return (
         state_id,
         count,
@@ -151,6 +176,45 @@ def row_values(
         int(not row.status.startswith(STATUSES["damaged"])),
         json.dumps(row.to_json(), ensure_ascii=False),
     )
+
+
+def stale_rows(
+    store: Store,
+    stale: Sequence[tuple[str, int, str]],
+    parse: Callable[[str, str], Any],
+    entries_of: Callable[[Sequence[str]], Iterable[tuple[str, int, Any]]],
+) -> list[tuple[Any, ...]]:
+    """The run table's values of the `stale` States (id, count, info text), computed in bulk: the entries of
+    `BULK` States at a time come from one query, `entries_of(ids)` (rows of state id, seq and line, ordered by
+    State and seq), instead of one read per State, which made a first search of 10,000 runs take seconds. The
+    rules are the same (`row_values`, `summarize`, the State rebuilt as `load` does); a State whose lines do not
+    add up to its count (changed meanwhile, or damaged) or do not parse is read alone, so that its row says what
+    that read says."""
+    values: list[tuple[Any, ...]] = []
+    for start in range(0, len(stale), BULK):
+        chunk = stale[start : start + BULK]
+        counts = {state_id: count for state_id, count, _ in chunk}
+        saved = _entries_by_state(entries_of([state_id for state_id, count, _ in chunk if count]), counts)
+        for state_id, count, info_text in chunk:
+            values.append(row_values(store, state_id, count, info_text, parse, saved.get(state_id)))
+    return values
+
+
+def _entries_by_state(rows: Iterable[tuple[str, int, Any]], counts: Mapping[str, int]) -> dict[str, list[Any]]:
+    """The entry dicts of each State whose rows are exactly its lines 0 to count - 1, all JSON objects (one parse
+    per State); States with no entries have none. The others are left out."""
+    found: dict[str, list[Any]] = {state_id: [] for state_id, count in counts.items() if count == 0}
+    for state_id, group in itertools.groupby(rows, key=lambda row: row[0]):
+        lines = [(seq, line) for _, seq, line in group]
+        if [seq for seq, _ in lines] != list(range(counts.get(state_id, -1))):
+            continue
+        texts = [line for _, line in lines]
+        if not all(type(line) is str for line in texts):  # a line that is not UTF-8 (SQLite gives its bytes)
+            continue
+        entries = parse_all("[" + ",".join(texts) + "]", len(texts))
+        if entries is not None:
+            found[state_id] = entries
+    return found
 
 
 def _filters(query: RunQuery, mark: str) -> tuple[list[str], list[Any]]:

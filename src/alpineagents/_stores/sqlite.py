@@ -39,7 +39,7 @@ from alpineagents._stores.listing import Unlisted, listing, raise_damage, update
 from alpineagents._stores.locks import Release, at_fork_in_child, drop_lock, hold_lock, locked_error, settle_lock
 from alpineagents._stores.paths import AtPath, check_path
 from alpineagents._stores.runrows import RunPage, RunQuery, line_holds
-from alpineagents._stores.runsql import Dialect, gone_query, row_values, search, stale_query, table_query, upsert_query
+from alpineagents._stores.runsql import Dialect, gone_query, search, stale_query, stale_rows, table_query, upsert_query
 from alpineagents.state import check_id
 from alpineagents.store import Entries, Info, Record, StateInfo, Store
 
@@ -200,6 +200,7 @@ class SQLiteStore(AtPath, GroupCommitting, Store):
         self._tables_made = False  # whether the connection's database has this store's tables
         self._searching: sqlite3.Connection | None = None  # the connection the run search was set up on
         self._mutex = threading.RLock()
+        self._refreshing = threading.Lock()  # one thread brings the run table up to date; the others wait for it
         self._group = GroupCommit(self._flush, "alpineagents-sqlite-commit")
         at_fork_in_child(self, SQLiteStore._forget_connection)
 
@@ -216,6 +217,7 @@ class SQLiteStore(AtPath, GroupCommitting, Store):
         """In a forked child: the connection (of a file) and the mutex are the parent's; the next call opens its own
         connection. (A `:memory:` database lives in this process's memory: it stays.)"""
         self._mutex = threading.RLock()  # another thread of the parent may have held it at the fork
+        self._refreshing = threading.Lock()
         self._group.forget_after_fork()
         if self._conn is not None and not self._memory:
             _INHERITED.append(self._conn)
@@ -561,6 +563,10 @@ class SQLiteStore(AtPath, GroupCommitting, Store):
             OSError: The database cannot be reached (`PermissionError` when it cannot be written: the run table
                 cannot be made or updated).
         """
+        with self._refreshing:  # two searches at once (the viewer's warm-up and a first page) compute rows once
+            return self._find_runs(query)
+
+    def _find_runs(self, query: RunQuery) -> RunPage:
         with self._mutex, self._errors():
             conn = self._search_connection()
             if conn is None:
@@ -568,7 +574,7 @@ class SQLiteStore(AtPath, GroupCommitting, Store):
             query_text = stale_query(_RUNS).replace("SELECT s.id, s.count, s.info", "SELECT s.id, s.count, {}")
             stale = _texts(conn, query_text, "s.info", ())
             gone = conn.execute(gone_query(_RUNS, delete=False)).fetchone()[0]
-        rows = [row_values(self, state_id, count, info, self._parse_info) for state_id, count, info in stale]
+        rows = stale_rows(self, stale, self._parse_info, self._entries_of)
         with self._mutex, self._errors():
             conn = self._search_connection()
             if conn is None:  # the file was removed meanwhile
@@ -579,6 +585,18 @@ class SQLiteStore(AtPath, GroupCommitting, Store):
                     conn.execute(gone_query(_RUNS))
             with self._transaction(conn, "BEGIN"):
                 return search(_RUNS, lambda sql, args: conn.execute(sql, args).fetchall(), query)
+
+    def _entries_of(self, ids: Sequence[str]) -> builtins.list[tuple[str, int, str | bytes]]:
+        """The entry rows (state id, seq, line) of these States, ordered by State and seq (one query)."""
+        if not ids:
+            return []
+        with self._mutex, self._errors():
+            conn = self._connect(create=False)
+            if conn is None:
+                return []
+            marks = ", ".join("?" * len(ids))
+            query = f"SELECT state_id, seq, {{}} FROM alpine_entries WHERE state_id IN ({marks}) ORDER BY state_id, seq"
+            return _texts(conn, query, "line", tuple(ids))
 
     def _search_connection(self) -> sqlite3.Connection | None:
         """The connection, with the run table, the search's temporary table and its text match set up on it (once
