@@ -475,3 +475,23 @@ def test_an_ask_in_a_run_that_would_pass_the_budget_is_not_sent_and_says_so() ->
     assert len(model.requests) == 2  # one think and one ask fitted; the second think waited, no ask went out
     asks = [e for e in state.history if e.kind == "ask"]
     assert len(asks) == 1 and state.usage.requests == 2
+
+
+def test_another_agents_ask_on_the_runs_state_is_held_to_the_runs_budget() -> None:
+    from alpineagents import loop
+
+    reviewer = Agent(FakeModel(["Fine."]), reporter=None)  # no budget of its own: it spends the run's State's
+
+    @loop(until=[], limit=3)
+    def think_and_review(agent: Agent, state: State) -> None:
+        agent.think(state)
+        assert reviewer.ask(state, "Is it fine?") == "Fine."
+
+    model = FakeModel(["Thought.", "More."])
+    agent = Agent(model, reporter=None, budget=Budget(requests=3), loop=think_and_review)
+    state = _task()
+    with pytest.raises(ValueError, match=r"ask\(\) was not sent") as caught:
+        agent.run(state)
+    assert f"State {state.id!r}" in str(caught.value)
+    assert len(model.requests) == 2 and len(reviewer.model.requests) == 1  # type: ignore[attr-defined]
+    assert state.usage.requests == 3  # within the budget: the second review was not sent

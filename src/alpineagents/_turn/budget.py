@@ -150,8 +150,12 @@ def request_needs(model: Model, request: Request) -> Spend:
 
 
 def budget_guards(agent: AgentSeam, state: State) -> tuple[BudgetGuard, ...]:
-    """The budget guards of the run `agent`'s call on `state` belongs to (none outside a run)."""
+    """The budget guards of the run `agent`'s call on `state` belongs to: its run's, else, when `state` is being
+    run (another Agent, such as a reviewer, sends a request on the run's State from its loop), the guards of that
+    run, whose State pays for the request; none outside a run."""
     context = active_context(agent, state)
+    if context is None and state._running:
+        context = state._run_context
     return context.budgets if context is not None else ()
 
 
