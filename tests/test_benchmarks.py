@@ -92,3 +92,14 @@ def test_viewer_list_benchmark_runs_at_a_small_size(
     viewer_list.main()
     out = capsys.readouterr().out
     assert "content search (1 run in 100)" in out and "the search says: 2 of 150 runs" in out
+
+
+def test_lone_turn_benchmark_compares_two_source_folders(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load_script("benchmarks", "lone_turn")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    bench.main(["--old", src, "--pairs", "2", "--turns", "3"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["file", "sqlite"]
+    assert all("new/old median" in line and "n=2" in line for line in lines)
+    with pytest.raises(SystemExit):
+        bench.main(["--old", str(Path(__file__).parent)])

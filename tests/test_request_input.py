@@ -271,3 +271,32 @@ def test_a_damaged_input_or_stack_makes_the_entry_damaged() -> None:
     assert entry_from_dict({**request, "input": {"system_sha256": None, "tools_sha256": None}}) == entry_from_dict(
         request
     )
+
+
+@pytest.mark.parametrize("setting", [None, "", "stacks"])
+def test_the_command_line_records_inputs_unless_told_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None
+) -> None:
+    """`alpineagents run` records each request's input for the viewer by default; ALPINEAGENTS_RECORD set (even to
+    nothing) decides instead."""
+    if setting is None:
+        monkeypatch.delenv("ALPINEAGENTS_RECORD")
+    else:
+        monkeypatch.setenv("ALPINEAGENTS_RECORD", setting)
+    store = str(tmp_path / "runs.db")
+    made = cli("run", "cli_agents:calc", "please add 2 and 3", "--id", "r1", "--store", store, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    inputs = [entry.input for entry in requests_of(SQLiteStore(store).load("r1"))]
+    assert inputs and all((sent is not None) == (setting is None) for sent in inputs)
+
+
+def test_a_library_run_records_no_input_or_stack_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ALPINEAGENTS_RECORD")
+    state = State(messages=[Message.user("hi")])
+    Agent(FakeModel(["one"]), system="First.", reporter=None).run(state)
+    assert [entry.input for entry in requests_of(state)] == [None]
+    monkeypatch.setenv("ALPINEAGENTS_RECORD", "inputs, Nonsense")
+    state.add_message(Message.user("again"))
+    with pytest.warns(UserWarning, match=r"ALPINEAGENTS_RECORD names 'nonsense'.*\nFix: use a comma-separated list"):
+        Agent(FakeModel(["two"]), system="First.", reporter=None).run(state)
+    assert requests_of(state)[-1].input == RequestInput(system_sha256=sha("First."), system="First.")

@@ -7,6 +7,7 @@ standard error, and a command that fails writes nothing.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -14,6 +15,7 @@ import click
 
 from alpineagents._history.effects import effect_marks
 from alpineagents._replay.fork import fork_onto, forked_model
+from alpineagents._values.details import RECORD_VARIABLE
 from alpineagents._values.visible import visible
 from alpineagents.agent import Agent
 from alpineagents.cli.agents import load_agent
@@ -61,7 +63,11 @@ def main(store: str | None) -> None:
 
 
 def _run(agent: Agent, store: Store, state: State, model: str | None, as_json: bool) -> None:
-    """Runs `state` with `agent` saving to `store`, the Terminal printing its progress; exit 1 if the run raised."""
+    """Runs `state` with `agent` saving to `store`, the Terminal printing its progress; exit 1 if the run raised.
+
+    A run started here records each request's input and each error's stack for the viewer (`ALPINEAGENTS_RECORD`
+    defaults to `all` on the command line; set it, even to nothing, to choose otherwise)."""
+    os.environ.setdefault(RECORD_VARIABLE, "all")
     terminal = Terminal(output=sys.stderr if as_json else None)
     changes: dict[str, Any] = {"store": store, "reporter": terminal}
     if isinstance(agent.human, Terminal):  # one Terminal prints and asks, so its lines and questions do not mix
