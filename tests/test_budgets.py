@@ -369,3 +369,129 @@ def test_a_subagents_budget_wait_comes_through_the_top_stream_tagged_and_is_no_a
     assert all(event.wait.path == event.path for event in needed)
     assert not [event for event in events if isinstance(event, ApprovalNeeded)]
     assert type(events[-1]) is RunEnded and type(events[-1].stopped) is StoppedForBudget
+
+
+# --- every model request of a run is checked: compactions and asks too ---------------------------------------------
+
+_LONG = "word " * 1_200  # about 2,000 tokens: a context fuller than 60% of the small window below
+
+
+def _full_task() -> State:
+    return State(messages=[Message.user("Summarize the notes"), Message.assistant("Reading."), Message.user(_LONG)])
+
+
+def _compacting(budget: Budget | None) -> tuple[Agent, FakeModel]:
+    model = FakeModel(["The notes say little.", "Done."], context_window=3_000)
+    model.max_tokens = 200
+    return Agent(model, reporter=None, budget=budget), model
+
+
+def _needs(agent: Agent, state: State) -> tuple[int, int]:
+    """The token estimates of the compaction the loop would send, and of the think after it (the same context)."""
+    from alpineagents._turn.budget import request_needs
+    from alpineagents.models.base import Model
+    from alpineagents.types import Request
+
+    request = Request(agent.system, state.messages, agent._specs, tool_choice="none")
+    compaction = request_needs(agent.model, Model._summary_request(request, None)).tokens
+    think = request_needs(agent.model, Request(agent.system, state.messages, agent._specs)).tokens
+    return compaction, think
+
+
+def _compactions(state: State) -> list[Any]:
+    return [e for e in state.history if e.kind == "context_change" and e.content.kind == "compact"]
+
+
+def _check_compaction_waits(agent: Agent, model: FakeModel, state: State, limit: int) -> int:
+    """After a run with a tokens budget `limit` that the compaction would pass: nothing was sent, the messages are
+    unchanged, the run waits on the compaction, the spend is within the bound. Returns how much it is short by."""
+    assert model.requests == []  # neither the compaction nor the think after it was sent
+    assert type(state.stopped) is StoppedForBudget and state.stopped.limit == "tokens"
+    assert _compactions(state) == [] and state.messages[-1].text == _LONG
+    (wait,) = state.awaiting_budget
+    assert wait.needed > wait.left == limit and wait.path == (state.id,)
+    status = state.budget
+    assert status is not None and status.spent.tokens <= limit
+    return math.ceil(wait.short_by)
+
+
+def _check_compacted(model: FakeModel, state: State, limit: int) -> None:
+    assert len(model.requests) == 2  # the summary request, then the think on the compacted context
+    assert model.requests[0].tool_choice == "none" and len(model.requests[1].messages) == 2
+    changes = _compactions(state)
+    assert len(changes) == 1 and changes[0].content.summary == "The notes say little."
+    status = state.budget
+    assert status is not None and status.spent.tokens <= status.budget.tokens == limit  # within the raised bound
+    assert state.stopped is not None and type(state.stopped) is not StoppedForBudget
+
+
+def test_a_compaction_that_would_pass_the_budget_waits_and_a_raise_lets_it_happen() -> None:
+    agent, model = _compacting(None)
+    state = _full_task()
+    compaction, think = _needs(agent, state)
+    assert think < compaction  # a think would fit where the compaction does not: the run must not go on without it
+    limit = (think + compaction) // 2
+    agent = agent.copy(budget=Budget(tokens=limit))
+    assert agent.run(state) is None
+    short = _check_compaction_waits(agent, model, state, limit)
+    state.raise_budget(tokens=short + 2_000)  # room for the summary request and the think after it
+    assert agent.run(state) == "Done."
+    _check_compacted(model, state, limit + short + 2_000)
+
+
+def test_arun_waits_before_a_compaction_the_same_way(tmp_path: Path) -> None:
+    agent, model = _compacting(None)
+    state = _full_task()
+    compaction, think = _needs(agent, state)
+    limit = (think + compaction) // 2
+    agent = agent.copy(budget=Budget(tokens=limit), store=FileStore(tmp_path))
+
+    async def main() -> None:
+        assert await agent.arun(state) is None
+        short = _check_compaction_waits(agent, model, state, limit)
+        loaded = FileStore(tmp_path).load(state.id)  # the wait is saved: another process raises and resumes
+        assert loaded.awaiting_budget == state.awaiting_budget
+        loaded.raise_budget(tokens=short + 2_000)
+        assert await agent.arun(loaded) == "Done."
+        _check_compacted(model, loaded, limit + short + 2_000)
+
+    asyncio.run(main())
+
+
+def test_an_ask_in_a_run_that_would_pass_the_budget_is_not_sent_and_says_so() -> None:
+    from alpineagents import loop
+
+    @loop(until=[], limit=3)
+    def think_and_ask(agent: Agent, state: State) -> None:
+        agent.think(state)
+        assert agent.ask(state, "Is it done?") == "Yes."
+
+    model = FakeModel(["Thought.", "Yes."])
+    agent = Agent(model, reporter=None, budget=Budget(requests=2), loop=think_and_ask)
+    state = _task()
+    with pytest.raises(ValueError, match=r"ask\(\) was not sent.*An answer cannot wait for a raise") as caught:
+        agent.run(state)
+    assert "agent.copy(budget=Budget(requests=" in str(caught.value)
+    assert len(model.requests) == 2  # one think and one ask fitted; the second think waited, no ask went out
+    asks = [e for e in state.history if e.kind == "ask"]
+    assert len(asks) == 1 and state.usage.requests == 2
+
+
+def test_another_agents_ask_on_the_runs_state_is_held_to_the_runs_budget() -> None:
+    from alpineagents import loop
+
+    reviewer = Agent(FakeModel(["Fine."]), reporter=None)  # no budget of its own: it spends the run's State's
+
+    @loop(until=[], limit=3)
+    def think_and_review(agent: Agent, state: State) -> None:
+        agent.think(state)
+        assert reviewer.ask(state, "Is it fine?") == "Fine."
+
+    model = FakeModel(["Thought.", "More."])
+    agent = Agent(model, reporter=None, budget=Budget(requests=3), loop=think_and_review)
+    state = _task()
+    with pytest.raises(ValueError, match=r"ask\(\) was not sent") as caught:
+        agent.run(state)
+    assert f"State {state.id!r}" in str(caught.value)
+    assert len(model.requests) == 2 and len(reviewer.model.requests) == 1  # type: ignore[attr-defined]
+    assert state.usage.requests == 3  # within the budget: the second review was not sent

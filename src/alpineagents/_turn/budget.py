@@ -1,5 +1,6 @@
-"""The budget rule of a run: before each model request, and before a turn's tool calls run, what they may take is
-reserved against every budget that applies; a step that would pass one is not taken, and the run waits.
+"""The budget rule of a run: before each model request (a ``think``, a model compaction, an ``ask``), and before a
+turn's tool calls run, what they may take is reserved against every budget that applies; a step that would pass one
+is not taken, and the run waits (an ``ask``, which must return an answer, fails instead).
 
 A run of an Agent with ``budget=`` opens a ``BudgetGuard`` on its State (the owner); its subagent runs inherit the
 guards of the runs above, and add their own when their Agent has a budget too. A guard counts, under its lock:
@@ -24,15 +25,16 @@ from typing import TYPE_CHECKING
 from alpineagents._history.budget import RAN, budget_wait_record, live_usage, raised, spend_of, tool_calls_ran
 from alpineagents._tokens import context_tokens, estimate_overhead_tokens
 from alpineagents._turn.context import active_context
-from alpineagents._values.budget import LIMITS, Budget, Spend, StoppedForBudget
+from alpineagents._values.budget import LIMITS, Budget, Spend, StoppedForBudget, shown
 from alpineagents.errors import fix_message
 from alpineagents.types import ToolResultEntry
 
 if TYPE_CHECKING:
     from alpineagents._turn.context import RunContext
     from alpineagents._turn.seams import AgentSeam
+    from alpineagents.models.base import Model
     from alpineagents.state import State
-    from alpineagents.types import HistoryEntry, ToolSpec
+    from alpineagents.types import HistoryEntry, Request
 
 __all__ = [
     "BudgetGuard",
@@ -133,12 +135,11 @@ def open_budget(agent: AgentSeam, state: State, context: RunContext) -> None:
     context.budgets = (*context.budgets, guard)
 
 
-def request_needs(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -> Spend:
-    """The estimate of the next request of ``agent`` on ``state`` showing ``specs``: its input tokens plus the
-    largest output it may produce, priced when the model has prices."""
-    model = agent._model
-    overhead = estimate_overhead_tokens(agent._system, specs)
-    input_tokens = context_tokens(state.messages, overhead)
+def request_needs(model: Model, request: Request) -> Spend:
+    """The estimate of `request` to `model`: its input tokens (messages, system prompt and tools) plus the largest
+    output it may produce, priced when the model has prices."""
+    overhead = estimate_overhead_tokens(request.system, request.tools)
+    input_tokens = context_tokens(request.messages, overhead)
     output = model.max_tokens if model.max_tokens else max(model.context_window - input_tokens, 1)
     price = model.price
     usd: float | None = None
@@ -149,13 +150,20 @@ def request_needs(agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...]) -
 
 
 def budget_guards(agent: AgentSeam, state: State) -> tuple[BudgetGuard, ...]:
-    """The budget guards of the run `agent`'s call on `state` belongs to (none outside a run)."""
+    """The budget guards of the run `agent`'s call on `state` belongs to: its run's, else, when `state` is being
+    run (another Agent, such as a reviewer, sends a request on the run's State from its loop), the guards of that
+    run, whose State pays for the request; none outside a run."""
     context = active_context(agent, state)
+    if context is None and state._running:
+        context = state._run_context
     return context.budgets if context is not None else ()
 
 
-def _reserve(state: State, guards: tuple[BudgetGuard, ...], needs: Spend) -> list[BudgetGuard] | None:
-    """Reserve ``needs`` on every guard, or record the wait of the first one it would pass and return None."""
+def _reserve(
+    guards: tuple[BudgetGuard, ...], needs: Spend
+) -> tuple[list[BudgetGuard], tuple[BudgetGuard, StoppedForBudget] | None]:
+    """Reserve ``needs`` on every guard: the guards reserved and None, or nothing reserved and the first guard it
+    would pass with its stop."""
     taken: list[BudgetGuard] = []
     for guard in guards:
         if needs.usd is None and guard.budget.usd is not None and needs.requests:
@@ -166,25 +174,44 @@ def _reserve(state: State, guards: tuple[BudgetGuard, ...], needs: Spend) -> lis
         if stopped is not None:
             for done in taken:
                 done.give_back(needs)
-            state._hold_for_budget(stopped, guard.budget, guard.spent())
-            return None
+            return [], (guard, stopped)
         taken.append(guard)
-    return taken
+    return taken, None
+
+
+def _ask_passes(guard: BudgetGuard, stopped: StoppedForBudget) -> ValueError:
+    limit = stopped.limit
+    return ValueError(
+        fix_message(
+            f"ask() was not sent: its request needs about {shown(limit, stopped.needed)}, and only "
+            f"{shown(limit, stopped.left)} of the budget of State {guard.owner.id!r} "
+            f"({shown(limit, getattr(guard.budget, limit))}) is left. An answer cannot wait for a raise",
+            "give the Agent a bigger budget and run the State again (the work done so far is kept), or ask less often",
+            f"agent = agent.copy(budget=Budget({limit}=...))",
+        )
+    )
 
 
 def reserve_request(
-    agent: AgentSeam, state: State, specs: tuple[ToolSpec, ...], guards: tuple[BudgetGuard, ...]
+    agent: AgentSeam, state: State, request: Request, guards: tuple[BudgetGuard, ...], *, wait: bool = True
 ) -> tuple[list[BudgetGuard], Spend] | None:
-    """Before a model request: reserve its estimate on `guards`. Returns what to give back once the reply is
-    recorded, or None when the request would pass a budget: its wait and the stop are recorded, and the request
-    must not be sent."""
-    needs = request_needs(agent, state, specs)
-    taken = _reserve(state, guards, needs)
-    if taken is None:
-        return None
-    if state.stopped is not None and type(state.stopped) is StoppedForBudget:
-        state._clear_stop()  # it went on: the wait is over
-    return taken, needs
+    """Before a model request of a run (a think, a compaction, an ask): reserve the estimate of `request` to the
+    Agent's model on `guards`. Returns what to give back once the reply is recorded, or None when the request must
+    not be sent: it would pass a budget (its wait and the stop are recorded), or the State already waits for a
+    raise in this run (nothing goes out before one). With ``wait=False`` (an ``ask``, which must return an answer)
+    a request that would pass a budget raises the ``ValueError`` that says so instead, and nothing is recorded.
+    """
+    if wait and type(state.stopped) is StoppedForBudget:
+        return None  # a step of this run already waits for a raise: the next request waits with it
+    needs = request_needs(agent._model, request)
+    taken, passed = _reserve(guards, needs)
+    if passed is None:
+        return taken, needs
+    guard, stopped = passed
+    if not wait:
+        raise _ask_passes(guard, stopped)
+    state._hold_for_budget(stopped, guard.budget, guard.spent())
+    return None
 
 
 def release(reserved: tuple[list[BudgetGuard], Spend]) -> None:
@@ -198,8 +225,10 @@ def reserve_tool_calls(state: State, guards: tuple[BudgetGuard, ...]) -> tuple[l
     """Before a turn's pending calls run: reserve one tool call each on the run's `guards`, or (None) record the
     wait of the budget they would pass; then none of them runs."""
     needs = Spend(0.0, 0, 0, len(state.pending_calls))
-    taken = _reserve(state, guards, needs)
-    if taken is None:
+    taken, passed = _reserve(guards, needs)
+    if passed is not None:
+        guard, stopped = passed
+        state._hold_for_budget(stopped, guard.budget, guard.spent())
         return None
     if type(state.stopped) is StoppedForBudget:
         state._clear_stop()

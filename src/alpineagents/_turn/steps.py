@@ -18,14 +18,16 @@ from alpineagents._turn.driver import Action, Steps, save, save_after_error
 from alpineagents._turn.sent import request_input
 from alpineagents._values.construct import maker
 from alpineagents.errors import CutOffError, OutputError, fix_message
-from alpineagents.models.base import OnStream
+from alpineagents.models.base import Model, OnStream
 from alpineagents.types import Message, ModelEvent, Reply, Request, Usage
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
+    from alpineagents._turn.budget import BudgetGuard
     from alpineagents._turn.seams import AgentSeam, AnswerFormat, Feed
-    from alpineagents.models.base import Model, OnEvent
+    from alpineagents._values.budget import Spend
+    from alpineagents.models.base import OnEvent
     from alpineagents.reporter import Reporter
     from alpineagents.state import State
     from alpineagents.store import Store
@@ -186,7 +188,7 @@ def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> 
     reserved = None
     guards = budget_guards(agent, state)
     if guards:  # the request's estimate is reserved on the run's budgets, and given back once it is answered
-        reserved = reserve_request(agent, state, specs, guards)
+        reserved = reserve_request(agent, state, Request(agent._system, state.messages, specs), guards)
         if reserved is None:  # it would pass a budget: the run waits for a raise (recorded), nothing is sent
             if store is not None:
                 yield save(store, state)
@@ -278,7 +280,9 @@ def _empty_summary() -> OutputError:
 
 def compact_steps(agent: AgentSeam, state: State, instructions: str | None) -> Steps:
     """Replace the messages with the first user message and a model-written summary; save at the end (also
-    after a failure). An empty summary is an `OutputError` and leaves the messages unchanged."""
+    after a failure). An empty summary is an `OutputError` and leaves the messages unchanged. In a run with a
+    budget, the summary request's estimate is reserved first; one that would pass the budget is not sent: the
+    run waits for a raise before compacting (the wait is recorded and saved, the messages are unchanged)."""
     connect = _connect(agent)
     if connect is not None:
         yield connect
@@ -286,9 +290,19 @@ def compact_steps(agent: AgentSeam, state: State, instructions: str | None) -> S
     _link(state, agent)
     state._begin_compact()
     model = agent._model
+    reserved = None
     try:
-        request = model.mark_cache(Request(agent._system, state.messages, agent._specs, tool_choice="none"))
-        reply = yield (_compact, _acompact, (model, request, instructions, event_recorder(state, reporter)))
+        request = Request(agent._system, state.messages, agent._specs, tool_choice="none")
+        guards = budget_guards(agent, state)
+        if guards:  # the summary request is reserved on the run's budgets, and given back once it is answered
+            reserved = reserve_request(agent, state, Model._summary_request(request, instructions), guards)
+            if reserved is None:  # it would pass a budget: the run waits for a raise (recorded), nothing is sent
+                state._end_compact()
+                if store is not None:
+                    yield save(store, state)
+                return
+        on_event = event_recorder(state, reporter)
+        reply = yield (_compact, _acompact, (model, model.mark_cache(request), instructions, on_event))
         summary = reply.text.strip()
         if not summary:
             raise _empty_summary()
@@ -299,6 +313,9 @@ def compact_steps(agent: AgentSeam, state: State, instructions: str | None) -> S
         state._end_compact()
         yield from save_after_error(store, state, error)
         raise
+    finally:
+        if reserved is not None:
+            release(reserved)
     state._end_compact()
     if store is not None:
         yield save(store, state)
@@ -333,12 +350,18 @@ def ask_steps(agent: AgentSeam, state: State, prompt: str, answers: AnswerFormat
     found = False
     value: Any = None
     last_error: ValueError | None = None
+    guards = budget_guards(agent, state)
+    reserved: list[tuple[list[BudgetGuard], Spend]] = []  # given back once the ask (and its usage) is recorded
     try:
         for _ in range(retries + 1):
-            request = model.mark_cache(Request(agent._system, tuple(messages), agent._specs, tool_choice="none"))
+            request = Request(agent._system, tuple(messages), agent._specs, tool_choice="none")
+            if guards:  # in a run with a budget: reserved first, and one that would pass it is not sent
+                taken = reserve_request(agent, state, request, guards, wait=False)
+                assert taken is not None  # wait=False: it raises instead
+                reserved.append(taken)
             if reporter is not None:
                 reporter.on_think_start(state)
-            reply = yield _ask_model(model, request, _text_callback(reporter, state), on_event)
+            reply = yield _ask_model(model, model.mark_cache(request), _text_callback(reporter, state), on_event)
             replied = True
             total = total + reply.usage
             if reporter is not None:
@@ -360,7 +383,11 @@ def ask_steps(agent: AgentSeam, state: State, prompt: str, answers: AnswerFormat
         if replied:
             state._record_ask(prompt, None, total)
         raise
-    state._record_ask(prompt, value if found else None, total)
+    else:
+        state._record_ask(prompt, value if found else None, total)
+    finally:
+        for taken in reserved:
+            release(taken)
     if found:
         return value
     raise _no_fit(method, retries + 1, answers, last_error) from last_error
