@@ -107,4 +107,6 @@ What the lines above mean (the default reporter, the Terminal, printed them as t
 
 
 if __name__ == "__main__":
+    # Keep each request's system prompt and tool specs (and an error's stack) for `alpineagents view`.
+    os.environ.setdefault("ALPINEAGENTS_RECORD", "all")
     main()
