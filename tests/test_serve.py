@@ -19,7 +19,7 @@ import pytest
 
 from alpineagents import FileStore, SQLiteStore, serve
 from alpineagents.serve.guard import host_name
-from helpers.serve_agents import WAIT, chat_agent, free_port, serving
+from helpers.serve_agents import THOUGHT, WAIT, chat_agent, free_port, serving, thinker
 
 TESTS = Path(__file__).resolve().parent
 
@@ -371,3 +371,72 @@ def test_an_ag_ui_client_gets_no_system_prompt_tool_specs_or_stack_of_the_server
     requests = [item for item in sent if item.get("name") == "alpineagents.model_request"]
     assert requests and all(set(item["value"]) == {"seq", "kind", "turn", "at", "content"} for item in requests)
     assert "tools_sha256" not in text and "input_schema" not in text and "Traceback" not in text
+
+
+def pieces_of(dialect: str, datas: list[str]) -> tuple[str, str, list[str]]:
+    """The thinking and the arguments (of the one call) a stream in `dialect` carries as pieces, joined, and the
+    types of its events about thinking and calls, in order."""
+    sent = [json.loads(data) for data in datas if data != "[DONE]"]
+    kinds = {
+        "native": ("ThinkingDelta", "text", "ToolCallArgsDelta", "delta"),
+        "agui": ("REASONING_MESSAGE_CONTENT", "delta", "TOOL_CALL_ARGS", "delta"),
+        "vercel": ("reasoning-delta", "delta", "tool-input-delta", "inputTextDelta"),
+    }[dialect]
+    thinking = "".join(item[kinds[1]] for item in sent if item["type"] == kinds[0])
+    arguments = "".join(item[kinds[3]] for item in sent if item["type"] == kinds[2])
+    marks = ("Thinking", "ToolCall", "REASONING", "TOOL_CALL", "reasoning", "tool-input")
+    return thinking, arguments, [item["type"] for item in sent if item["type"].startswith(marks)]
+
+
+@pytest.mark.parametrize("dialect", ["native", "agui", "vercel"])
+def test_thinking_and_arguments_stream_live_in_every_dialect_and_a_replay_has_them_whole(
+    store: FileStore, dialect: str
+) -> None:
+    with serving(serve.app(thinker(delay=0.03), store=store)) as url, client(url) as http:
+        run = http.post("/api/runs", json={"prompt": "what is 4 + 5?"}).json()
+        path = f"/api/runs/{run['id']}/events"
+        live = [data for _, data in events(http.get(path, params={"dialect": dialect, "after": run["after"]}).text)]
+        thinking, arguments, kinds = pieces_of(dialect, live)
+        assert thinking == THOUGHT
+        assert json.loads(arguments) == {"a": 4, "b": 5}
+        if dialect == "agui":
+            assert kinds[:3] == ["REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT"]
+            assert kinds[-3:] == ["TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+            assert kinds.count("TOOL_CALL_START") == kinds.count("TOOL_CALL_END") == 1
+            assert kinds.count("REASONING_END") == 1
+        elif dialect == "vercel":
+            assert kinds[0] == "reasoning-start" and kinds.count("reasoning-end") == 1
+            assert kinds.count("tool-input-start") == 1 and kinds.index("tool-input-start") < kinds.index(
+                "tool-input-delta"
+            )
+            assert kinds[-2:] == ["tool-input-delta", "tool-input-available"]
+        else:
+            assert kinds.index("ToolCallArgsDelta") < kinds.index("ToolCallStarted")
+        replay = [data for _, data in events(http.get(path, params={"dialect": dialect, "after": run["after"]}).text)]
+        thinking, arguments, _ = pieces_of(dialect, replay)
+        assert thinking == ""  # thinking is live only: the reply keeps it in its provider's form
+        assert (json.loads(arguments) if arguments else None) == ({"a": 4, "b": 5} if dialect == "agui" else None)
+
+
+@pytest.mark.parametrize("dialect", ["native", "agui", "vercel"])
+def test_a_stream_cut_in_the_thinking_resumes_with_no_gap_and_no_repeat(store: FileStore, dialect: str) -> None:
+    with serving(serve.app(thinker(delay=0.05), store=store)) as url, client(url) as http:
+        run = http.post("/api/runs", json={"prompt": "what is 4 + 5?"}).json()
+        path = f"/api/runs/{run['id']}/events"
+        first: list[tuple[str | None, str]] = []
+        with http.stream("GET", path, params={"dialect": dialect, "after": run["after"]}) as response:
+            buffer = ""
+            for chunk in response.iter_text():
+                buffer += chunk
+                done = events(buffer.rsplit("\n\n", 1)[0] + "\n\n") if "\n\n" in buffer else []
+                if pieces_of(dialect, [data for _, data in done])[0].count(" ") >= 3:
+                    first = done
+                    break
+        cut = max(index for index, (event_id, _) in enumerate(first) if event_id)
+        last_id = first[cut][0]
+        assert last_id is not None and last_id.count(".") == 2  # cut in the thinking of a reply being written
+        rest = events(http.get(path, params={"dialect": dialect}, headers={"Last-Event-ID": last_id}).text)
+        before = pieces_of(dialect, [data for _, data in first[: cut + 1]])
+        after = pieces_of(dialect, [data for _, data in rest])
+        assert before[0] + after[0] == THOUGHT
+        assert json.loads(before[1] + after[1]) == {"a": 4, "b": 5}

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from alpineagents import SQLiteStore, serve
-from helpers.serve_agents import WAIT, approving, chat_agent, serving
+from helpers.serve_agents import THOUGHT, WAIT, approving, chat_agent, serving, thinker
 from test_serve import cli_serve, wait_listening
 
 TESTS = Path(__file__).resolve().parent
@@ -118,6 +118,29 @@ def test_ai_sdk_client_reads_the_ui_message_stream(node: Path, base: str, store:
     again = run_node(node, "vercel_client.mjs", f"{base}/vercel", chat, "and now?")
     assert [p["text"] for p in again["last"]["parts"] if p["type"] == "text"] == [f"{TWENTY} you said and now?"]
     assert again["snapshots"] > 5  # the text came in pieces
+
+
+def test_agui_and_ai_sdk_clients_read_streamed_thinking_and_arguments(node: Path, store: SQLiteStore) -> None:
+    with serving(serve.app(thinker(delay=0.01), store=store)) as base:
+        seen = run_node(node, "agui_client.mjs", f"{base}/agui", "t-" + uuid.uuid4().hex[:8], "4 + 5?", "again")
+        chat = run_node(node, "vercel_client.mjs", f"{base}/vercel", "c-" + uuid.uuid4().hex[:8], "4 + 5?")
+    assert seen["errors"] == []
+    types = seen["seen"]
+    assert types.count("REASONING_MESSAGE_CONTENT") > 3 and types.count("TOOL_CALL_ARGS") > 3  # in pieces
+    messages = seen["messages"]
+    assert [m["content"] for m in messages if m["role"] == "reasoning"] == [THOUGHT, THOUGHT]
+    calls = [call for m in messages if m["role"] == "assistant" for call in m.get("toolCalls") or []]
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls] == [
+        ("add", {"a": 4, "b": 5}),
+        ("add", {"a": 4, "b": 5}),
+    ]
+    assert [m["content"] for m in messages if m["role"] == "tool"] == ["9", "9"]
+    assert chat["errors"] == []
+    parts = chat["last"]["parts"]
+    assert [p["text"] for p in parts if p["type"] == "reasoning"] == [THOUGHT]
+    tools = [p for p in parts if p["type"] == "tool-add"]
+    assert [(t["state"], t["input"], t["output"]) for t in tools] == [("output-available", {"a": 4, "b": 5}, "9")]
+    assert [p["text"] for p in parts if p["type"] == "text"] == ["Adding.", "It is 9."]
 
 
 # --- MCP -----------------------------------------------------------------------------------------------------

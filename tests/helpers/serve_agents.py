@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -14,8 +15,9 @@ from typing import Any
 import uvicorn
 
 from alpineagents import Agent, tool
+from alpineagents.models.base import OnStream
 from alpineagents.testing import FakeModel, tool_call
-from alpineagents.types import Reply, Request, ToolResultBlock, result_text
+from alpineagents.types import RawBlock, Reply, Request, TextBlock, ToolCall, ToolResultBlock, result_text
 
 WAIT = 20.0
 
@@ -37,6 +39,58 @@ class Streaming(FakeModel):
                     time.sleep(self.delay)
                 on_text(word if index == len(words) - 1 else word + " ")
         return reply
+
+
+THOUGHT = "Four and five make nine, so I add them."
+"""What `thinker` thinks before it calls add(a=4, b=5)."""
+
+
+class Thinking(FakeModel):
+    """A FakeModel that streams, word by word `delay` seconds apart, the thinking of each reply (its `RawBlock`
+    holding `"thinking"`), its text, and its tool calls' arguments in pieces of three characters, as a live
+    stream asks (an `OnStream`)."""
+
+    def __init__(self, replies: Any, *, delay: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(replies, **kwargs)
+        self.delay = delay
+
+    def respond(self, request: Request, on_text: Any = None, on_event: Any = None) -> Reply:
+        reply = super().respond(request, None, on_event)
+        if not isinstance(on_text, OnStream):
+            return reply
+        for block in reply.message.content:
+            if isinstance(block, RawBlock) and isinstance(block.data.get("thinking"), str):
+                for word in _pieces_of(block.data["thinking"], " "):
+                    time.sleep(self.delay)
+                    on_text.thinking(word)
+            elif isinstance(block, TextBlock):
+                for word in _pieces_of(block.text, " "):
+                    time.sleep(self.delay)
+                    on_text(word)
+            elif isinstance(block, ToolCall):
+                text = json.dumps(dict(block.args))
+                on_text.tool_args(block.id, block.name, "")
+                for start in range(0, len(text), 3):
+                    time.sleep(self.delay)
+                    on_text.tool_args(block.id, block.name, text[start : start + 3])
+        return reply
+
+
+def _pieces_of(text: str, sep: str) -> list[str]:
+    words = text.split(sep)
+    return [word if index == len(words) - 1 else word + sep for index, word in enumerate(words)]
+
+
+def thinker(delay: float = 0.02) -> Agent:
+    """An Agent whose model thinks `THOUGHT`, says "Adding." and calls add(a=4, b=5), then answers "It is 9.", all
+    streamed by `Thinking` (each request is answered this way)."""
+
+    def reply(request: Request) -> Any:
+        if _has_results(request):
+            return "It is 9."
+        return [RawBlock("fake", {"thinking": THOUGHT}), "Adding.", tool_call("add", a=4, b=5)]
+
+    return Agent(Thinking(reply_forever(reply), delay=delay), tools=[add], reporter=None, human=None)
 
 
 @tool

@@ -4,8 +4,9 @@ JSON form, plus the text deltas of the reply being written).
 
 Each `Encoder` turns the items of `feed.items` into SSE frames. Every frame that ends an item carries the item's
 cursor as its event id, so that `Last-Event-ID` picks the stream up after it. The rules shared by the dialects are
-written once in `Encoder`: which reply a text belongs to, when a text part opens and closes (a stream picked up in
-the middle of a reply opens it again), and the order of a reply's text and tool calls.
+written once in `Encoder`: which reply a text belongs to, when a part (text, thinking, a call whose arguments
+stream) opens and closes (a stream picked up in the middle of a reply opens it again), and the order of a reply's
+text and tool calls.
 """
 
 from __future__ import annotations
@@ -16,8 +17,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from alpineagents._serial import entry_to_dict
-from alpineagents.events import ApprovalNeeded, Event, RunEnded, TextDelta, entry_events
-from alpineagents.serve.feed import End, Entry, Item, Text
+from alpineagents.events import (
+    ApprovalNeeded,
+    Event,
+    RunEnded,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArgsDelta,
+    entry_events,
+)
+from alpineagents.serve.feed import End, Entry, Item, Piece, Text
 from alpineagents.serve.wire import plain
 from alpineagents.types import (
     ErrorEntry,
@@ -66,11 +75,15 @@ class Encoder:
         self.state_id = state_id
         self.run_id = run_id
         self.path = (state_id,)
-        self.open_text: str | None = None  # the id of the text part open now
+        self.open: tuple[str, str] | None = None  # the part open now: ("text" | "thinking" | "call", its id)
+        self.started: set[str] = set()  # the calls whose arguments this stream has begun to send
         self.calls: dict[str, ToolCall] = {}  # the calls of the latest reply, by id (approval records name them)
 
     def text_id(self, request: int) -> str:
         return f"{self.state_id}-{request}"
+
+    def thinking_id(self, request: int) -> str:
+        return f"{self.state_id}-{request}-thinking"
 
     def frames(self, item: Item) -> Iterator[Frame]:
         """The frames of one item; the last one carries the item's cursor."""
@@ -83,11 +96,21 @@ class Encoder:
 
     def _frames(self, item: Item) -> Iterator[Frame]:
         if isinstance(item, Text):
-            yield from self._open(self.text_id(item.request))
-            yield self.text_delta(self.open_text or "", item.delta)
+            text_id = self.text_id(item.request)
+            yield from self._open("text", text_id)
+            yield self.text_delta(text_id, item.delta)
+        elif isinstance(item, Piece) and item.call_id is None:
+            thinking_id = self.thinking_id(item.request)
+            yield from self._open("thinking", thinking_id)
+            yield self.thinking_delta(thinking_id, item.delta)
+        elif isinstance(item, Piece) and item.call_id is not None:
+            yield from self._open("call", item.call_id, item.name, self.text_id(item.request))
+            self.started.add(item.call_id)
+            if item.delta:
+                yield self.args_delta(item.call_id, item.delta)
         elif isinstance(item, Entry):
             yield from self.entry(item)
-        else:
+        elif isinstance(item, End):
             yield from self._close()
             yield from self.finish(item)
 
@@ -98,11 +121,15 @@ class Encoder:
             text = entry.content.message.text[item.skip :]
             text_id = self.text_id(item.request)
             if text:
-                yield from self._open(text_id)
+                yield from self._open("text", text_id)
                 yield self.text_delta(text_id, text)
             yield from self._close()
             for call in entry.content.message.tool_calls:
-                yield from self.tool_call(call, text_id)
+                if call.id in self.started:
+                    yield from self.args_done(call)
+                else:
+                    yield from self.tool_call(call, text_id, item.streamed)
+            self.started.clear()
             yield from self.reply_end(entry)
         elif isinstance(entry, (ModelRequestEntry, ErrorEntry)):
             yield from self._close()
@@ -122,16 +149,26 @@ class Encoder:
                 return event.waiting
         return None
 
-    def _open(self, text_id: str) -> Iterator[Frame]:
-        if self.open_text != text_id:
+    def _open(self, kind: str, part_id: str, name: str = "", parent: str = "") -> Iterator[Frame]:
+        if self.open != (kind, part_id):
             yield from self._close()
-            self.open_text = text_id
-            yield self.text_start(text_id)
+            self.open = (kind, part_id)
+            if kind == "text":
+                yield self.text_start(part_id)
+            elif kind == "thinking":
+                yield from self.thinking_start(part_id)
+            elif part_id not in self.started:
+                yield from self.args_start(part_id, name, parent)
 
     def _close(self) -> Iterator[Frame]:
-        if self.open_text is not None:
-            text_id, self.open_text = self.open_text, None
-            yield self.text_end(text_id)
+        if self.open is not None:
+            (kind, part_id), self.open = self.open, None
+            if kind == "text":
+                yield self.text_end(part_id)
+            elif kind == "thinking":
+                yield from self.thinking_end(part_id)
+            else:
+                yield from self.args_end(part_id)
 
     # what a dialect writes
     def begin(self) -> Iterator[Frame]:
@@ -146,7 +183,33 @@ class Encoder:
     def text_end(self, text_id: str) -> Frame:
         raise NotImplementedError
 
-    def tool_call(self, call: ToolCall, text_id: str) -> Iterator[Frame]:
+    def thinking_start(self, thinking_id: str) -> Iterator[Frame]:
+        return iter(())
+
+    def thinking_delta(self, thinking_id: str, delta: str) -> Frame:
+        raise NotImplementedError
+
+    def thinking_end(self, thinking_id: str) -> Iterator[Frame]:
+        return iter(())
+
+    def args_start(self, call_id: str, name: str, text_id: str) -> Iterator[Frame]:
+        """A call whose arguments stream begins (`text_id`: the text part of its reply)."""
+        return iter(())
+
+    def args_delta(self, call_id: str, delta: str) -> Frame:
+        raise NotImplementedError
+
+    def args_end(self, call_id: str) -> Iterator[Frame]:
+        """The arguments of a call were all sent (another part began)."""
+        return iter(())
+
+    def args_done(self, call: ToolCall) -> Iterator[Frame]:
+        """A call whose arguments this stream sent as pieces is recorded, with them parsed."""
+        return iter(())
+
+    def tool_call(self, call: ToolCall, text_id: str, streamed: frozenset[str]) -> Iterator[Frame]:
+        """A recorded call whose arguments this stream did not send as pieces (`streamed`: the calls the reader
+        has the pieces of from an earlier stream)."""
         return iter(())
 
     def reply_end(self, entry: ModelReplyEntry) -> Iterator[Frame]:
@@ -171,7 +234,8 @@ class Encoder:
 
 class Native(Encoder):
     """This library's own events (`alpineagents.events`) in their JSON form (`serve.wire`): the events of each
-    history entry, `TextDelta` while a reply is written, and `RunEnded` last. Each event's `position` is its
+    history entry, `TextDelta`, `ThinkingDelta` and `ToolCallArgsDelta` while a reply is written, and `RunEnded`
+    last. Each event's `position` is its
     place in the history, as `agent.stream` gives it."""
 
     name = "native"
@@ -183,6 +247,12 @@ class Native(Encoder):
         if isinstance(item, Text):
             where = {"state_id": self.state_id, "path": self.path, "position": item.cursor.entries - 1}
             yield self._event(TextDelta(text=item.delta, **where))
+        elif isinstance(item, Piece):
+            where = {"state_id": self.state_id, "path": self.path, "position": item.cursor.entries - 1}
+            if item.call_id is None:
+                yield self._event(ThinkingDelta(text=item.delta, **where))
+            else:
+                yield self._event(ToolCallArgsDelta(call_id=item.call_id, name=item.name, delta=item.delta, **where))
         elif isinstance(item, Entry):
             entry = item.entry
             where = {"state_id": self.state_id, "path": self.path, "position": item.position}
@@ -230,13 +300,35 @@ class AGUI(Encoder):
     def text_end(self, text_id: str) -> Frame:
         return self._frame(self.core.TextMessageEndEvent(message_id=text_id))
 
-    def tool_call(self, call: ToolCall, text_id: str) -> Iterator[Frame]:
+    def thinking_start(self, thinking_id: str) -> Iterator[Frame]:
         core = self.core
+        yield self._frame(core.ReasoningStartEvent(message_id=thinking_id))
+        yield self._frame(core.ReasoningMessageStartEvent(message_id=thinking_id, role="reasoning"))
+
+    def thinking_delta(self, thinking_id: str, delta: str) -> Frame:
+        return self._frame(self.core.ReasoningMessageContentEvent(message_id=thinking_id, delta=delta))
+
+    def thinking_end(self, thinking_id: str) -> Iterator[Frame]:
+        core = self.core
+        yield self._frame(core.ReasoningMessageEndEvent(message_id=thinking_id))
+        yield self._frame(core.ReasoningEndEvent(message_id=thinking_id))
+
+    def args_start(self, call_id: str, name: str, text_id: str) -> Iterator[Frame]:
         yield self._frame(
-            core.ToolCallStartEvent(tool_call_id=call.id, tool_call_name=call.name, parent_message_id=text_id)
+            self.core.ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name, parent_message_id=text_id)
         )
-        yield self._frame(core.ToolCallArgsEvent(tool_call_id=call.id, delta=_json(dict(call.args))))
-        yield self._frame(core.ToolCallEndEvent(tool_call_id=call.id))
+
+    def args_delta(self, call_id: str, delta: str) -> Frame:
+        return self._frame(self.core.ToolCallArgsEvent(tool_call_id=call_id, delta=delta))
+
+    def args_end(self, call_id: str) -> Iterator[Frame]:
+        yield self._frame(self.core.ToolCallEndEvent(tool_call_id=call_id))
+
+    def tool_call(self, call: ToolCall, text_id: str, streamed: frozenset[str]) -> Iterator[Frame]:
+        yield from self.args_start(call.id, call.name, text_id)
+        if call.id not in streamed:  # a reader that has its arguments' pieces from an earlier stream gets none
+            yield self.args_delta(call.id, _json(dict(call.args)))
+        yield from self.args_end(call.id)
 
     def tool_result(self, entry: ToolResultEntry) -> Iterator[Frame]:
         yield self._frame(
@@ -300,14 +392,32 @@ class Vercel(Encoder):
         super().__init__(state_id, run_id)
         self.announced: set[str] = set()  # the calls this stream has shown (a tool part needs its call first)
 
-    def tool_call(self, call: ToolCall, text_id: str) -> Iterator[Frame]:
-        self.announced.add(call.id)
-        yield Frame(_json({"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name}))
+    def thinking_start(self, thinking_id: str) -> Iterator[Frame]:
+        yield Frame(_json({"type": "reasoning-start", "id": thinking_id}))
+
+    def thinking_delta(self, thinking_id: str, delta: str) -> Frame:
+        return Frame(_json({"type": "reasoning-delta", "id": thinking_id, "delta": delta}))
+
+    def thinking_end(self, thinking_id: str) -> Iterator[Frame]:
+        yield Frame(_json({"type": "reasoning-end", "id": thinking_id}))
+
+    def args_start(self, call_id: str, name: str, text_id: str) -> Iterator[Frame]:
+        self.announced.add(call_id)
+        yield Frame(_json({"type": "tool-input-start", "toolCallId": call_id, "toolName": name}))
+
+    def args_delta(self, call_id: str, delta: str) -> Frame:
+        return Frame(_json({"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": delta}))
+
+    def args_done(self, call: ToolCall) -> Iterator[Frame]:
         yield Frame(
             _json(
                 {"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name, "input": dict(call.args)}
             )
         )
+
+    def tool_call(self, call: ToolCall, text_id: str, streamed: frozenset[str] = frozenset()) -> Iterator[Frame]:
+        yield from self.args_start(call.id, call.name, text_id)
+        yield from self.args_done(call)
 
     def reply_end(self, entry: ModelReplyEntry) -> Iterator[Frame]:
         yield Frame(_json({"type": "finish-step"}))
@@ -318,7 +428,7 @@ class Vercel(Encoder):
 
     def tool_result(self, entry: ToolResultEntry) -> Iterator[Frame]:
         if entry.call.id not in self.announced:  # a stream that begins after the call (an approval, a resume)
-            yield from self.tool_call(entry.call, "")
+            yield from self.tool_call(entry.call, "", frozenset())
         text = result_text(entry.content)
         if entry.outcome == ToolOutcomeKind.DONE:
             yield Frame(_json({"type": "tool-output-available", "toolCallId": entry.call.id, "output": text}))

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from alpineagents.serve.feed import End, end_of
+from alpineagents.serve.feed import End, Writing, end_of
 from alpineagents.state import State
 from alpineagents.store import Store
 from alpineagents.types import HistoryEntry
@@ -50,7 +50,7 @@ class Queued:
     def entries(self) -> Sequence[HistoryEntry]:
         return self._entries
 
-    def writing(self) -> tuple[int, str] | None:
+    def writing(self) -> Writing | None:
         return None
 
     def running(self) -> bool:

@@ -18,9 +18,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from alpineagents.agent import Agent
-from alpineagents.events import ErrorRecorded, ReplyEnded, RequestSent, RunEnded, RunStarted, StreamEvent, TextDelta
+from alpineagents.events import (
+    ErrorRecorded,
+    RequestSent,
+    RunEnded,
+    RunStarted,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArgsDelta,
+)
 from alpineagents.serve.errors import ApiError, not_found, running
-from alpineagents.serve.feed import End, end_of
+from alpineagents.serve.feed import End, Writing, Written, end_of
 from alpineagents.serve.queued import Queued
 from alpineagents.state import State
 from alpineagents.store import StateLockedError, Store
@@ -45,28 +54,39 @@ class Live:
         self.began = False
         self.done = False
         self._changed = asyncio.Event()
-        self._writing: tuple[int, str] | None = None
+        self._writing: Writing | None = None
+        self._seen = len(state.history)  # the history entries whose events the run's stream has given
 
     def seen(self, event: StreamEvent) -> None:
         """Take in one event of the run's stream (subagents' events only wake the readers)."""
         if self.began and not self.started.is_set():
             self.started.set()  # the event after RunStarted: the run_start entry is saved by now
         if len(event.path) == 1:
+            self._seen = max(self._seen, event.position + 1)
             if isinstance(event, RunStarted) and not self.began:
                 self.began = True
             elif isinstance(event, RequestSent):
-                self._writing = (event.position, "")
+                self._writing = Writing(event.position, ())
             elif isinstance(event, TextDelta):
-                self._add_text(event)
-            elif isinstance(event, (ReplyEnded, ErrorRecorded, RunEnded)):
-                self._writing = None
+                self._add(event, Written("text", event.text))
+            elif isinstance(event, ThinkingDelta):
+                self._add(event, Written("thinking", event.text))
+            elif isinstance(event, ToolCallArgsDelta):
+                self._add(event, Written("args", event.delta, event.call_id, event.name))
+            elif isinstance(event, ErrorRecorded) or (isinstance(event, RunEnded) and not self._answered()):
+                self._writing = None  # what was streamed of a reply that was never recorded is not shown
         self.wake()
 
-    def _add_text(self, event: TextDelta) -> None:
+    def _answered(self) -> bool:
+        writing = self._writing
+        later = self.state.history[writing.request + 1 :] if writing is not None else ()
+        return any(isinstance(entry, ModelReplyEntry) for entry in later)
+
+    def _add(self, event: StreamEvent, piece: Written) -> None:
         writing = self._writing
         if writing is None or isinstance(self.state.history[event.position], ModelReplyEntry):
             return  # the whole text of a reply that did not stream: the reply's entry carries it
-        self._writing = (writing[0], writing[1] + event.text)
+        self._writing = Writing(writing.request, (*writing.pieces, piece))
 
     def wake(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
@@ -74,9 +94,12 @@ class Live:
 
     # what a stream reads
     def entries(self) -> Sequence[HistoryEntry]:
-        return self.state.history
+        """The entries whose events the run's stream has given (all once the run is over): a reply shows only
+        after the pieces streamed before it, which the run's stream gives first."""
+        history = self.state.history
+        return history if self.done else _Prefix(history, min(self._seen, len(history)))
 
-    def writing(self) -> tuple[int, str] | None:
+    def writing(self) -> Writing | None:
         return self._writing
 
     def running(self) -> bool:
@@ -93,6 +116,24 @@ class Live:
         return end_of(self.state)
 
 
+class _Prefix(Sequence[HistoryEntry]):
+    """The first `size` entries of a history, without copying them."""
+
+    def __init__(self, history: Sequence[HistoryEntry], size: int) -> None:
+        self._history = history
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self._history[: self._size][index]
+        if not -self._size <= index < self._size:
+            raise IndexError(index)
+        return self._history[index % self._size]
+
+
 class Stored:
     """A run read from the store (a stream `Source` that is not running): its saved entries only."""
 
@@ -107,7 +148,7 @@ class Stored:
     def entries(self) -> Sequence[HistoryEntry]:
         return self._entries
 
-    def writing(self) -> tuple[int, str] | None:
+    def writing(self) -> Writing | None:
         return None
 
     def running(self) -> bool:
