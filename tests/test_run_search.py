@@ -17,9 +17,9 @@ from alpineagents._stores.runrows import ORDERS, STATUSES, FindsRuns, RunPage, R
 from alpineagents.agent import Agent
 from alpineagents.state import State
 from alpineagents.store import FileStore, Store
-from alpineagents.testing import FakeModel, tool_call
+from alpineagents.testing import FakeModel
 from alpineagents.tool import tool
-from alpineagents.types import Message, Price
+from alpineagents.types import Message, Price, ToolCall
 from alpineagents.viewer.search import Choice, find, find_in_python
 from helpers.store_kinds import KINDS, StoreKind
 
@@ -57,7 +57,10 @@ def make_runs(kind: StoreKind, store: Store) -> dict[str, str]:
     results and in non-ASCII text, and two damaged runs; returns what each run is."""
     made: dict[str, str] = {}
     for number in range(6):
-        calls = [tool_call("note", title=f"Größe {number}", body="x" * number) for _ in range(number % 3)]
+        calls = [  # fixed ids: a random hex id could hold a searched word ("bad")
+            ToolCall("note", {"title": f"Größe {number}", "body": "x" * number}, f"c{number}_{i}")
+            for i in range(number % 3)
+        ]
         _run(
             store,
             f"run{number}",
@@ -68,7 +71,7 @@ def make_runs(kind: StoreKind, store: Store) -> dict[str, str]:
             price=number % 3 != 0,
         )
         made[f"run{number}"] = "stopped"
-    _run(store, "broken1", "break it", [tool_call("crash")], name="reader", model="m", price=True)
+    _run(store, "broken1", "break it", [ToolCall("crash", {}, "c_crash")], name="reader", model="m", price=True)
     made["broken1"] = "error"
     state = State(id="done1", messages=[Message.user('title="Findings" of the week')])
     state.finish("the answer")
