@@ -637,7 +637,8 @@ def test_an_id_that_cannot_be_one_is_misuse_with_exit_code_2_for_every_command(c
     before = files_under(tmp_path)
     for command in (["fork", "r1", "--id", "../evil"], ["run", "cli_agents:calc", "hi", "--id", "../evil"],
                     ["fork", "../evil"], ["show", "a.b"], ["rm", "../r1"], ["export", "%00"],
-                    ["resume", "../r1", "cli_agents:calc"]):  # fmt: skip
+                    ["resume", "../r1", "cli_agents:calc"], ["approve", "../r1", "c1"],
+                    ["deny", "a.b", "c1", "--reason", "no"], ["raise-budget", "%00", "--usd", "1"]):  # fmt: skip
         result = cli(*command, "--store", calc_run, cwd=tmp_path)
         assert result.returncode == 2, (command, result.stderr)
         assert "may only have letters, digits, _ and -" in one_error_line(result)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from alpineagents.cli.ids import state_id
 from alpineagents.cli.output import note, print_json, say
 from alpineagents.cli.stores import chosen_store, store_errors, store_option
 from alpineagents.types import StoppedForApproval, format_call
@@ -50,7 +51,7 @@ def approvals(as_json: bool, store: str | None) -> None:
 
 
 @click.command(short_help="Approve a waiting tool call of a run.")
-@click.argument("state_id", metavar="ID")
+@click.argument("state_id", metavar="ID", callback=state_id)
 @click.argument("call_id", metavar="CALL")
 @click.option("--by", help="Who decided (kept in the history).")
 @click.option("--note", "text", help="A note kept with the decision.")
@@ -62,7 +63,7 @@ def approve(state_id: str, call_id: str, by: str | None, text: str | None, store
 
 
 @click.command(short_help="Deny a waiting tool call of a run.")
-@click.argument("state_id", metavar="ID")
+@click.argument("state_id", metavar="ID", callback=state_id)
 @click.argument("call_id", metavar="CALL")
 @click.option("--reason", required=True, help="Why: the model reads it as the call's result.")
 @click.option("--by", help="Who decided (kept in the history).")

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import click
 
+from alpineagents.cli.ids import state_id
 from alpineagents.cli.output import note
 from alpineagents.cli.stores import chosen_store, store_errors, store_option
 
 
 @click.command("raise-budget", short_help="Raise the budget a run waits on.")
-@click.argument("state_id", metavar="ID")
+@click.argument("state_id", metavar="ID", callback=state_id)
 @click.option("--usd", type=float, help="Dollars to add to the limit.")
 @click.option("--tokens", type=int, help="Tokens to add to the limit.")
 @click.option("--requests", type=int, help="Model requests to add to the limit.")
