@@ -193,13 +193,12 @@ def think_steps(agent: AgentSeam, state: State, tools: Iterable[Any] | None) -> 
             if store is not None:
                 yield save(store, state)
             return
-        try:
-            state._begin_think(agent._model_string, request_input(agent, state, specs))
-        except BaseException:
-            release(reserved)
-            raise
-    else:
+    try:
         state._begin_think(agent._model_string, request_input(agent, state, specs))
+    except BaseException:
+        if reserved is not None:
+            release(reserved)
+        raise
     model = agent._model
     try:
         if store is not None:
