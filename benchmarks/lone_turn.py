@@ -2,12 +2,13 @@
 
 Run: `.venv/bin/python benchmarks/lone_turn.py --old /tmp/old/src` where `/tmp/old` is a checkout of the version to
 compare with (`git worktree add /tmp/old 8bac9a3`, the commit before group commit). `--pairs 10`, `--turns 200`,
-`--stores file,sqlite`.
+`--stores file,sqlite` (`none`: the same run without a store, what the turn costs without saving), `--new` another
+src folder in place of this checkout's.
 
 One run of `turns` durable tool turns (a real Agent, a scripted FakeModel, a tool call a turn, the State saved at
-every save point) in a fresh process, for one store: it prints the µs per turn. The two versions take turns, pair
-by pair (old then new, then new then old), each in its own process with its own `src` first on the path, so a busy
-machine slows both sides of a pair alike. The script prints, per store, the median µs per turn of each version and
+every save point, three a turn) in a fresh process, for one store: it prints the µs per turn. The two versions take
+turns, pair by pair (old then new, then new then old), each in its own process with its own `src` first on the path,
+so a busy machine slows both sides of a pair alike. The script prints, per store, the median µs per turn of each version and
 the median of the new/old ratios of the pairs (with their smallest and largest).
 """
 
@@ -27,6 +28,7 @@ NEW_SRC = HERE.parent / "src"
 ONE_RUN = """
 import sys, tempfile, time
 from alpineagents import Agent, FileStore, Message, SQLiteStore, State, tool
+from alpineagents.loop import default_loop
 from alpineagents.testing import FakeModel, tool_call
 
 @tool
@@ -40,12 +42,17 @@ def add(a: int, b: int) -> int:
     return a + b
 
 kind, turns, folder = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-store = FileStore(folder + "/runs") if kind == "file" else SQLiteStore(folder + "/runs.db")
+stores = {"file": lambda: FileStore(folder + "/runs"), "sqlite": lambda: SQLiteStore(folder + "/runs.db")}
+store = stores[kind]() if kind != "none" else None
 replies = [tool_call("add", a=1, b=2) for _ in range(turns)] + ["done"]
-agent = Agent(FakeModel(replies), tools=[add], store=store, reporter=None, human=None)
+loop = default_loop.copy(limit=turns + 5)  # the default stops at 50 turns
+agent = Agent(FakeModel(replies), tools=[add], loop=loop, store=store, reporter=None, human=None)
+state = State(messages=[Message.user("go")])
 started = time.perf_counter()
-agent.run(State(messages=[Message.user("go")]))
-print((time.perf_counter() - started) / turns * 1e6)
+agent.run(state)
+took = time.perf_counter() - started
+assert state.answer == "done" and state.turn == turns + 1, (state.answer, state.turn)
+print(took / turns * 1e6)
 """
 
 
@@ -64,17 +71,19 @@ def one(src: Path, kind: str, turns: int) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", required=True, type=Path, help="the src folder of the version to compare with")
+    parser.add_argument("--new", type=Path, default=NEW_SRC, help="the src folder of the new version (this checkout's)")
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--stores", default="file,sqlite")
     args = parser.parse_args(argv)
-    if not (args.old / "alpineagents" / "__init__.py").exists():
-        parser.error(f"--old {args.old} holds no alpineagents package: give the src folder of a checkout")
+    for flag, src in (("--old", args.old), ("--new", args.new)):
+        if not (src / "alpineagents" / "__init__.py").exists():
+            parser.error(f"{flag} {src} holds no alpineagents package: give the src folder of a checkout")
     for kind in args.stores.split(","):
         old: list[float] = []
         new: list[float] = []
         for pair in range(args.pairs):
-            order = [(args.old, old), (NEW_SRC, new)]
+            order = [(args.old, old), (args.new, new)]
             for src, kept in order if pair % 2 == 0 else order[::-1]:
                 kept.append(one(src, kind, args.turns))
         ratios = sorted(n / o for n, o in zip(new, old, strict=True))
