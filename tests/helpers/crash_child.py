@@ -159,14 +159,14 @@ def _patch_store() -> None:
             _die()
         return append_unflushed(path, data, size)
 
-    replace_file = files.replace_file
+    put_in_place = files.put_in_place
 
-    def replace_info(folder: Any, name: str, data: bytes) -> None:
+    def replace_info(temp: str, folder: Any, name: str) -> None:  # the info's rename, after the log's flush
         point("info_replace")
-        replace_file(folder, name, data)
+        put_in_place(temp, folder, name)
 
     files.append_unflushed = torn_append
-    files.replace_file = replace_info
+    files.put_in_place = replace_info
     sqlite_store = store_module.SQLiteStore  # pyright: ignore[reportAttributeAccessIssue]
     write_rows = sqlite_store._write_one
 

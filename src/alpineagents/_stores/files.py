@@ -35,7 +35,9 @@ __all__ = [
     "take_back",
     "flush_descriptor",
     "flush_file_system",
-    "replace_file",
+    "write_aside",
+    "put_in_place",
+    "remove_aside",
     "fsync_dir",
     "lock_folder",
     "NewFolder",
@@ -140,28 +142,41 @@ def flush_file_system(fd: int) -> bool:
     return True
 
 
-def replace_file(folder: str | os.PathLike[str], name: str, data: bytes) -> None:
-    """Write `data` to a temporary file in `folder`, then rename it over `name` in one atomic step (a reader sees
-    the old or the new file, never a mix); not flushed.
+def write_aside(folder: str | os.PathLike[str], name: str, data: bytes) -> str:
+    """Write `data` to a new temporary file beside `name` in `folder` and start its write-out; return its path,
+    for `put_in_place` (or `remove_aside` when the save point fails first). The two replace a file whole: a reader
+    sees the old or the new one, never a mix; neither flushes.
 
-    The new file's blocks are allocated before the rename (its write-out is started at once), so that a crash of
-    the machine cannot leave the name on an empty file: on ext4 in its default (ordered) mode the journal then
+    The new file's blocks are allocated before it gets its name (its write-out is started at once), so that a crash
+    of the machine cannot leave the name on an empty file: on ext4 in its default (ordered) mode the journal then
     commits the rename only after the data, and a later flush of the log or of the file system carries it too.
     Without that, a file system that delays allocation could commit the new name first. (ext4 does this by itself
-    when a file is renamed over an existing one, its `auto_da_alloc`, but not for a new State's first info.) The
-    old version is opened before the rename, so that its blocks are freed when a background thread closes it, not
-    during the rename (see _stores/closer.py).
+    when a file is renamed over an existing one, its `auto_da_alloc`, but not for a new State's first info.)
+
+    A save point writes its info aside before it flushes its log, so that the info's write-out goes to the disk
+    while the save point waits for the log's flush anyway; only the rename waits for the log (an info never
+    names entries its log lacks).
     """
     temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        _write_all(fd, data)
+        _start_write_out(fd)
+    except BaseException:
+        os.close(fd)
+        remove_aside(temp)
+        raise
+    os.close(fd)
+    return temp
+
+
+def put_in_place(temp: str, folder: str | os.PathLike[str], name: str) -> None:
+    """Rename `temp` (from `write_aside`) over `name` in `folder` in one atomic step; `temp` is removed when that
+    fails. The old version is opened before the rename, so that its blocks are freed when a background thread
+    closes it, not during the rename (see _stores/closer.py)."""
     target = os.path.join(folder, name)
     old = -1
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            _write_all(fd, data)
-            _start_write_out(fd)
-        finally:
-            os.close(fd)
         try:
             old = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:  # no old file yet (a new State's folder)
@@ -170,13 +185,18 @@ def replace_file(folder: str | os.PathLike[str], name: str, data: bytes) -> None
     except BaseException:
         if old >= 0:
             os.close(old)
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
+        remove_aside(temp)
         raise
     if old >= 0:
         close_later(old)  # its blocks are freed off the save's path
+
+
+def remove_aside(temp: str) -> None:
+    """Remove a file written aside that will not be put in place (nothing when it is gone)."""
+    try:
+        os.unlink(temp)
+    except OSError:
+        pass
 
 
 def _start_write_out(fd: int) -> None:
@@ -301,7 +321,7 @@ def build_folder(root: Path, state_id: str, log: bytes, info: bytes, store: obje
         new.lock_fd = os.open(new.temp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         _flock(new.lock_fd)
         new.log_fd = append_unflushed(new.temp / LOG, log, 0)
-        replace_file(new.temp, INFO, info)
+        put_in_place(write_aside(new.temp, INFO, info), new.temp, INFO)
     except BaseException:
         if new.log_fd >= 0:
             os.close(new.log_fd)

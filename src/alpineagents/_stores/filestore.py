@@ -31,7 +31,7 @@ __all__ = ["FileStore"]
 class _FileWrite(Job):
     """One `FileStore.write` waiting for its group commit, and what its flush has done so far."""
 
-    __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "undo", "known", "new")
+    __slots__ = ("state_id", "entries", "info_bytes", "create", "lock", "key", "fd", "undo", "known", "new", "info")
 
     def __init__(self, state_id: str, entries: Lines, info_bytes: bytes, create: bool) -> None:
         super().__init__()
@@ -45,6 +45,7 @@ class _FileWrite(Job):
         self.undo = -1  # the log's size before this job appended to it (-1: nothing appended)
         self.known: tuple[int, int] = (0, 0)
         self.new: files.NewFolder | None = None  # a new State's folder, until it is renamed into place
+        self.info: str | None = None  # the new info written aside, until it is renamed into place
 
 
 class FileStore(AtPath, GroupCommitting, Store):
@@ -104,10 +105,10 @@ class FileStore(AtPath, GroupCommitting, Store):
         return _FileWrite(state_id, lines, json_line(checked), create)
 
     def _flush(self, group: Sequence[Job]) -> None:
-        """Write a group commit's jobs: append every log (a new State's folder is built whole under a temporary
-        name), flush the appended logs in one pass, then replace each info (after its log is on disk, so an info
-        never describes entries its log lacks) and rename each new folder into place, whose names one flush of
-        the root makes durable. A job that fails gets its error; the others go on."""
+        """Write a group commit's jobs: append every log and write each new info aside (a new State's folder is
+        built whole under a temporary name), flush the appended logs in one pass, then rename each info into place
+        (after its log is on disk, so an info never describes entries its log lacks) and each new folder, whose
+        names one flush of the root makes durable. A job that fails gets its error; the others go on."""
         jobs = [job for job in group if isinstance(job, _FileWrite)]
         try:
             for job in jobs:
@@ -139,8 +140,8 @@ class FileStore(AtPath, GroupCommitting, Store):
                 job.error = error
 
     def _begin(self, job: _FileWrite) -> None:
-        """Take the job's locks; build a new State's folder, or append the lines the log lacks (not yet
-        flushed)."""
+        """Take the job's locks; build a new State's folder, or append the lines the log lacks and write the info
+        aside (neither flushed yet)."""
         job.lock = self._lock(job.state_id)
         job.lock.acquire()
         try:
@@ -204,20 +205,26 @@ class FileStore(AtPath, GroupCommitting, Store):
             job.undo = size
             have, size = have + len(new), size + len(data)
         job.known = (have, size)
+        job.info = files.write_aside(folder, files.INFO, job.info_bytes)  # its write-out overlaps the log's flush
 
     def _end(self, job: _FileWrite) -> None:
-        """After the log's flush: place a new State's folder, or remember where the log ends and replace the
-        info."""
+        """After the log's flush: place a new State's folder, or remember where the log ends and rename the info
+        written aside into place."""
         try:
             if job.new is not None:
                 self._place(job, job.new)
                 return
             self._known[job.state_id] = job.known
-            files.replace_file(os.path.join(self._root, job.state_id), files.INFO, job.info_bytes)
+            if job.info is not None:
+                info, job.info = job.info, None
+                files.put_in_place(info, os.path.join(self._root, job.state_id), files.INFO)
         except Exception as error:
             job.error = error
 
     def _release(self, job: _FileWrite) -> None:
+        if job.info is not None:  # written aside, never put in place (the save point failed)
+            files.remove_aside(job.info)
+            job.info = None
         if job.fd is not None:
             if job.error is not None and job.undo >= 0:  # all or nothing: the next load does not find its lines
                 files.take_back(job.fd, job.undo)
