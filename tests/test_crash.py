@@ -160,6 +160,8 @@ def test_a_run_killed_at_any_point_resumes_without_losing_or_rerunning_anything(
     if point == "log_write:1":  # killed while creating: only a temporary folder, never listed
         assert [p.name.startswith(".new-crash-") for p in (tmp_path / "runs").iterdir()] == [True]
         assert FileStore(tmp_path / "runs").list() == []
+    if point.startswith("info_replace:"):  # killed before the rename: the new info was written aside
+        assert [p.name.startswith(".info.json.") for p in (tmp_path / "runs" / "crash").iterdir()].count(True) == 1
 
     status = zygote.do(do="resume", point="", **where)
     assert status == {"exit": 0}, error_text(tmp_path)
@@ -215,6 +217,8 @@ def test_a_run_killed_at_any_point_resumes_without_losing_or_rerunning_anything(
         assert text.endswith("\n")
         for line in text.split("\n")[:-1]:
             json.loads(line)
+        # what a killed writer left aside is removed by the next one that takes the State's lock
+        assert sorted(p.name for p in log.parent.iterdir()) == ["info.json", "log.jsonl"]
 
 
 # --- a power loss ------------------------------------------------------------------------------------------------

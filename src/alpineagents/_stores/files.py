@@ -56,6 +56,7 @@ __all__ = [
 
 LOG = "log.jsonl"
 INFO = "info.json"
+_ASIDE_INFO = f".{INFO}."  # the start of the name of an info written aside
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -157,7 +158,7 @@ def write_aside(folder: str | os.PathLike[str], name: str, data: bytes) -> str:
     while the save point waits for the log's flush anyway; only the rename waits for the log (an info never
     names entries its log lacks).
     """
-    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}")
+    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}")  # for info.json: starts with _ASIDE_INFO
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         _write_all(fd, data)
@@ -226,7 +227,8 @@ def _flock(fd: int) -> None:
 
 
 def lock_folder(folder: str | os.PathLike[str], state_id: str, store: object) -> Release:
-    """Take the writer lock of an existing State folder; what it returns releases it.
+    """Take the writer lock of an existing State folder; what it returns releases it. An info written aside by a
+    writer that died before renaming it (see `write_aside`) is removed then: nobody else writes there meanwhile.
 
     Raises:
         LookupError: The folder does not exist (the State was deleted).
@@ -246,7 +248,18 @@ def lock_folder(folder: str | os.PathLike[str], state_id: str, store: object) ->
         if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             raise locked_error(state_id, store) from None
         raise
+    _remove_left_aside(folder)
     return lambda: os.close(fd)
+
+
+def _remove_left_aside(folder: str | os.PathLike[str]) -> None:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(_ASIDE_INFO):
+            remove_aside(os.path.join(folder, name))
 
 
 def make_root(root: Path) -> None:
