@@ -3,6 +3,11 @@
 Run: `.venv/bin/python benchmarks/store.py` (add `--quick` for a short run; `--cpu` for the stores' own Python
 without a flush, to compare two versions on a busy machine).
 
+`--vs OLD_SRC [--pairs N --turns N --stores file,sqlite]`: a lone durable turn of this version against another
+checkout's `src` folder (e.g. `git worktree add /tmp/old 8bac9a3`, the commit before group commit: `--vs
+/tmp/old/src`), measured in one run, pair by pair; it prints per store the µs per turn of each and their ratio
+(benchmarks/lone_turn.py does the measuring).
+
 For runs of 50 and 800 turns (one tool call a turn, a real Agent with a scripted FakeModel) it prints, per store:
 
 - µs per turn of the whole run with the store, and without a store (the difference is what saving costs);
@@ -339,8 +344,18 @@ def cpu_only() -> None:
     print(f"save point {save * 1e6 / 3000:.1f} µs; loads of 2,400 + 3,001 entries {load * 1e3 / 30:.2f} ms")
 
 
+def lone_turn_vs(argv: list[str]) -> None:
+    """`--vs OLD_SRC ...`: benchmarks/lone_turn.py with `--old OLD_SRC` and the other options as given."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import lone_turn  # pyright: ignore[reportMissingImports]
+
+    lone_turn.main(["--old", *argv])  # pyright: ignore[reportUnknownMemberType]
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--sqlite-child":
+    if len(sys.argv) > 2 and sys.argv[1] == "--vs":
+        lone_turn_vs(sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "--sqlite-child":
         sqlite_child(sys.argv[2], int(sys.argv[3]))
     elif "--cpu" in sys.argv:
         cpu_only()

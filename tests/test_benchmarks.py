@@ -99,7 +99,14 @@ def test_lone_turn_benchmark_compares_two_source_folders(capsys: pytest.CaptureF
     src = str(Path(__file__).resolve().parents[1] / "src")
     bench.main(["--old", src, "--pairs", "2", "--turns", "3"])
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == ["file", "sqlite"]
+    assert [line.split()[:2] for line in lines] == [
+        ["file", "wall"],
+        ["file", "cpu"],
+        ["sqlite", "wall"],
+        ["sqlite", "cpu"],
+    ]
     assert all("new/old median" in line and "n=2" in line for line in lines)
     with pytest.raises(SystemExit):
         bench.main(["--old", str(Path(__file__).parent)])
+    load_script("benchmarks", "store").lone_turn_vs([src, "--pairs", "1", "--turns", "2", "--stores", "none"])
+    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()] == [["none", "wall"], ["none", "cpu"]]
