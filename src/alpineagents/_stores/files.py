@@ -154,9 +154,8 @@ def write_aside(folder: str | os.PathLike[str], name: str, data: bytes) -> str:
     Without that, a file system that delays allocation could commit the new name first. (ext4 does this by itself
     when a file is renamed over an existing one, its `auto_da_alloc`, but not for a new State's first info.)
 
-    A save point writes its info aside before it flushes its log, so that the info's write-out goes to the disk
-    while the save point waits for the log's flush anyway; only the rename waits for the log (an info never
-    names entries its log lacks).
+    Only the rename waits for the log's flush (an info never names entries its log lacks): writing aside may come
+    before it.
     """
     temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}")  # for info.json: starts with _ASIDE_INFO
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)

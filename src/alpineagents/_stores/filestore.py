@@ -105,14 +105,20 @@ class FileStore(AtPath, GroupCommitting, Store):
         return _FileWrite(state_id, lines, json_line(checked), create)
 
     def _flush(self, group: Sequence[Job]) -> None:
-        """Write a group commit's jobs: append every log and write each new info aside (a new State's folder is
-        built whole under a temporary name), flush the appended logs in one pass, then rename each info into place
-        (after its log is on disk, so an info never describes entries its log lacks) and each new folder, whose
-        names one flush of the root makes durable. A job that fails gets its error; the others go on."""
+        """Write a group commit's jobs: append every log (a new State's folder is built whole under a temporary
+        name), flush the appended logs in one pass, then replace each info (after its log is on disk, so an info
+        never describes entries its log lacks) and rename each new folder into place, whose names one flush of
+        the root makes durable. A job that fails gets its error; the others go on.
+
+        A save point flushed alone writes its new info aside before its log's flush (only the rename waits): the
+        info's write-out then goes to the disk while the flush waits anyway (measured with benchmarks/lone_turn.py:
+        about 10 % less CPU time a lone turn). A group does not: there its `syncfs` would wait for every info's
+        write too (measured with benchmarks/fleet.py: a fleet of 1,000 runs 10 % slower)."""
         jobs = [job for job in group if isinstance(job, _FileWrite)]
         try:
+            alone = len(jobs) == 1
             for job in jobs:
-                self._begin(job)
+                self._begin(job, alone)
             self._flush_logs([job for job in jobs if job.error is None and job.fd is not None])
             for job in jobs:
                 if job.error is None:
@@ -139,9 +145,9 @@ class FileStore(AtPath, GroupCommitting, Store):
             except OSError as error:
                 job.error = error
 
-    def _begin(self, job: _FileWrite) -> None:
-        """Take the job's locks; build a new State's folder, or append the lines the log lacks and write the info
-        aside (neither flushed yet)."""
+    def _begin(self, job: _FileWrite, alone: bool) -> None:
+        """Take the job's locks; build a new State's folder, or append the lines the log lacks (not yet flushed)
+        and, for a save point flushed `alone`, write its info aside already."""
         job.lock = self._lock(job.state_id)
         job.lock.acquire()
         try:
@@ -149,6 +155,8 @@ class FileStore(AtPath, GroupCommitting, Store):
                 self._build(job)
             else:
                 self._append(job)
+                if alone:  # its info's write-out goes to the disk while the log's flush waits for it anyway
+                    job.info = files.write_aside(os.path.join(self._root, job.state_id), files.INFO, job.info_bytes)
         except Exception as error:  # this job's own failure: the group goes on without it
             job.error = error
 
@@ -205,19 +213,18 @@ class FileStore(AtPath, GroupCommitting, Store):
             job.undo = size
             have, size = have + len(new), size + len(data)
         job.known = (have, size)
-        job.info = files.write_aside(folder, files.INFO, job.info_bytes)  # its write-out overlaps the log's flush
 
     def _end(self, job: _FileWrite) -> None:
-        """After the log's flush: place a new State's folder, or remember where the log ends and rename the info
-        written aside into place."""
+        """After the log's flush: place a new State's folder, or remember where the log ends and replace the info
+        (a lone save point's was written aside already)."""
         try:
             if job.new is not None:
                 self._place(job, job.new)
                 return
             self._known[job.state_id] = job.known
-            if job.info is not None:
-                info, job.info = job.info, None
-                files.put_in_place(info, os.path.join(self._root, job.state_id), files.INFO)
+            folder = os.path.join(self._root, job.state_id)
+            info, job.info = job.info or files.write_aside(folder, files.INFO, job.info_bytes), None
+            files.put_in_place(info, folder, files.INFO)
         except Exception as error:
             job.error = error
 
