@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from alpineagents._frozen import thaw
+from alpineagents._values.construct import fields_json
 from alpineagents.state import State
 from alpineagents.types import (
     ContextChangeEntry,
@@ -92,18 +93,7 @@ class Side:
 
     def to_json(self) -> dict[str, Any]:
         """The fields as JSON values."""
-        return {
-            "id": self.id,
-            "turns": self.turns,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost": self.cost,
-            "seconds": self.seconds,
-            "tool_calls": self.tool_calls,
-            "models": list(self.models),
-            "answer": thaw(self.answer),
-            "stopped": self.stopped,
-        }
+        return fields_json(self)
 
 
 @dataclass(frozen=True)

@@ -119,16 +119,6 @@ class Budget:
     tool_calls: int | None = None
     """Tool calls that start running (a call denied, refused as bad input, or waiting is not counted)."""
 
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            usd: float | None = None,
-            tokens: int | None = None,
-            requests: int | None = None,
-            tool_calls: int | None = None,
-        ) -> None: ...
-
     def __post_init__(self) -> None:
         check_limits(
             {name: getattr(self, name) for name in LIMITS},
