@@ -1,4 +1,4 @@
-"""How a value class is declared, and the one fast way to build a value from its fields.
+"""How a value class is declared, the one fast way to build a value from its fields, and a value's JSON from them.
 
 ``@value`` (or ``@value(kw_only=True)``) declares a frozen, slotted dataclass, and gives it two things the plain
 decorator does not:

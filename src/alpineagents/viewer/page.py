@@ -33,7 +33,7 @@ ENV = Environment(
 )
 
 
-def _asset(name: str) -> Markup:
+def asset(name: str) -> Markup:
     """A file of viewer/static, trusted as it is (it ships with the package)."""
     return Markup(resources.files("alpineagents.viewer").joinpath("static", name).read_text(encoding="utf-8"))
 
@@ -55,7 +55,7 @@ def policy(*, live: bool) -> str:
 
 
 def _script_hash() -> str:
-    digest = hashlib.sha256(str(_asset("viewer.js")).encode("utf-8")).digest()
+    digest = hashlib.sha256(str(asset("viewer.js")).encode("utf-8")).digest()
     return base64.b64encode(digest).decode("ascii")
 
 
@@ -146,8 +146,8 @@ def server_link(state_id: str) -> str:
 def _context(link: Callable[[str], str], **values: Any) -> dict[str, Any]:
     live = bool(values.get("live"))
     return {
-        "css": _asset("viewer.css"),
-        "js": _asset("viewer.js"),
+        "css": asset("viewer.css"),
+        "js": asset("viewer.js"),
         "link": link,
         "policy": policy(live=live),
         "waterfall": lambda page: waterfall.chart(page.spans, link, page.run.id),
