@@ -14,14 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import blocks_event_loop
 from alpineagents._history.misuse import not_a_state_error
-from alpineagents._settings import (
-    check_budget,
-    check_human,
-    check_loop,
-    check_permission_items,
-    check_reporter,
-    check_store,
-)
+from alpineagents._settings import check_budget_price, check_settings
 from alpineagents._skills.tools import add_skill_tools, skill_tool, system_with_catalogue
 from alpineagents._stream import AsyncEventStream, EventStream
 from alpineagents._structured import Answers, check_returns
@@ -286,12 +279,10 @@ class Agent:
         resolved = resolve_model(model)
         tool_dict, mcp_servers, mcp_picks = _split_tools(tools_given)
         skills_read = add_skill_tools(tool_dict, skills_given)
-        check_loop(loop)
-        check_reporter(reporter)
-        check_human(human)
-        check_store(store)
-        check_permission_items(permissions_given)
-        check_budget(budget, resolved)
+        check_settings(
+            loop=loop, reporter=reporter, human=human, store=store, permissions=permissions_given, budget=budget
+        )
+        check_budget_price(budget, resolved)
         self._args: dict[str, Any] = {
             "model": model,
             "system": system,
