@@ -23,7 +23,7 @@ from alpineagents._turn.context import RunContext, active_context
 from alpineagents._turn.driver import Steps, adrive, drive
 from alpineagents._turn.program import new_call, program_call_steps, program_tool, same_tool
 from alpineagents._turn.run import prepare_run, run_steps, start_run
-from alpineagents._turn.seams import DEFAULT, Default, Feed
+from alpineagents._turn.seams import DEFAULT, Default, Feed, MCPUse
 from alpineagents._turn.steps import ask_steps, compact_steps, think_steps, use_tools_steps
 from alpineagents._turn.subagent import SubagentTool, checked_subagent_tool
 from alpineagents.errors import fix_message
@@ -424,46 +424,35 @@ class Agent:
 
     def __enter__(self) -> Agent:
         """Keep this Agent's MCP servers connected until the block ends (nothing to do without servers)."""
-        self._mcp_open()
+        self._mcp_use("acquire")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._mcp_close()
+        self._mcp_use("release")
 
     async def __aenter__(self) -> Agent:
         """The async twin of `with agent:`."""
-        await self._amcp_open()
+        await self._amcp_use("acquire")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._amcp_close()
+        await self._amcp_use("release")
 
-    def _mcp(self, name: str) -> Any:
-        """Call `name` of the MCP servers' module with this Agent (loaded only when used: the MCP layer sits above
-        the Agent and needs its optional dependency)."""
-        from alpineagents._mcp import servers
-
-        return getattr(servers, name)(self)
-
-    def _mcp_open(self) -> None:
-        """Take one use of this Agent's MCP servers and wait until they are connected (nothing without servers)."""
+    def _mcp_use(self, use: MCPUse) -> None:
+        """Take one use of this Agent's MCP servers and wait until they are connected (`"acquire"`), or give one
+        back (`"release"`); nothing for an Agent without servers. The MCP layer sits above the Agent and needs
+        its optional dependency: it is loaded only when used."""
         if self._mcp_servers:
-            self._mcp("acquire")
+            from alpineagents._mcp import servers
 
-    async def _amcp_open(self) -> None:
-        """The async twin of `_mcp_open`."""
-        if self._mcp_servers:
-            await self._mcp("aacquire")
+            getattr(servers, use)(self)
 
-    def _mcp_close(self) -> None:
-        """Give back one use of this Agent's MCP servers (nothing for an Agent without servers)."""
+    async def _amcp_use(self, use: MCPUse) -> None:
+        """The async twin of `_mcp_use`: the event loop does not wait for a server to shut down."""
         if self._mcp_servers:
-            self._mcp("release")
+            from alpineagents._mcp import servers
 
-    async def _amcp_close(self) -> None:
-        """The async twin of `_mcp_close`: the event loop does not wait for a server to shut down."""
-        if self._mcp_servers:
-            await self._mcp("arelease")
+            await getattr(servers, "a" + use)(self)
 
     # --- tool calls the program makes -----------------------------------------------------------------------
 
