@@ -27,7 +27,7 @@ from alpineagents._turn.seams import DEFAULT, Default, Feed, MCPUse
 from alpineagents._turn.steps import ask_steps, compact_steps, think_steps, use_tools_steps
 from alpineagents._turn.subagent import SubagentTool, checked_subagent_tool
 from alpineagents.errors import fix_message
-from alpineagents.human import aask_human_with, ask_human_with
+from alpineagents.human import Question
 from alpineagents.loop import adefault_loop, default_loop, is_async_callable, turn_steps
 from alpineagents.models.base import Model
 from alpineagents.models.resolve import resolve_model
@@ -745,12 +745,12 @@ class Agent:
         if blocks_event_loop():
             raise _sync_refusal("ask_human")
         human, inherited = self._human_for(state, "ask_human")
-        return ask_human_with(state, human, prompt, returns, method="ask_human", inherited=inherited)
+        return Question(state, human, prompt, returns, method="ask_human", inherited=inherited).ask()
 
     async def aask_human(self, state: State, prompt: str, returns: object = str) -> Any:
         """The async twin of `ask_human`: awaits the Human's `aask` (or runs its `ask` on a worker thread)."""
         human, inherited = self._human_for(state, "aask_human")
-        return await aask_human_with(state, human, prompt, returns, method="aask_human", inherited=inherited)
+        return await Question(state, human, prompt, returns, method="aask_human", inherited=inherited).aask()
 
 
 def _subagent_tool(helper: Agent) -> SubagentTool:
