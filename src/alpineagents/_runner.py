@@ -7,7 +7,7 @@ loop), then the serial group; the first tool exception in completion order is re
 
 That order is written once, as the generator `_steps`: it yields each thing a turn waits for (the next finished
 calls, a save, a permission decision, one pass of the event loop) and the two entry points perform them, one by
-blocking and one by awaiting. Besides that, the only difference is that under `arun_tool_calls` a tool whose
+blocking and one by awaiting; `_Drive` is the loop both use to hand each answer back to the steps. Besides that, the only difference is that under `arun_tool_calls` a tool whose
 `is_async` is true runs as a Task on the loop instead of on a worker thread.
 
 All records and Reporter calls happen on the calling thread (the loop thread for the async twin); worker threads
