@@ -7,7 +7,7 @@ An adapter is a `Model` that maps a `Request` to a provider's wire form and the 
   `context_window` it was given (`_set_up_model`);
 - the request: the conversation in the provider's wire form, each message mapped once by the adapter's
   `_wire_message` and kept so that a request maps only its new messages (`_conversation`, see `_request_cache`),
-  and the whole JSON body (`_request_body`);
+  the sampling settings sent only when set (`_sampling`), and the whole JSON body (`_request_body`);
 - the provider's own cut-off stop reasons (`cut_off_stop_reasons`, declared on the class): a reply that stopped
   for one of them has its last tool call marked incomplete (`_truncate_if_cut_off`), and `Reply.cut_off` is true
   for it;
@@ -117,6 +117,12 @@ class Adapter(Model):
     def _request_body(self, request: Request) -> dict[str, Any]:
         """The request as the JSON body the provider's API receives."""
         raise NotImplementedError
+
+    def _sampling(self, max_tokens_key: str) -> dict[str, Any]:
+        """The output-token cap (under the provider's key for it, `max_tokens_key`) and the temperature, each only
+        when it is set: what is not set is left to the provider's default (so a temperature of 0 is sent)."""
+        given = {max_tokens_key: self.max_tokens, "temperature": self.temperature}
+        return {key: value for key, value in given.items() if value is not None}
 
     def _truncate_if_cut_off(self, blocks: list[Any], stop_reason: str | None) -> None:
         """When `stop_reason` is one of the provider's cut-off reasons and the last block is a tool call, mark

@@ -186,11 +186,7 @@ class Bedrock(Adapter):
         if self.cache and messages:
             last = messages[-1]
             messages[-1] = {**last, "content": [*last["content"], _CACHE_POINT]}
-        inference: dict[str, Any] = {}
-        if self.max_tokens is not None:
-            inference["maxTokens"] = self.max_tokens
-        if self.temperature is not None:
-            inference["temperature"] = self.temperature
+        inference = self._sampling("maxTokens")
         if inference:
             kwargs["inferenceConfig"] = inference
         if self._fields:

@@ -182,10 +182,7 @@ class Gemini(SDKClients):
             config["tools"] = [{"function_declarations": declarations}]
         if mode_none:
             config["tool_config"] = {"function_calling_config": {"mode": "NONE"}}
-        if self.max_tokens is not None:
-            config["max_output_tokens"] = self.max_tokens
-        if self.temperature is not None:
-            config["temperature"] = self.temperature
+        config.update(self._sampling("max_output_tokens"))
         if self._thinking is not None:
             config["thinking_config"] = dict(self._thinking)
         return {"model": self.name, "contents": self._conversation(request.messages), "config": config}

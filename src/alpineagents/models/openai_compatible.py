@@ -79,11 +79,8 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
             ]
             if request.tool_choice == "none":
                 kwargs["tool_choice"] = "none"
-        if self.max_tokens is not None:
-            key = "max_completion_tokens" if _COMPLETION_TOKENS_NAME.match(self.name) else "max_tokens"
-            kwargs[key] = self.max_tokens
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
+        cap = "max_completion_tokens" if _COMPLETION_TOKENS_NAME.match(self.name) else "max_tokens"
+        kwargs.update(self._sampling(cap))
         return kwargs
 
     def _wire_message(self, message: Message) -> list[dict[str, Any]]:

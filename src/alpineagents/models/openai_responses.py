@@ -157,10 +157,7 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
             ]
             if request.tool_choice == "none":
                 kwargs["tool_choice"] = "none"
-        if self.max_tokens is not None:
-            kwargs["max_output_tokens"] = self.max_tokens
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
+        kwargs.update(self._sampling("max_output_tokens"))
         if self._reasoning is not None:
             kwargs["reasoning"] = plain(self._reasoning)
         return kwargs
