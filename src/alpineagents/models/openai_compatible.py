@@ -46,11 +46,9 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
         context_window: int = 128_000,
         supports: Iterable[str] | None = None,
     ) -> None:
-        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price, supports)
         self.base_url = base_url
         self.api_key = api_key
-        if supports is not None:
-            self.supports = frozenset(supports)
 
     # -- request mapping ---------------------------------------------------------------------------------------
 
