@@ -132,8 +132,12 @@ class Adapter(Model):
     def _sampling(self, max_tokens_key: str) -> dict[str, Any]:
         """The output-token cap (under the provider's key for it, `max_tokens_key`) and the temperature, each only
         when it is set: what is not set is left to the provider's default (so a temperature of 0 is sent)."""
-        given = {max_tokens_key: self.max_tokens, "temperature": self.temperature}
-        return {key: value for key, value in given.items() if value is not None}
+        given: dict[str, Any] = {}
+        if self.max_tokens is not None:
+            given[max_tokens_key] = self.max_tokens
+        if self.temperature is not None:
+            given["temperature"] = self.temperature
+        return given
 
     def _truncate_if_cut_off(self, blocks: list[Any], stop_reason: str | None) -> None:
         """When `stop_reason` is one of the provider's cut-off reasons and the last block is a tool call, mark
