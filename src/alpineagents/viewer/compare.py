@@ -24,17 +24,9 @@ __all__ = ["compare_html", "compare_endpoint"]
 def compare_html(compared: RunDiff | None, a: str, b: str, ids: list[str], problem: str | None = None) -> str:
     """The compare page of `compared` (or only the form, with `problem` said, when there is nothing to show)."""
     template = page.ENV.get_template("compare.html")
+    title = f"compare {a} and {b}" if compared else "compare runs"
     return template.render(
-        css=page.asset("viewer.css"),
-        compared=compared,
-        a=a,
-        b=b,
-        ids=ids,
-        problem=problem,
-        link=page.server_link,
-        title=f"compare {a} and {b}" if compared else "compare runs",
-        live=False,
-        exported=False,
+        page.context(page.server_link, compared=compared, a=a, b=b, ids=ids, problem=problem, title=title)
     )
 
 
