@@ -26,6 +26,7 @@ from alpineagents._turn.run import prepare_run, run_steps, start_run
 from alpineagents._turn.seams import DEFAULT, Default, Feed, MCPUse
 from alpineagents._turn.steps import ask_steps, compact_steps, think_steps, use_tools_steps
 from alpineagents._turn.subagent import SubagentTool, checked_subagent_tool
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import fix_message
 from alpineagents.human import Question
 from alpineagents.loop import adefault_loop, default_loop, is_async_callable, turn_steps
@@ -120,7 +121,7 @@ def _ask_checks(state: object, prompt: object, returns: object, retries: object,
                 f'agent.{method}(state, "Summarize the work so far")',
             )
         )
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+    if not is_whole(retries) or retries < 0:
         raise ValueError(
             fix_message(
                 f"retries={retries!r} is not allowed",

@@ -59,6 +59,7 @@ from alpineagents._values.approval import (
 )
 from alpineagents._values.budget import FOR_BUDGET, BudgetRaise, BudgetWait, read_raise, read_wait
 from alpineagents._values.construct import as_tuples, value
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
@@ -556,7 +557,7 @@ class _Tree:
 
 
 def checked_after(after: object) -> int:
-    if isinstance(after, bool) or not isinstance(after, int):
+    if not is_whole(after):
         raise TypeError(
             fix_message(
                 f"after= takes the position (an int) of the last event already shown (got: {after!r})",

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._values.approval import StoppedForApproval
 from alpineagents._values.construct import as_tuples, value
+from alpineagents._values.numbers import is_number, is_whole
 from alpineagents.errors import fix_message
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _checked(name: str, amount: object, what: str, example: str) -> float | int 
     if amount is None:
         return None
     whole = name != "usd"
-    if isinstance(amount, bool) or not isinstance(amount, (int, float)) or (whole and not isinstance(amount, int)):
+    if not is_number(amount) or (whole and not is_whole(amount)):
         kind = "a whole number" if whole else "a number of dollars"
         raise TypeError(
             fix_message(f"{what} {name}= takes {kind} (got: {amount!r})", f"pass {name} as {kind}", example)

@@ -24,6 +24,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any, ClassVar, TypeVar
 
 from alpineagents._values.cut_off import declare_cut_off
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import ProviderError
 from alpineagents.models._json import WireList
 from alpineagents.models._redact import redacted_error
@@ -44,7 +45,7 @@ def status_of(error: BaseException | None) -> int | None:
     """
     for owner in (error, getattr(error, "response", None)):
         status = getattr(owner, "status_code", None)
-        if isinstance(status, int) and not isinstance(status, bool):
+        if is_whole(status):
             return status
     return None
 

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._clients import SDKClients
@@ -295,7 +296,7 @@ class Anthropic(SDKClients):
     @staticmethod
     def _limit_of(info: Any) -> int | None:
         value = getattr(info, "max_tokens", None)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        if is_whole(value) and value > 0:
             return value
         return None
 

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._adapter import Adapter
 from alpineagents.models._arguments import parse_arguments
@@ -113,7 +114,7 @@ class Bedrock(Adapter):
         self._fields: dict[str, Any] = {}
         if thinking is not None:
             self._check_supported("thinking", f"thinking={thinking!r}")
-            if isinstance(thinking, bool) or not isinstance(thinking, int) or thinking < 1024:
+            if not is_whole(thinking) or thinking < 1024:
                 raise ValueError(
                     fix_message(
                         f"thinking={thinking!r}, but it must be a budget of at least 1024 tokens",

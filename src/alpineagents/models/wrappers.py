@@ -24,6 +24,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
+from alpineagents._values.numbers import is_number, is_whole
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, fix_message
 from alpineagents.models.base import ForwardingStream, Model, OnEvent, OnStream, OnText
 from alpineagents.types import ModelEvent, Reply, Request
@@ -186,7 +187,7 @@ class Retry(_Wrapper):
 
     def __init__(self, model: Model, attempts: int = 3, backoff: float = 1.0) -> None:
         self._inner = _check_model(model, "Retry's model", "Retry(Anthropic('claude-sonnet-5'), attempts=3)")
-        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        if not is_whole(attempts) or attempts < 1:
             raise ValueError(
                 fix_message(
                     f"Retry attempts must be a whole number of 1 or more (got: {attempts!r})",
@@ -194,7 +195,7 @@ class Retry(_Wrapper):
                     "Retry(model, attempts=3)",
                 )
             )
-        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or backoff < 0:
+        if not is_number(backoff) or backoff < 0:
             raise ValueError(
                 fix_message(
                     f"Retry backoff must be a number of seconds, 0 or more (got: {backoff!r})",
