@@ -13,6 +13,8 @@ import pytest
 
 import alpineagents
 from alpineagents import Agent, FileStore, Price, State, tool
+from alpineagents._frozen import freeze
+from alpineagents.compare import Side
 from alpineagents.store import SQLiteStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.types import Message
@@ -167,3 +169,33 @@ def test_the_time_of_a_side_counts_its_runs_not_the_time_between_them() -> None:
     runs = [(stop - start).total_seconds() for start, stop in zip(starts, stops, strict=True)]
     assert runs[0] == first_run - 2  # the first entry is the import, one tick before run_start
     assert alpineagents.diff(state, state).a.seconds == sum(runs) < (state.history[-1].at - start).total_seconds()
+
+
+def test_a_sides_json_is_each_field_as_a_plain_value_in_field_order() -> None:
+    side = Side(
+        id="a",
+        turns=2,
+        input_tokens=30,
+        output_tokens=4,
+        cost=None,
+        seconds=1.5,
+        tool_calls=1,
+        models=("fake", "gpt-test"),
+        answer=freeze({"found": ["calc.py", 3]}),
+        stopped="stopped by finish",
+    )
+    shown = side.to_json()
+    assert shown == {
+        "id": "a",
+        "turns": 2,
+        "input_tokens": 30,
+        "output_tokens": 4,
+        "cost": None,
+        "seconds": 1.5,
+        "tool_calls": 1,
+        "models": ["fake", "gpt-test"],
+        "answer": {"found": ["calc.py", 3]},
+        "stopped": "stopped by finish",
+    }
+    assert type(shown["answer"]) is dict and type(shown["answer"]["found"]) is list
+    assert json.loads(json.dumps(shown)) == shown

@@ -16,6 +16,7 @@ from alpineagents.evals import (
     EVAL_KEY,
     CalledTool,
     Case,
+    CaseSummary,
     Contains,
     Dataset,
     Judge,
@@ -229,3 +230,9 @@ def test_bad_datasets_and_checks_say_what_is_wrong() -> None:
     )
     assert unreadable.results[0].checks[0].reason == "the judge's reply is not a verdict: 'maybe'"
     assert Contains("PARIS", ignore_case=True)
+
+
+def test_a_case_summary_json_is_its_fields_then_its_rate_and_flakiness() -> None:
+    shown = CaseSummary("adds", 4, 1).to_json()
+    assert shown == {"name": "adds", "runs": 4, "passed": 1, "pass_rate": 0.25, "flaky": True}
+    assert list(shown) == ["name", "runs", "passed", "pass_rate", "flaky"]

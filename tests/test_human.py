@@ -12,7 +12,7 @@ import pytest
 from alpineagents import human as human_module
 from alpineagents.agent import Agent
 from alpineagents.errors import NoHumanError
-from alpineagents.human import Human, aask_human_with, ask_human_with, check_returns, describe_choices, parse_answer
+from alpineagents.human import Human, Question, check_returns, describe_choices, parse_answer
 from alpineagents.state import State
 from alpineagents.testing import FakeHuman, FakeModel
 from alpineagents.types import Exchange, ExchangeEntry
@@ -144,16 +144,16 @@ def test_agent_ask_human_records_the_exchange_and_needs_a_human():
     assert len(human_entries(state)) == 1
 
 
-def test_ask_human_with_rules():
+def test_question_rules():
     state = task()
     with pytest.raises(TypeError, match=r"The first argument of agent.ask_human\(\) must be a State \(got: 'x'\)"):
-        ask_human_with("x", SyncHuman(), "Q?")  # type: ignore[arg-type]
+        Question("x", SyncHuman(), "Q?").ask()  # type: ignore[arg-type]
     # NoHumanError takes precedence over a bad returns=
     with pytest.raises(NoHumanError, match="called by a subagent with no human to ask") as info:
-        ask_human_with(state, None, "Q?", int, inherited=True)
+        Question(state, None, "Q?", int, inherited=True).ask()
     assert "the run that started it has human=None" in str(info.value)
     with pytest.raises(TypeError, match="ask_human does not support returns="):
-        ask_human_with(state, SyncHuman(), "Q?", int)
+        Question(state, SyncHuman(), "Q?", int).ask()
 
     class DuckAsync:
         async def aask(self, state: Any, prompt: str, returns: Any = str) -> Any:
@@ -163,9 +163,9 @@ def test_ask_human_with_rules():
             return "DuckAsync()"
 
     with pytest.raises(TypeError, match=r"human=DuckAsync\(\) answers only asynchronously \(it has aask, not ask\)"):
-        ask_human_with(state, DuckAsync(), "Q?")
+        Question(state, DuckAsync(), "Q?").ask()
     with pytest.raises(TypeError, match="AsyncHuman answers only asynchronously"):
-        ask_human_with(state, AsyncHuman(), "Q?")
+        Question(state, AsyncHuman(), "Q?").ask()
     assert human_entries(state) == []
 
     class Failing(Human):
@@ -173,22 +173,22 @@ def test_ask_human_with_rules():
             raise EOFError
 
     with pytest.raises(EOFError):
-        ask_human_with(state, Failing(), "Q?")
+        Question(state, Failing(), "Q?").ask()
     assert human_entries(state) == []
 
     class Structured(Human):
         def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
             return {"a": [1, 2]}
 
-    assert ask_human_with(state, Structured(), "Q?") == {"a": [1, 2]}
+    assert Question(state, Structured(), "Q?").ask() == {"a": [1, 2]}
     assert human_entries(state)[-1].content == Exchange("Q?", {"a": [1, 2]})
 
     class Duck:
         def ask(self, state: Any, prompt: str, returns: Any = str) -> Any:
             return "duck"
 
-    assert asyncio.run(aask_human_with(state, DuckAsync(), "Q1?")) == "ok"
-    assert asyncio.run(aask_human_with(state, Duck(), "Q2?")) == "duck"
+    assert asyncio.run(Question(state, DuckAsync(), "Q1?").aask()) == "ok"
+    assert asyncio.run(Question(state, Duck(), "Q2?").aask()) == "duck"
     assert [entry.content.question for entry in human_entries(state)][-2:] == ["Q1?", "Q2?"]
 
 

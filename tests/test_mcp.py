@@ -298,7 +298,7 @@ def test_sticky_use_and_think_tools() -> None:
     assert agent._mcp_users == 1 and demo._conn is not None
     agent.think(state, tools=[demo])
     assert len(model.requests[1].tools) == 3
-    agent._mcp_close()
+    agent._mcp_use("release")
     assert demo._conn is None and agent._mcp_users == 0
 
 
@@ -554,7 +554,7 @@ def test_a_connection_open_when_the_process_forks_is_lost_in_the_child() -> None
             agent.run("go")
         except MCPConnectionError as error:
             inside = str(error).split("\n")[0]
-        agent._mcp_close()  # the with block ends in the child too
+        agent._mcp_use("release")  # the with block ends in the child too
         return inside + " | " + agent.run("go")  # connects again in the child, and the call works
 
     with agent:

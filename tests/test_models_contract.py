@@ -27,7 +27,7 @@ from alpineagents.events import (
     ToolCallArgsDelta,
     ToolCallStarted,
 )
-from alpineagents.models import OpenAIResponses, Retry, resolve_model
+from alpineagents.models import Anthropic, Bedrock, Gemini, OpenAICompatible, OpenAIResponses, Retry, resolve_model
 from alpineagents.models._adapter import Adapter
 from alpineagents.models.base import OnStream
 from alpineagents.models.resolve import PROVIDERS, Provider
@@ -81,6 +81,76 @@ def test_every_adapter_of_the_package_has_a_kind_and_a_row_of_providers() -> Non
     adapters = _adapter_classes(Adapter)
     assert {type(kind.make("x")) for kind in KINDS} == adapters
     assert {row.adapter for row in PROVIDERS} == adapters
+
+
+# -- the settings every adapter takes --------------------------------------------------------------------------------
+
+DEFAULT_SUPPORTS = {
+    Anthropic: {"thinking", "cache", "vision"},
+    Bedrock: {"thinking", "cache", "vision"},
+    Gemini: {"thinking", "vision"},
+    OpenAICompatible: set(),
+    OpenAIResponses: {"thinking", "vision"},
+}
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_supports_is_the_adapters_own_default_unless_given(kind: AdapterKind) -> None:
+    model = kind.make("x")
+    assert model.supports == frozenset(DEFAULT_SUPPORTS[type(model)])
+    assert isinstance(model.supports, frozenset)
+    given = kind.make("x", supports=["vision", "vision"])
+    assert given.supports == frozenset({"vision"}) and isinstance(given.supports, frozenset)
+    assert kind.make("x", supports=()).supports == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("adapter", "given", "name"),
+    [
+        (Anthropic, "anthropic/claude-x", "claude-x"),
+        (Anthropic, "anthropic/anthropic/claude-x", "anthropic/claude-x"),
+        (Bedrock, "bedrock/us.amazon.nova-pro-v1:0", "us.amazon.nova-pro-v1:0"),
+        (Gemini, "google/gemini-x", "gemini-x"),
+        (Gemini, "gemini/gemini-x", "gemini-x"),
+        (Gemini, "google/gemini/gemini-x", "gemini-x"),
+        (Gemini, "gemini/google/gemini-x", "google/gemini-x"),
+        (OpenAICompatible, "anthropic/claude-x", "anthropic/claude-x"),
+        (OpenAIResponses, "openai/gpt-x", "openai/gpt-x"),
+    ],
+)
+def test_an_adapter_takes_its_own_prefixes_off_the_name_once_each(
+    adapter: type[Adapter], given: str, name: str
+) -> None:
+    assert adapter(given).name == name
+
+
+@pytest.mark.parametrize(
+    ("adapter", "given", "options", "example"),
+    [
+        (
+            Anthropic,
+            "anthropic/claude-x",
+            {"thinking": True, "temperature": 0.5},
+            "Anthropic('claude-x', thinking=True)",
+        ),
+        (Anthropic, "anthropic/claude-x", {"thinking": 10}, "Anthropic('claude-x', thinking=4096)"),
+        (
+            Anthropic,
+            "anthropic/claude-x",
+            {"thinking": 4096, "max_tokens": 2000},
+            "Anthropic('claude-x', thinking=4096,",
+        ),
+        (Bedrock, "bedrock/claude-x", {"thinking": 10}, "Bedrock('claude-x', thinking=4096)"),
+        (Gemini, "google/gemini-x", {"thinking": -5}, "Gemini('gemini-x', thinking=4096)"),
+    ],
+)
+def test_a_setting_error_shows_the_model_name_without_its_prefix(
+    adapter: type[Adapter], given: str, options: dict[str, object], example: str
+) -> None:
+    with pytest.raises(ValueError) as info:
+        adapter(given, **options)
+    assert example in str(info.value)
+    assert given not in str(info.value)
 
 
 # -- the pieces of a reply as they stream ------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError
 from alpineagents.models import Anthropic, Fallback, Model, OpenAICompatible, Retry
-from alpineagents.models.base import COMPACT_PROMPT, OnEvent, OnText
+from alpineagents.models.base import COMPACT_PROMPT, OnEvent, OnStream, OnText
 from alpineagents.models.wrappers import is_retryable
 from alpineagents.types import Message, ModelEvent, Price, Reply, Request, TextBlock, Usage
 from servers.provider import (
@@ -217,15 +217,24 @@ def test_retry_without_on_event_still_retries() -> None:
 
 def test_retry_delegates_the_wrapper_contract() -> None:
     price = Price(input=1, output=2)
-    inner = Anthropic("claude-x", price=price, max_tokens=500, supports={"vision"})
+    inner = Anthropic(
+        "claude-x", price=price, max_tokens=500, supports={"vision"}, temperature=0.5, timeout=7, retries=1
+    )
     model = Retry(inner, attempts=2, backoff=0.25)
-    assert (model.name, model.provider, model.supports, model.price, model.max_tokens) == (
+    settings = ("name", "provider", "supports", "price", "max_tokens", "temperature", "timeout", "retries")
+    assert [getattr(model, setting) for setting in settings] == [
         "claude-x",
         "anthropic",
         frozenset({"vision"}),
         price,
         500,
-    )
+        0.5,
+        7,
+        1,
+    ]
+    assert [getattr(Fallback(inner, Scripted("s", [])), setting) for setting in settings] == [
+        getattr(inner, setting) for setting in settings
+    ]
     assert model.context_window == 200_000
     assert model.model is inner
     request = req("x" * 300)
@@ -379,6 +388,61 @@ def test_wrapped_models_nest() -> None:
     assert reply.text == "ok"
     assert [e.kind for e in events] == ["retry", "fallback"]
     assert isinstance(reply.message.content[0], TextBlock)
+
+
+class Pieces(OnStream):
+    """An `on_text` that keeps every piece it gets, in order, and the threads they came on."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, ...]] = []
+        self.threads: set[int] = set()
+
+    def __call__(self, chunk: str) -> None:
+        self.got.append(("text", chunk))
+        self.threads.add(threading.get_ident())
+
+    def thinking(self, chunk: str) -> None:
+        self.got.append(("thinking", chunk))
+        self.threads.add(threading.get_ident())
+
+    def tool_args(self, call_id: str, name: str, delta: str) -> None:
+        self.got.append(("args", call_id, name, delta))
+        self.threads.add(threading.get_ident())
+
+
+class StreamsPieces(Scripted):
+    """A scripted Model that streams thinking and a call's arguments (to an `OnStream`) before its text."""
+
+    def respond(self, request: Request, on_text: OnText | None = None, on_event: OnEvent | None = None) -> Reply:
+        if isinstance(on_text, OnStream):
+            on_text.thinking("Adding.")
+            on_text.tool_args("call_1", "add", '{"a": 1}')
+            on_text("Hel")
+        return super().respond(request, on_text, on_event)
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+@pytest.mark.parametrize("wrapper", ["retry", "fallback"])
+def test_an_on_stream_passes_through_a_wrapper_whole_and_only_its_text_is_counted(wrapper: str, run: str) -> None:
+    first = StreamsPieces("a", [provider_error(502), "lo"])
+    model = Retry(first, attempts=2, backoff=0) if wrapper == "retry" else Fallback(first, StreamsPieces("b", ["lo"]))
+    pieces = Pieces()
+    events: list[ModelEvent] = []
+    if run == "sync":
+        reply = model.respond(req(), pieces, events.append)
+    else:
+        loop_thread: list[int] = []
+
+        async def main() -> Reply:
+            loop_thread.append(threading.get_ident())
+            return await model.arespond(req(), pieces, events.append)
+
+        reply = asyncio.run(main())
+        assert pieces.threads == set(loop_thread), "the default arespond relays every piece to the event loop"
+    attempt = [("thinking", "Adding."), ("args", "call_1", "add", '{"a": 1}'), ("text", "Hel")]
+    assert pieces.got == [*attempt, *attempt, ("text", "lo")]
+    assert reply.text == "lo"
+    assert [event.data["streamed_chars"] for event in events] == [3], "only the failed attempt's text is counted"
 
 
 # -- through an Agent: restarts are recorded in the history ----------------------------------------------------------

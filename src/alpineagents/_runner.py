@@ -7,7 +7,7 @@ loop), then the serial group; the first tool exception in completion order is re
 
 That order is written once, as the generator `_steps`: it yields each thing a turn waits for (the next finished
 calls, a save, a permission decision, one pass of the event loop) and the two entry points perform them, one by
-blocking and one by awaiting. Besides that, the only difference is that under `arun_tool_calls` a tool whose
+blocking and one by awaiting; `_Drive` is the loop both use to hand each answer back to the steps. Besides that, the only difference is that under `arun_tool_calls` a tool whose
 `is_async` is true runs as a Task on the loop instead of on a worker thread.
 
 All records and Reporter calls happen on the calling thread (the loop thread for the async twin); worker threads
@@ -703,20 +703,17 @@ def run_tool_calls(state: State, tools: Mapping[str, Tool], context: RunSettings
     if not calls:
         return
     arrivals: ThreadArrivals[_Job] = ThreadArrivals()
-    steps = _steps(state, calls, tools, context, arrivals)
-    action = next(steps, None)
-    while action is not None:
-        answer = raised = None
+    drive = _Drive(_steps(state, calls, tools, context, arrivals))
+    for action in drive:
         try:
             if action is _WAIT:
-                answer = arrivals.wait()
+                drive.answer = arrivals.wait()
             elif action is _SAVE:
                 _store(context).save(state)
             elif type(action) is _Job:
-                answer = _decide(state, context, action)
+                drive.answer = _decide(state, context, action)
         except BaseException as error:  # noqa: BLE001 - thrown into the steps, which decide what propagates
-            raised = error
-        action = _advance(steps, answer, raised)
+            drive.raised = error
 
 
 async def arun_tool_calls(state: State, tools: Mapping[str, Tool], context: RunSettings) -> None:
@@ -726,31 +723,46 @@ async def arun_tool_calls(state: State, tools: Mapping[str, Tool], context: RunS
     if not calls:
         return
     arrivals: LoopArrivals[_Job] = LoopArrivals(asyncio.get_running_loop())
-    steps = _steps(state, calls, tools, context, arrivals)
-    action = next(steps, None)
-    while action is not None:
-        answer = raised = None
+    drive = _Drive(_steps(state, calls, tools, context, arrivals))
+    for action in drive:
         try:
             if action is _WAIT:
-                answer = await arrivals.wait()
+                drive.answer = await arrivals.wait()
             elif action is _PASS:
                 await yield_once()
             elif action is _SAVE:
                 await _store(context).asave(state)
             elif type(action) is _Job:
-                answer = await _adecide(state, context, action)
+                drive.answer = await _adecide(state, context, action)
         except BaseException as error:  # noqa: BLE001 - thrown into the steps, which decide what propagates
-            raised = error
-        action = _advance(steps, answer, raised)
+            drive.raised = error
 
 
-def _advance(steps: _Steps, answer: object, raised: BaseException | None) -> _Action | None:
-    """Give the steps what they waited for (or throw in what its performing raised); their next action, or
-    `None` when the turn is over."""
-    try:
-        return steps.send(answer) if raised is None else steps.throw(raised)
-    except StopIteration:
-        return None
+class _Drive:
+    """The steps of one turn as the actions a driver performs, written once for both drivers: iterating gives
+    the next action; the driver sets `answer` (what the action gave) or `raised` (what performing it raised)
+    before asking for the one after, which sends it (or throws it) into the steps. The iteration ends with the
+    turn; what the steps let propagate propagates out of the driver's loop."""
+
+    __slots__ = ("_steps", "answer", "raised")
+
+    def __init__(self, steps: _Steps) -> None:
+        self._steps = steps
+        self.answer: object = None
+        self.raised: BaseException | None = None
+
+    def __iter__(self) -> _Drive:
+        return self
+
+    def __next__(self) -> _Action:
+        raised = self.raised
+        if raised is None:
+            action = self._steps.send(self.answer)
+        else:
+            self.raised = None
+            action = self._steps.throw(raised)
+        self.answer = None
+        return action
 
 
 def _store(context: RunSettings) -> Store:

@@ -14,14 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents._async import blocks_event_loop
 from alpineagents._history.misuse import not_a_state_error
-from alpineagents._settings import (
-    check_budget,
-    check_human,
-    check_loop,
-    check_permission_items,
-    check_reporter,
-    check_store,
-)
+from alpineagents._settings import check_budget_price, check_settings
 from alpineagents._skills.tools import add_skill_tools, skill_tool, system_with_catalogue
 from alpineagents._stream import AsyncEventStream, EventStream
 from alpineagents._structured import Answers, check_returns
@@ -30,11 +23,12 @@ from alpineagents._turn.context import RunContext, active_context
 from alpineagents._turn.driver import Steps, adrive, drive
 from alpineagents._turn.program import new_call, program_call_steps, program_tool, same_tool
 from alpineagents._turn.run import prepare_run, run_steps, start_run
-from alpineagents._turn.seams import DEFAULT, Default, Feed
+from alpineagents._turn.seams import DEFAULT, Default, Feed, MCPUse
 from alpineagents._turn.steps import ask_steps, compact_steps, think_steps, use_tools_steps
 from alpineagents._turn.subagent import SubagentTool, checked_subagent_tool
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import fix_message
-from alpineagents.human import aask_human_with, ask_human_with
+from alpineagents.human import Question
 from alpineagents.loop import adefault_loop, default_loop, is_async_callable, turn_steps
 from alpineagents.models.base import Model
 from alpineagents.models.resolve import resolve_model
@@ -127,7 +121,7 @@ def _ask_checks(state: object, prompt: object, returns: object, retries: object,
                 f'agent.{method}(state, "Summarize the work so far")',
             )
         )
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+    if not is_whole(retries) or retries < 0:
         raise ValueError(
             fix_message(
                 f"retries={retries!r} is not allowed",
@@ -286,12 +280,10 @@ class Agent:
         resolved = resolve_model(model)
         tool_dict, mcp_servers, mcp_picks = _split_tools(tools_given)
         skills_read = add_skill_tools(tool_dict, skills_given)
-        check_loop(loop)
-        check_reporter(reporter)
-        check_human(human)
-        check_store(store)
-        check_permission_items(permissions_given)
-        check_budget(budget, resolved)
+        check_settings(
+            loop=loop, reporter=reporter, human=human, store=store, permissions=permissions_given, budget=budget
+        )
+        check_budget_price(budget, resolved)
         self._args: dict[str, Any] = {
             "model": model,
             "system": system,
@@ -433,46 +425,35 @@ class Agent:
 
     def __enter__(self) -> Agent:
         """Keep this Agent's MCP servers connected until the block ends (nothing to do without servers)."""
-        self._mcp_open()
+        self._mcp_use("acquire")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._mcp_close()
+        self._mcp_use("release")
 
     async def __aenter__(self) -> Agent:
         """The async twin of `with agent:`."""
-        await self._amcp_open()
+        await self._amcp_use("acquire")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._amcp_close()
+        await self._amcp_use("release")
 
-    def _mcp(self, name: str) -> Any:
-        """Call `name` of the MCP servers' module with this Agent (loaded only when used: the MCP layer sits above
-        the Agent and needs its optional dependency)."""
-        from alpineagents._mcp import servers
-
-        return getattr(servers, name)(self)
-
-    def _mcp_open(self) -> None:
-        """Take one use of this Agent's MCP servers and wait until they are connected (nothing without servers)."""
+    def _mcp_use(self, use: MCPUse) -> None:
+        """Take one use of this Agent's MCP servers and wait until they are connected (`"acquire"`), or give one
+        back (`"release"`); nothing for an Agent without servers. The MCP layer sits above the Agent and needs
+        its optional dependency: it is loaded only when used."""
         if self._mcp_servers:
-            self._mcp("acquire")
+            from alpineagents._mcp import servers
 
-    async def _amcp_open(self) -> None:
-        """The async twin of `_mcp_open`."""
-        if self._mcp_servers:
-            await self._mcp("aacquire")
+            getattr(servers, use)(self)
 
-    def _mcp_close(self) -> None:
-        """Give back one use of this Agent's MCP servers (nothing for an Agent without servers)."""
+    async def _amcp_use(self, use: MCPUse) -> None:
+        """The async twin of `_mcp_use`: the event loop does not wait for a server to shut down."""
         if self._mcp_servers:
-            self._mcp("release")
+            from alpineagents._mcp import servers
 
-    async def _amcp_close(self) -> None:
-        """The async twin of `_mcp_close`: the event loop does not wait for a server to shut down."""
-        if self._mcp_servers:
-            await self._mcp("arelease")
+            await getattr(servers, "a" + use)(self)
 
     # --- tool calls the program makes -----------------------------------------------------------------------
 
@@ -765,12 +746,12 @@ class Agent:
         if blocks_event_loop():
             raise _sync_refusal("ask_human")
         human, inherited = self._human_for(state, "ask_human")
-        return ask_human_with(state, human, prompt, returns, method="ask_human", inherited=inherited)
+        return Question(state, human, prompt, returns, method="ask_human", inherited=inherited).ask()
 
     async def aask_human(self, state: State, prompt: str, returns: object = str) -> Any:
         """The async twin of `ask_human`: awaits the Human's `aask` (or runs its `ask` on a worker thread)."""
         human, inherited = self._human_for(state, "aask_human")
-        return await aask_human_with(state, human, prompt, returns, method="aask_human", inherited=inherited)
+        return await Question(state, human, prompt, returns, method="aask_human", inherited=inherited).aask()
 
 
 def _subagent_tool(helper: Agent) -> SubagentTool:

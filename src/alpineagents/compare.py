@@ -17,25 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from alpineagents._frozen import thaw
+from alpineagents._values.construct import fields_json
 from alpineagents.state import State
-from alpineagents.types import (
-    ContextChangeEntry,
-    ErrorEntry,
-    ExchangeEntry,
-    ExtraDataEntry,
-    HistoryEntry,
-    Image,
-    Message,
-    MessageEntry,
-    ModelReplyEntry,
-    ModelRequestEntry,
-    RunStartEntry,
-    StopEntry,
-    TextBlock,
-    ToolCall,
-    ToolResultContent,
-    ToolResultEntry,
-)
+from alpineagents.types import HistoryEntry, Image, Message, TextBlock, ToolCall, ToolResultContent
 
 __all__ = ["diff", "RunDiff", "Step", "Row", "Side"]
 
@@ -92,18 +76,7 @@ class Side:
 
     def to_json(self) -> dict[str, Any]:
         """The fields as JSON values."""
-        return {
-            "id": self.id,
-            "turns": self.turns,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost": self.cost,
-            "seconds": self.seconds,
-            "tool_calls": self.tool_calls,
-            "models": list(self.models),
-            "answer": thaw(self.answer),
-            "stopped": self.stopped,
-        }
+        return fields_json(self)
 
 
 @dataclass(frozen=True)
@@ -195,34 +168,34 @@ def _message_step(kind: str, message: Message, index: int) -> Step:
 
 
 def _step(entry: HistoryEntry, index: int) -> list[Step]:
-    if isinstance(entry, MessageEntry):
+    if entry.kind == "user" or entry.kind == "notice":
         return [_message_step(entry.kind, entry.message, index)]
-    if isinstance(entry, ModelReplyEntry):
+    if entry.kind == "model_reply":
         reply = entry.content
         calls = [_call(call) for call in reply.tool_calls]
         said = _short(reply.text) if reply.text else ""
         text = "reply: " + " · ".join(part for part in (said, *(f"calls {call}" for call in calls)) if part)
         return [Step("reply", text if said or calls else "reply: (empty)", index, _json(["reply", reply.text, calls]))]
-    if isinstance(entry, ToolResultEntry):
+    if entry.kind == "tool_result":
         content = _content_text(entry.content)
         text = f"result of {_call(entry.call)}: {_short(content)} ({entry.outcome.value})"
         return [Step("result", text, index, _json(["result", _call(entry.call), content, entry.outcome.value]))]
-    if isinstance(entry, ContextChangeEntry):
+    if entry.kind == "context_change":
         change = entry.content
         if change.kind == "import":
             return [_message_step(message.role, message, index) for message in change.messages]
         text = f"context: {change.kind}" + (f": {_short(change.summary)}" if change.summary else "")
         return [Step("context", text, index, _json(["context", change.kind, change.summary, list(change.cleared)]))]
-    if isinstance(entry, ExchangeEntry):
+    if entry.kind == "ask" or entry.kind == "human":
         answer = _json(entry.content.answer)
         text = f"{entry.kind}: {_short(entry.content.question, 80)} → {_short(answer, 80)}"
         return [Step(entry.kind, text, index, _json([entry.kind, entry.content.question, answer]))]
-    if isinstance(entry, ErrorEntry):
+    if entry.kind == "error":
         return [Step("error", f"error: {_short(entry.content)}", index, _json(["error", entry.content]))]
-    if isinstance(entry, StopEntry) and entry.content is not None:
+    if entry.kind == "stop" and entry.content is not None:
         said = str(entry.content)
         return [Step("stop", f"stop: {_short(said)}", index, _json(["stop", said]))]
-    if isinstance(entry, ExtraDataEntry):
+    if entry.kind == "extra_data":
         text = f"extra data: {_short(_json(entry.content))}"
         return [Step("extra_data", text, index, _json(["extra_data", entry.content, list(entry.removed)]))]
     return []  # run_start, model_request, model_event, a cleared stop: bookkeeping, not something the run did
@@ -240,13 +213,13 @@ def _running_seconds(history: tuple[HistoryEntry, ...]) -> float:
     start: datetime | None = None
     last: datetime | None = None
     for entry in history:
-        if isinstance(entry, RunStartEntry):
+        if entry.kind == "run_start":
             if start is not None and last is not None:
                 total += (last - start).total_seconds()
             start = last = entry.at
         elif start is not None:
             last = entry.at
-            if isinstance(entry, StopEntry):
+            if entry.kind == "stop":
                 total += (last - start).total_seconds()
                 start = last = None
     if start is not None and last is not None:
@@ -260,11 +233,11 @@ def side(state: State) -> Side:
     usage = state.usage
     seconds = _running_seconds(history)
     models = dict.fromkeys(
-        entry.content.model or "" for entry in history if isinstance(entry, ModelReplyEntry) and entry.content.model
+        entry.content.model or "" for entry in history if entry.kind == "model_reply" and entry.content.model
     )
     if not models:
-        models = dict.fromkeys(entry.content for entry in history if isinstance(entry, ModelRequestEntry))
-    calls = sum(1 for entry in history if isinstance(entry, ToolResultEntry) and not entry.late)
+        models = dict.fromkeys(entry.content for entry in history if entry.kind == "model_request")
+    calls = sum(1 for entry in history if entry.kind == "tool_result" and not entry.late)
     return Side(
         id=state.id,
         turns=state.turn,

@@ -59,28 +59,20 @@ from alpineagents._values.approval import (
 )
 from alpineagents._values.budget import FOR_BUDGET, BudgetRaise, BudgetWait, read_raise, read_wait
 from alpineagents._values.construct import as_tuples, value
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
     ContextChange,
-    ContextChangeEntry,
-    ErrorEntry,
     ExchangeEntry,
-    ExtraDataEntry,
     HistoryEntry,
     Message,
-    MessageEntry,
     ModelEvent,
-    ModelEventEntry,
     ModelReplyEntry,
-    ModelRequestEntry,
-    RunStartEntry,
-    StopEntry,
     Stopped,
     ToolCall,
     ToolOutcomeKind,
     ToolResultContent,
-    ToolResultEntry,
     Usage,
 )
 
@@ -375,7 +367,7 @@ def _pending_calls(history: list[HistoryEntry], end: int) -> dict[str, ToolCall]
     """The calls of the latest reply before ``end``, by id (a wait record names its call by id)."""
     for index in range(end - 1, -1, -1):
         entry = history[index]
-        if isinstance(entry, ModelReplyEntry):
+        if entry.kind == "model_reply":
             return {call.id: call for call in entry.content.message.tool_calls}
     return {}
 
@@ -413,44 +405,46 @@ def _reply_events(entry: ModelReplyEntry, where: dict[str, Any], streamed: bool)
     yield ReplyEnded(turn=entry.turn, usage=reply.usage, model=reply.model, stop_reason=reply.stop_reason, **where)
 
 
-def entry_events(  # noqa: C901 - one branch per kind of entry, each one line
+def entry_events(
     entry: HistoryEntry,
     where: dict[str, Any],
     calls: dict[str, ToolCall],
     *,
     streamed: bool = False,
 ) -> Iterator[Event]:
-    """The events of one entry (see the module's table). ``where`` holds ``state_id``, ``path`` and ``position``;
-    ``calls`` the calls of the latest reply by id; ``streamed`` that a reply's text came already as deltas."""
-    if isinstance(entry, ModelReplyEntry):
-        yield from _reply_events(entry, where, streamed)
-    elif isinstance(entry, ToolResultEntry):
-        yield ToolCallEnded(
-            call=entry.call,
-            result=entry.content,
-            outcome=entry.outcome,
-            late=entry.late,
-            child_ids=entry.child_ids,
-            **where,
-        )
-    elif isinstance(entry, ModelRequestEntry):
-        yield RequestSent(turn=entry.turn, model=entry.content, **where)
-    elif isinstance(entry, MessageEntry):
-        yield MessageAdded(message=entry.message, **where)
-    elif isinstance(entry, ModelEventEntry):
-        yield ModelEventReported(event=entry.content, **where)
-    elif isinstance(entry, ExchangeEntry):
-        yield from _exchange_events(entry, where, calls)
-    elif isinstance(entry, ContextChangeEntry):
-        yield ContextChanged(change=entry.content, **where)
-    elif isinstance(entry, RunStartEntry):
-        yield RunStarted(agent=entry.content, parent_call_id=entry.parent_call_id, **where)
-    elif isinstance(entry, StopEntry):
-        yield StopRecorded(stopped=entry.content, **where)
-    elif isinstance(entry, ExtraDataEntry):
-        yield ExtraDataChanged(changed=entry.content, removed=entry.removed, **where)
-    elif isinstance(entry, ErrorEntry):
-        yield ErrorRecorded(text=entry.content, call=entry.call, **where)
+    """The events of one entry (see the module's table), by its ``kind``. ``where`` holds ``state_id``, ``path``
+    and ``position``; ``calls`` the calls of the latest reply by id; ``streamed`` that a reply's text came already
+    as deltas."""
+    match entry.kind:
+        case "model_reply":
+            yield from _reply_events(entry, where, streamed)
+        case "tool_result":
+            yield ToolCallEnded(
+                call=entry.call,
+                result=entry.content,
+                outcome=entry.outcome,
+                late=entry.late,
+                child_ids=entry.child_ids,
+                **where,
+            )
+        case "model_request":
+            yield RequestSent(turn=entry.turn, model=entry.content, **where)
+        case "user" | "notice":
+            yield MessageAdded(message=entry.message, **where)
+        case "model_event":
+            yield ModelEventReported(event=entry.content, **where)
+        case "ask" | "human":
+            yield from _exchange_events(entry, where, calls)
+        case "context_change":
+            yield ContextChanged(change=entry.content, **where)
+        case "run_start":
+            yield RunStarted(agent=entry.content, parent_call_id=entry.parent_call_id, **where)
+        case "stop":
+            yield StopRecorded(stopped=entry.content, **where)
+        case "extra_data":
+            yield ExtraDataChanged(changed=entry.content, removed=entry.removed, **where)
+        case "error":
+            yield ErrorRecorded(text=entry.content, call=entry.call, **where)
 
 
 def events_from_history(
@@ -473,7 +467,7 @@ def events_from_history(
     calls: dict[str, ToolCall] = _pending_calls(entries, start) if start else {}
     for position in range(start, len(entries)):
         entry = entries[position]
-        if isinstance(entry, ModelReplyEntry):
+        if entry.kind == "model_reply":
             calls = {call.id: call for call in entry.content.message.tool_calls}
         where = {"state_id": state_id, "path": shown, "position": position}
         yield from entry_events(entry, where, calls)  # type: ignore[misc]  # every event is a StreamEvent
@@ -537,12 +531,12 @@ class _Tree:
         calls: dict[str, ToolCall] = _pending_calls(list(entries), start) if start else {}
         for position in range(start, end):
             entry = entries[position]
-            if isinstance(entry, ModelReplyEntry):
+            if entry.kind == "model_reply":
                 calls = {call.id: call for call in entry.content.message.tool_calls}
             for child_id in children_named(entry):
                 ends = held[child_id]
                 number = ends.index(position)
-                last = number == len(ends) - 1 and (not self.growing or isinstance(entry, ToolResultEntry))
+                last = number == len(ends) - 1 and (not self.growing or entry.kind == "tool_result")
                 yield from self._runs_ended_by(state, path, child_id, number, last)
             where = {"state_id": state.id, "path": path, "position": position}
             yield from entry_events(entry, where, calls)  # type: ignore[misc]  # every event is a StreamEvent
@@ -556,14 +550,14 @@ class _Tree:
         if child is None:
             child = self.children[child_id] = state.child(child_id)
         history = child.history
-        starts = [index for index, entry in enumerate(history) if isinstance(entry, RunStartEntry)]
+        starts = [index for index, entry in enumerate(history) if entry.kind == "run_start"]
         bounds = [*starts[1:], len(history)]
         for begin, end in list(zip(starts, bounds, strict=True))[number : None if last else number + 1]:
             yield from self.events(child, (*path, child_id), begin, end)
 
 
 def checked_after(after: object) -> int:
-    if isinstance(after, bool) or not isinstance(after, int):
+    if not is_whole(after):
         raise TypeError(
             fix_message(
                 f"after= takes the position (an int) of the last event already shown (got: {after!r})",

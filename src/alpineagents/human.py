@@ -8,9 +8,9 @@ Answer formats (``returns=``) are ``str``, ``bool`` or ``Literal[...]``: ``check
 ``describe_choices`` names the choices shown to a person, ``parse_answer`` converts an answer.
 
 Shared asking mechanism (not in ``__all__``; used by ``Agent.ask_human``/``aask_human`` and ``DecideByHuman``):
-``ask_human_with(state, human, prompt, returns, ...)`` and ``aask_human_with(...)`` ask a Human chosen by the
-caller: they check the State, raise ``NoHumanError`` when ``human`` is ``None``, check the answer format, ask, and
-record one ``human`` entry with ``state._record_human`` once the answer is back.
+``Question(state, human, prompt, returns, ...)`` is one question to a Human chosen by the caller; ``ask()`` and
+``await aask()`` check the State, raise ``NoHumanError`` when ``human`` is ``None``, check the answer format, ask,
+and record one ``human`` entry with ``state._record_human`` once the answer is back.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 from abc import ABC
 from collections.abc import Awaitable
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, get_args, get_origin
 
 from alpineagents import _observe as observe
@@ -222,15 +223,6 @@ def _no_human(prompt: str, method: str, inherited: bool) -> NoHumanError:
     return NoHumanError(fix_message(problem, fix, 'agent = Agent("claude-sonnet-5", human=Terminal())'))
 
 
-def _prepare(
-    state: object, human: HumanLike | None, prompt: str, returns: object, method: str, inherited: bool
-) -> None:
-    _check_state(state, method)
-    if human is None:
-        raise _no_human(prompt, method, inherited)
-    check_returns(returns)
-
-
 def _plain(human: object, answer: object) -> object:
     """The answer of a sync ``ask``, refused when it is awaitable (an object whose ``ask`` is an async def)."""
     if inspect.isawaitable(answer):
@@ -248,55 +240,60 @@ def _recorded(state: State, prompt: str, answer: object) -> Any:
     return answer
 
 
-def ask_human_with(
-    state: State,
-    human: HumanLike | None,
-    prompt: str,
-    returns: object = str,
-    *,
-    method: str = "ask_human",
-    inherited: bool = False,
-) -> Any:
-    """Ask ``human`` (already chosen by the caller) synchronously and record the exchange.
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One question to a Human the caller chose, written once for both twins: ``ask()`` asks it synchronously,
+    ``await aask()`` asynchronously. Either checks first (the State, ``NoHumanError`` when ``human`` is ``None``,
+    the answer format), records one ``ExchangeEntry(kind="human")`` in ``state`` after the answer comes back and
+    returns the Human's value unchanged; nothing is recorded when the Human raises.
 
     ``method`` names the Agent method in messages; ``inherited`` says that a ``None`` human was inherited by a
-    subagent (another ``NoHumanError`` wording). Records one ``ExchangeEntry(kind="human")`` in ``state`` after
-    the answer comes back and returns the Human's value unchanged; nothing is recorded when the Human raises.
-
-    Raises:
-        TypeError: ``state`` is not a State, an unsupported ``returns``, or a Human that answers only
-            asynchronously.
-        NoHumanError: ``human`` is ``None``.
+    subagent (another ``NoHumanError`` wording).
     """
-    _prepare(state, human, prompt, returns, method, inherited)
-    if not answers_sync(human):
-        raise TypeError(
-            fix_message(
-                f"human={human!r} answers only asynchronously (it has aask, not ask)",
-                f"Ask from async code with await agent.a{method}(...), or give the human a sync ask method",
-                f'answer = await agent.a{method}(state, "Continue?", returns=bool)',
+
+    state: State
+    human: HumanLike | None
+    prompt: str
+    returns: object = str
+    _: KW_ONLY
+    method: str = "ask_human"
+    inherited: bool = False
+
+    def _checked(self) -> HumanLike:
+        _check_state(self.state, self.method)
+        if self.human is None:
+            raise _no_human(self.prompt, self.method, self.inherited)
+        check_returns(self.returns)
+        return self.human
+
+    def ask(self) -> Any:
+        """Ask synchronously.
+
+        Raises:
+            TypeError: ``state`` is not a State, an unsupported ``returns``, or a Human that answers only
+                asynchronously.
+            NoHumanError: ``human`` is ``None``.
+        """
+        human = self._checked()
+        if not answers_sync(human):
+            raise TypeError(
+                fix_message(
+                    f"human={human!r} answers only asynchronously (it has aask, not ask)",
+                    f"Ask from async code with await agent.a{self.method}(...), or give the human a sync ask method",
+                    f'answer = await agent.a{self.method}(state, "Continue?", returns=bool)',
+                )
             )
-        )
-    answer = _plain(human, human.ask(state, prompt, returns))
-    return _recorded(state, prompt, answer)
+        answer = _plain(human, human.ask(self.state, self.prompt, self.returns))
+        return _recorded(self.state, self.prompt, answer)
 
-
-async def aask_human_with(
-    state: State,
-    human: HumanLike | None,
-    prompt: str,
-    returns: object = str,
-    *,
-    method: str = "aask_human",
-    inherited: bool = False,
-) -> Any:
-    """Async twin of ``ask_human_with``: awaits the Human's ``aask`` when it has a callable one (on the event loop),
-    else runs its ``ask`` on a worker thread. Same checks and record."""
-    _prepare(state, human, prompt, returns, method, inherited)
-    if answers_async(human):
-        answer = await human.aask(state, prompt, returns)
-    elif answers_sync(human):
-        answer = _plain(human, await run_in_thread(human.ask, state, prompt, returns, name="alpineagents-human"))
-    else:  # unreachable: a Human, or an object with ask or aask, was checked when it was given
-        raise TypeError(f"human={human!r} has neither an ask nor an aask method")
-    return _recorded(state, prompt, answer)
+    async def aask(self) -> Any:
+        """Ask asynchronously: await the Human's ``aask`` when it has a callable one (on the event loop), else
+        run its ``ask`` on a worker thread. Same checks and record as ``ask``."""
+        human, state, prompt, returns = self._checked(), self.state, self.prompt, self.returns
+        if answers_async(human):
+            answer = await human.aask(state, prompt, returns)
+        elif answers_sync(human):
+            answer = _plain(human, await run_in_thread(human.ask, state, prompt, returns, name="alpineagents-human"))
+        else:  # unreachable: a Human, or an object with ask or aask, was checked when it was given
+            raise TypeError(f"human={human!r} has neither an ask nor an aask method")
+        return _recorded(state, prompt, answer)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from alpineagents._async import ASYNC_RUN
 from alpineagents._turn.driver import Steps, adrive, drive
 from alpineagents._values.budget import WAITING_STOPS
+from alpineagents._values.numbers import is_whole
 from alpineagents.blocks import acompact_if_full, compact_if_full
 from alpineagents.errors import fix_message
 from alpineagents.types import (
@@ -121,7 +122,7 @@ def _check_until(until: object) -> tuple[Any, ...]:
 
 
 def _check_limit(limit: object) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int):
+    if not is_whole(limit):
         raise TypeError(
             fix_message(
                 f"limit must be an integer of 1 or more (got: {limit!r})",

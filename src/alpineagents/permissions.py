@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from alpineagents._async import run_in_thread
 from alpineagents._tools.patterns import matches_any, name_patterns
 from alpineagents.errors import ToolError, fix_message
-from alpineagents.human import HumanLike, aask_human_with, answers_async, answers_sync, ask_human_with
+from alpineagents.human import HumanLike, Question, answers_async, answers_sync
 from alpineagents.types import ToolCall, format_call
 
 if TYPE_CHECKING:
@@ -568,9 +568,10 @@ class DecideByHuman(DecidePermission):
         if async_only(self):  # a subclass that overrides only acheck checks only asynchronously
             return Permission.check(self, state, call, tool)
         human, inherited = self._who(state)
-        answer = ask_human_with(
+        question = Question(
             state, human, self.question(call, tool), Literal["yes", "no"], method="ask_human", inherited=inherited
         )
+        answer = question.ask()
         return self._verdict(answer)
 
     async def acheck(self, state: State, call: ToolCall, tool: Tool) -> Allowed | Denied | Deferred | None:
@@ -579,9 +580,10 @@ class DecideByHuman(DecidePermission):
         if cls.check is not DecideByHuman.check and cls.acheck is DecideByHuman.acheck:
             return await Permission.acheck(self, state, call, tool)
         human, inherited = self._who(state)
-        answer = await aask_human_with(
+        question = Question(
             state, human, self.question(call, tool), Literal["yes", "no"], method="aask_human", inherited=inherited
         )
+        answer = await question.aask()
         return self._verdict(answer)
 
     def __repr__(self) -> str:

@@ -43,6 +43,7 @@ from alpineagents._history.snapshot import StateSnapshot, history_of, is_folded
 from alpineagents._tokens import context_tokens
 from alpineagents._values.approval import children_named
 from alpineagents._values.budget import WAITING_STOPS
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import fix_message
 from alpineagents.types import (
     AgentInfo,
@@ -318,7 +319,7 @@ class State(Recorder, Approvals, Budgets):
         Raises:
             ValueError: ``keep_last`` is not an integer >= 0, or calls are pending.
         """
-        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
+        if not is_whole(keep_last) or keep_last < 0:
             raise misuse.keep_last_error(keep_last)
         with self._lock:
             self._ensure_no_pending("clear_tool_results")

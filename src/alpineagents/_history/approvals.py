@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from alpineagents import types as types_module
+from alpineagents._history import misuse
 from alpineagents._history.fold import Accumulator
 from alpineagents._values.approval import (
     APPROVAL_KEY,
@@ -113,16 +114,6 @@ def turn_approvals(acc: Accumulator) -> TurnApprovals:
             elif isinstance(answer.get("call_id"), str):
                 waits.setdefault(answer["call_id"], entry)
     return TurnApprovals(waits, decisions, calls)
-
-
-def _not_waiting(state_id: str, action: str) -> ValueError:
-    return ValueError(
-        fix_message(
-            f"State {state_id!r} is not waiting for an approval, so there is no call to {action}",
-            "check state.awaiting_approval first; a State waits when state.stopped is a StoppedForApproval",
-            "for waiting in state.awaiting_approval:\n    state.approve(waiting.call.id)",
-        )
-    )
 
 
 class Approvals:
@@ -230,7 +221,7 @@ class Approvals:
                 )
             )
         if not waiting:
-            return _not_waiting(self._id, action)
+            return misuse.not_waiting_error(self._id, action)
         shown = ", ".join(waiting)
         return ValueError(
             fix_message(

@@ -223,6 +223,17 @@ def finished_error(action: str) -> ValueError:
     )
 
 
+def not_waiting_error(state_id: str, action: str) -> ValueError:
+    """The error of ``approve``/``deny`` (``action``) on a State that waits for no decision."""
+    return ValueError(
+        fix_message(
+            f"State {state_id!r} is not waiting for an approval, so there is no call to {action}",
+            "check state.awaiting_approval first; a State waits when state.stopped is a StoppedForApproval",
+            "for waiting in state.awaiting_approval:\n    state.approve(waiting.call.id)",
+        )
+    )
+
+
 def pending_error(action: str, shown: str) -> ValueError:
     return ValueError(
         fix_message(

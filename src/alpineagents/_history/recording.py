@@ -49,6 +49,7 @@ from alpineagents.types import (
 
 if TYPE_CHECKING:
     from alpineagents._turn.seams import Feed
+    from alpineagents.state import State
 
 __all__ = ["NOT_RUN_YET", "Recorder"]
 
@@ -227,14 +228,33 @@ class Recorder:
         self, slot: ToolCall, content: ToolResultContent, outcome: ToolOutcomeKind, error: BaseException | None
     ) -> None:
         joined = self._call_children.get(slot.id) if self._call_children else None
+        moved = self._commit_result(slot, content, outcome, error, joined, late=False)
+        if joined is not None:
+            del self._call_children[slot.id]
+            joined.settle(moved)
+            joined.call = slot
+            self._closed_calls[id(slot)] = joined  # its children may still report usage in a late result
+
+    def _commit_result(
+        self,
+        call: ToolCall,
+        content: ToolResultContent,
+        outcome: ToolOutcomeKind,
+        error: BaseException | None,
+        joined: Joined | None,
+        *,
+        late: bool,
+    ) -> list[tuple[State, Usage]]:
+        """Commit the result entry of ``call``, with the ids of the subagents it started (``joined``) and their
+        usage this State has not counted yet. Returns what ``joined.settle`` takes once the entry is in."""
         child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
         self._commit_locked(
             make_result_entry(
                 "tool_result",
                 content,
-                slot,
+                call,
                 outcome,
-                False,
+                late,
                 error,
                 child_ids,
                 usage,
@@ -242,11 +262,7 @@ class Recorder:
                 types_module._now(),
             )
         )
-        if joined is not None:
-            del self._call_children[slot.id]
-            joined.settle(moved)
-            joined.call = slot
-            self._closed_calls[id(slot)] = joined  # its children may still report usage in a late result
+        return moved
 
     def _tool_result(
         self,
@@ -286,19 +302,7 @@ class Recorder:
                 self._close_slot(slot, content, outcome, error)
                 return
             joined = self._closed_joined(call)
-            child_ids, usage, moved = joined.measure() if joined is not None else ((), None, [])
-            self._commit_locked(
-                ToolResultEntry(
-                    content=content,
-                    call=call,
-                    outcome=outcome,
-                    late=True,
-                    error=error,
-                    child_ids=child_ids,
-                    usage=usage,
-                    turn=self._acc.turn,
-                )
-            )
+            moved = self._commit_result(call, content, outcome, error, joined, late=True)
             if joined is not None:
                 joined.settle(moved)
 

@@ -14,7 +14,7 @@ import json
 import os
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import alpineagents.errors as error_classes
 from alpineagents._frozen import thaw
@@ -22,6 +22,7 @@ from alpineagents._replay.differences import check_ignore, first_difference, sho
 from alpineagents._replay.recorded import REQUEST_EVENT, Recorded, model_settings, recorded_requests, request_facts
 from alpineagents._skills.tools import SKILL_TOOLS
 from alpineagents._tools.scope import CALL_SCOPE
+from alpineagents.agent import Agent
 from alpineagents.errors import ToolError, fix_message
 from alpineagents.models.base import Model, OnEvent, OnText
 from alpineagents.state import State
@@ -39,9 +40,6 @@ from alpineagents.types import (
     ToolResultEntry,
     Usage,
 )
-
-if TYPE_CHECKING:
-    from alpineagents.agent import Agent
 
 __all__ = ["Replay", "Recorder", "ReplayMismatch", "RecordedFailure", "RecordedTool", "recorded_error"]
 

@@ -20,21 +20,7 @@ from alpineagents._frozen import thaw
 from alpineagents._history.fold import Accumulator
 from alpineagents._history.snapshot import prefix_tuple
 from alpineagents.models.base import Model
-from alpineagents.types import (
-    AgentInfo,
-    ContextChangeEntry,
-    ErrorEntry,
-    ExchangeEntry,
-    HistoryEntry,
-    Message,
-    ModelEvent,
-    ModelEventEntry,
-    ModelReplyEntry,
-    ModelRequestEntry,
-    Reply,
-    Request,
-    RunStartEntry,
-)
+from alpineagents.types import AgentInfo, HistoryEntry, Message, ModelEvent, ModelRequestEntry, Reply, Request
 
 __all__ = ["REQUEST_EVENT", "SETTINGS", "Recorded", "recorded_requests", "request_facts", "sha256", "model_settings"]
 
@@ -120,30 +106,26 @@ def recorded_requests(history: Sequence[HistoryEntry]) -> list[Recorded]:
     for index, entry in enumerate(history):
         before = (acc.messages, acc.messages_len)
         acc.apply(entry)
-        if isinstance(entry, RunStartEntry):
+        if entry.kind == "run_start":
             agent = entry.content
-        elif isinstance(entry, ModelRequestEntry):
+        elif entry.kind == "model_request":
             open_turn, events = (index, entry, acc.messages, acc.messages_len), []
-        elif isinstance(entry, ModelEventEntry) and open_turn is not None:
+        elif entry.kind == "model_event" and open_turn is not None:
             events.append(entry.content)
-        elif (
-            isinstance(entry, ModelReplyEntry | ErrorEntry)
-            and open_turn is not None
-            and not (isinstance(entry, ErrorEntry) and entry.call is not None)
-        ):
+        elif (entry.kind == "model_reply" or (entry.kind == "error" and entry.call is None)) and open_turn is not None:
             start, request, source, count = open_turn
-            reply = entry.content if isinstance(entry, ModelReplyEntry) else None
-            error = entry.content if isinstance(entry, ErrorEntry) else None
+            reply = entry.content if entry.kind == "model_reply" else None
+            error = entry.content if entry.kind == "error" else None
             found.append(
                 Recorded("turn", start, request.turn, source, count, agent, _facts(events), tuple(events), reply, error)
             )
             open_turn = None
-        elif isinstance(entry, ContextChangeEntry) and entry.content.kind == "compact":
+        elif entry.kind == "context_change" and entry.content.kind == "compact":
             change = entry.content
             if change.usage is not None and change.summary is not None:  # a model wrote it (not state.compact)
                 reply = Reply(Message.assistant(change.summary), change.usage)
                 found.append(Recorded("compact", index, entry.turn, *before, agent, reply=reply))
-        elif isinstance(entry, ExchangeEntry) and entry.kind == "ask":
+        elif entry.kind == "ask":
             found.append(
                 Recorded(
                     "ask",

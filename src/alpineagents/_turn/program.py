@@ -123,7 +123,7 @@ def program_call_steps(agent: AgentSeam, state: State, tool: Tool, call: ToolCal
     """Record `call` as made by the program, run it like a model's call of `tool` (`checked`: with the
     permission phase), and return its result content. See the module for what happens when the tool raises."""
     if agent._mcp_servers and agent._mcp_users == 0:
-        yield (agent._mcp_open, agent._amcp_open, ())
+        yield (agent._mcp_use, agent._amcp_use, ("acquire",))
     context = context_for(agent, state)
     settings: Any = context if checked else _Unchecked(context.reporter, context.human, context.store)
     store = context.store

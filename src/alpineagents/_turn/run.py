@@ -211,9 +211,9 @@ def _release_mcp(agent: AgentSeam, abandoned: bool) -> Steps:
     after `on_run_end`."""
     try:
         if abandoned:  # a generator being closed cannot yield
-            agent._mcp_close()
+            agent._mcp_use("release")
         else:  # `arun` awaits the release: the event loop does not wait for a server to shut down
-            yield (agent._mcp_close, agent._amcp_close, ())
+            yield (agent._mcp_use, agent._amcp_use, ("release",))
     except BaseException as stop:  # noqa: BLE001 - raised after on_run_end
         return stop
     return None
@@ -250,7 +250,7 @@ def run_steps(
             if reporter is not None:
                 reporter.on_run_start(state)
             if agent._mcp_servers:
-                yield (agent._mcp_open, agent._amcp_open, ())
+                yield (agent._mcp_use, agent._amcp_use, ("acquire",))
                 using_mcp = True
             yield from reconcile_steps(agent, state)  # calls whose effect is unknown, when their tools can tell
             held = resume_budget_wait(state)  # a step waited for a bigger budget: it is checked again now

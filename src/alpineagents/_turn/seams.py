@@ -7,7 +7,7 @@ specs and overhead, which the MCP servers replace while they are connected.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from alpineagents.tool import ToolMap
     from alpineagents.types import AgentInfo, Budget, HistoryEntry, ToolSpec
 
-__all__ = ["DEFAULT", "Default", "AgentSeam", "AnswerFormat", "Feed"]
+__all__ = ["DEFAULT", "Default", "AgentSeam", "AnswerFormat", "Feed", "MCPUse"]
 
 
 class Default:
@@ -43,6 +43,11 @@ class Default:
 
 DEFAULT = Default()
 """Marker for `Agent(reporter=...)` and `Agent(human=...)`: not given (the shared Terminal, or inherited)."""
+
+
+MCPUse = Literal["acquire", "release"]
+"""What an Agent does with one use of its MCP servers: take it (and wait until they are connected), or give it
+back."""
 
 
 class AgentSeam(Protocol):
@@ -76,13 +81,9 @@ class AgentSeam(Protocol):
 
     def _choose_specs(self, tools: Iterable[Any]) -> tuple[ToolSpec, ...]: ...
 
-    def _mcp_open(self) -> None: ...
+    def _mcp_use(self, use: MCPUse) -> None: ...
 
-    async def _amcp_open(self) -> None: ...
-
-    def _mcp_close(self) -> None: ...
-
-    async def _amcp_close(self) -> None: ...
+    async def _amcp_use(self, use: MCPUse) -> None: ...
 
 
 class AnswerFormat(Protocol):

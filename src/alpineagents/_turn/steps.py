@@ -41,7 +41,7 @@ def _connect(agent: AgentSeam) -> Action | None:
     """The action that connects the Agent's MCP servers when no one holds them (a method called outside a run
     connects them, and they stay connected), or None."""
     if agent._mcp_servers and agent._mcp_users == 0:
-        return (agent._mcp_open, agent._amcp_open, ())
+        return (agent._mcp_use, agent._amcp_use, ("acquire",))
     return None
 
 

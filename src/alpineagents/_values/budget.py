@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from alpineagents._values.approval import StoppedForApproval
 from alpineagents._values.construct import as_tuples, value
+from alpineagents._values.numbers import is_number, is_whole
 from alpineagents.errors import fix_message
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _checked(name: str, amount: object, what: str, example: str) -> float | int 
     if amount is None:
         return None
     whole = name != "usd"
-    if isinstance(amount, bool) or not isinstance(amount, (int, float)) or (whole and not isinstance(amount, int)):
+    if not is_number(amount) or (whole and not is_whole(amount)):
         kind = "a whole number" if whole else "a number of dollars"
         raise TypeError(
             fix_message(f"{what} {name}= takes {kind} (got: {amount!r})", f"pass {name} as {kind}", example)
@@ -118,16 +119,6 @@ class Budget:
     """Model requests."""
     tool_calls: int | None = None
     """Tool calls that start running (a call denied, refused as bad input, or waiting is not counted)."""
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            usd: float | None = None,
-            tokens: int | None = None,
-            requests: int | None = None,
-            tool_calls: int | None = None,
-        ) -> None: ...
 
     def __post_init__(self) -> None:
         check_limits(

@@ -1,4 +1,4 @@
-"""How a value class is declared, and the one fast way to build a value from its fields.
+"""How a value class is declared, the one fast way to build a value from its fields, and a value's JSON from them.
 
 ``@value`` (or ``@value(kw_only=True)``) declares a frozen, slotted dataclass, and gives it two things the plain
 decorator does not:
@@ -37,11 +37,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
-from typing import Any, TypeVar, dataclass_transform, overload
+from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform, overload
 
-from alpineagents._frozen import freeze
+from alpineagents._frozen import freeze, thaw
 
-__all__ = ["as_tuples", "freeze_fields", "maker", "value"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = ["as_tuples", "freeze_fields", "fields_json", "maker", "value"]
 
 C = TypeVar("C", bound=type)
 T = TypeVar("T")
@@ -144,6 +147,12 @@ def freeze_fields(obj: object, *names: str) -> None:
         frozen = freeze(current)
         if frozen is not current:
             _set(obj, name, frozen)
+
+
+def fields_json(obj: DataclassInstance) -> dict[str, Any]:
+    """The fields of the dataclass instance ``obj`` by name, in field order, each as plain JSON (``thaw``: a tuple
+    or frozen list becomes a list, a mapping a dict): the ``to_json`` of a value that is exactly its fields."""
+    return {item.name: thaw(getattr(obj, item.name)) for item in fields(obj)}
 
 
 _makers: dict[type, Callable[..., Any]] = {}

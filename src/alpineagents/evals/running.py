@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpineagents._frozen import thaw
 from alpineagents._serial import usage_from_dict, usage_to_dict
+from alpineagents._values.construct import fields_json
 from alpineagents.errors import fix_message
 from alpineagents.evals.checks import CaseRun, CheckResult
 from alpineagents.evals.dataset import Case, Dataset
@@ -89,13 +90,7 @@ class CaseSummary:
 
     def to_json(self) -> dict[str, Any]:
         """`{"name", "runs", "passed", "pass_rate", "flaky"}`."""
-        return {
-            "name": self.name,
-            "runs": self.runs,
-            "passed": self.passed,
-            "pass_rate": self.pass_rate,
-            "flaky": self.flaky,
-        }
+        return {**fields_json(self), "pass_rate": self.pass_rate, "flaky": self.flaky}
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,12 @@
 An adapter is a `Model` that maps a `Request` to a provider's wire form and the provider's answer back to a
 `Reply`. The parts that are the same for every provider are written here once:
 
-- the settings every adapter takes (`name`, `max_tokens`, `temperature`, `timeout`, `retries`, `price`) and the
-  `context_window` it was given (`_set_up_model`);
+- the settings every adapter takes (`name`, the provider's prefix taken off it, `max_tokens`, `temperature`, `timeout`, `retries`, `price`,
+  `supports`: its own default, `_DEFAULT_SUPPORTS`, unless given) and the `context_window` it was given
+  (`_set_up_model`);
 - the request: the conversation in the provider's wire form, each message mapped once by the adapter's
   `_wire_message` and kept so that a request maps only its new messages (`_conversation`, see `_request_cache`),
-  and the whole JSON body (`_request_body`);
+  the sampling settings sent only when set (`_sampling`), and the whole JSON body (`_request_body`);
 - the provider's own cut-off stop reasons (`cut_off_stop_reasons`, declared on the class): a reply that stopped
   for one of them has its last tool call marked incomplete (`_truncate_if_cut_off`), and `Reply.cut_off` is true
   for it;
@@ -23,6 +24,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any, ClassVar, TypeVar
 
 from alpineagents._values.cut_off import declare_cut_off
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import ProviderError
 from alpineagents.models._json import WireList
 from alpineagents.models._redact import redacted_error
@@ -43,7 +45,7 @@ def status_of(error: BaseException | None) -> int | None:
     """
     for owner in (error, getattr(error, "response", None)):
         status = getattr(owner, "status_code", None)
-        if isinstance(status, int) and not isinstance(status, bool):
+        if is_whole(status):
             return status
     return None
 
@@ -52,13 +54,18 @@ class Adapter(Model):
     """Base of the built-in adapters: their settings, the kept wire form of recent conversations, their
     provider's cut-off stop reasons, and the errors they raise.
 
-    A subclass sets `provider` and `cut_off_stop_reasons`, calls `_set_up_model` in `__init__`, implements
+    A subclass sets `provider`, `cut_off_stop_reasons`, the features it declares when `supports=` is not given
+    (`_DEFAULT_SUPPORTS`) and the prefixes its model names may come with (`_NAME_PREFIXES`), calls `_set_up_model` in `__init__`, implements
     `_wire_message` (one message in the provider's wire form), `_request_body` and `respond` (and `arespond` when
     it has an async transport).
     """
 
     cut_off_stop_reasons: ClassVar[frozenset[str]] = frozenset()
     """The provider's stop reasons meaning its output limit cut the reply off (counted by `Reply.cut_off`)."""
+    _DEFAULT_SUPPORTS: ClassVar[frozenset[str]] = frozenset()
+    """The features an adapter declares when it is given no `supports=`."""
+    _NAME_PREFIXES: ClassVar[tuple[str, ...]] = ()
+    """The prefixes a model name may start with (`"anthropic/"`): each is taken off once, in this order."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -73,14 +80,19 @@ class Adapter(Model):
         timeout: float | None,
         retries: int,
         price: Price | None,
+        supports: Iterable[str] | None,
     ) -> None:
-        """Store the settings every adapter takes."""
+        """Store the settings every adapter takes: `name` without the adapter's `_NAME_PREFIXES`, and `supports` (or
+        the adapter's `_DEFAULT_SUPPORTS` when it is `None`)."""
+        for prefix in self._NAME_PREFIXES:
+            name = name.removeprefix(prefix)
         self.name = name
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.timeout = timeout
         self.retries = retries
         self.price = price
+        self.supports = self._DEFAULT_SUPPORTS if supports is None else frozenset(supports)
         self._context_window = context_window
         self._mapped = MappedMessages()
         """The wire form of the messages of recent requests, reused for the unchanged start of the next one."""
@@ -117,6 +129,16 @@ class Adapter(Model):
     def _request_body(self, request: Request) -> dict[str, Any]:
         """The request as the JSON body the provider's API receives."""
         raise NotImplementedError
+
+    def _sampling(self, max_tokens_key: str) -> dict[str, Any]:
+        """The output-token cap (under the provider's key for it, `max_tokens_key`) and the temperature, each only
+        when it is set: what is not set is left to the provider's default (so a temperature of 0 is sent)."""
+        given: dict[str, Any] = {}
+        if self.max_tokens is not None:
+            given[max_tokens_key] = self.max_tokens
+        if self.temperature is not None:
+            given["temperature"] = self.temperature
+        return given
 
     def _truncate_if_cut_off(self, blocks: list[Any], stop_reason: str | None) -> None:
         """When `stop_reason` is one of the provider's cut-off reasons and the last block is a tool call, mark

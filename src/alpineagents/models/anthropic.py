@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._arguments import checked_arguments
 from alpineagents.models._clients import SDKClients
@@ -185,6 +186,8 @@ class Anthropic(SDKClients):
 
     provider = "anthropic"
     cut_off_stop_reasons = frozenset({"max_tokens", "model_context_window_exceeded"})
+    _DEFAULT_SUPPORTS = frozenset({"thinking", "cache", "vision"})
+    _NAME_PREFIXES = ("anthropic/",)
 
     _SDK = "anthropic"
     _SYNC_CLIENT = "Anthropic"
@@ -208,10 +211,7 @@ class Anthropic(SDKClients):
         supports: Iterable[str] | None = None,
         client: Any = None,
     ) -> None:
-        if name.startswith("anthropic/"):
-            name = name[len("anthropic/") :]
-        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
-        self.supports = frozenset({"thinking", "cache", "vision"}) if supports is None else frozenset(supports)
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price, supports)
         self._api_key = api_key
         self._base_url = base_url
 
@@ -225,7 +225,7 @@ class Anthropic(SDKClients):
                         "thinking is on, but temperature was also given",
                         "The API takes no temperature while thinking is on: remove temperature=, "
                         "or turn thinking off with thinking=False",
-                        f"Anthropic({name!r}, thinking=True)",
+                        f"Anthropic({self.name!r}, thinking=True)",
                     )
                 )
             if thinking is True:
@@ -238,7 +238,7 @@ class Anthropic(SDKClients):
                             f"thinking={budget}, but it must be at least 1024",
                             "Give a thinking budget of 1024 tokens or more, or thinking=True for adaptive "
                             "thinking. thinking=False turns thinking off (0 does not)",
-                            f"Anthropic({name!r}, thinking=4096)",
+                            f"Anthropic({self.name!r}, thinking=4096)",
                         )
                     )
                 limit = max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS
@@ -248,7 +248,7 @@ class Anthropic(SDKClients):
                             f"thinking={budget}, but max_tokens={limit}",
                             "The thinking budget is part of the output and must be below max_tokens: lower "
                             "thinking, or raise max_tokens",
-                            f"Anthropic({name!r}, thinking={budget}, max_tokens={budget * 2})",
+                            f"Anthropic({self.name!r}, thinking={budget}, max_tokens={budget * 2})",
                         )
                     )
                 self._budget = budget
@@ -296,7 +296,7 @@ class Anthropic(SDKClients):
     @staticmethod
     def _limit_of(info: Any) -> int | None:
         value = getattr(info, "max_tokens", None)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        if is_whole(value) and value > 0:
             return value
         return None
 

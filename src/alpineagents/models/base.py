@@ -54,6 +54,34 @@ class OnStream:
         known, and may be empty; the pieces of one call, joined, are its arguments' JSON text."""
 
 
+class ForwardingStream(OnStream):
+    """An `OnStream` that hands every piece on to another one, `inner`: what a Model that wraps another passes
+    as `on_text` when its own `on_text` is an `OnStream`, so the pieces keep their kind on the way through.
+
+    Each piece goes through `_forward(method, piece)`, which calls `inner`'s method for it; a subclass overrides
+    `_forward` to hand on every piece in another way, or one method to do more with its kind of piece.
+    """
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: OnStream) -> None:
+        self.inner = inner
+
+    def _forward(self, method: Callable[[str], None], piece: str) -> None:
+        """Hand `piece` to `method`, the method of `inner` for its kind."""
+        method(piece)
+
+    def __call__(self, chunk: str) -> None:
+        self._forward(self.inner, chunk)
+
+    def thinking(self, chunk: str) -> None:
+        self._forward(self.inner.thinking, chunk)
+
+    def tool_args(self, call_id: str, name: str, delta: str) -> None:
+        inner = self.inner
+        self._forward(lambda piece: inner.tool_args(call_id, name, piece), delta)
+
+
 COMPACT_PROMPT = (
     "Summarize the conversation so far. It must be possible to continue the work from this summary alone. "
     "Include, without omission, the goal, what has been done so far, facts learned, files changed, and remaining "
@@ -256,21 +284,14 @@ class _Relay:
             raise outcome[0]
 
 
-class _RelayedStream(OnStream):
+class _RelayedStream(ForwardingStream):
     """An `OnStream` whose every piece runs on the event-loop thread (through a `_Relay`)."""
 
-    __slots__ = ("relay", "inner")
+    __slots__ = ("relay",)
 
     def __init__(self, relay: _Relay, inner: OnStream) -> None:
+        super().__init__(inner)
         self.relay = relay
-        self.inner = inner
 
-    def __call__(self, chunk: str) -> None:
-        self.relay.call(self.inner, chunk)
-
-    def thinking(self, chunk: str) -> None:
-        self.relay.call(self.inner.thinking, chunk)
-
-    def tool_args(self, call_id: str, name: str, delta: str) -> None:
-        inner = self.inner
-        self.relay.call(lambda piece: inner.tool_args(call_id, name, piece), delta)
+    def _forward(self, method: Callable[[str], None], piece: str) -> None:
+        self.relay.call(method, piece)

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from alpineagents._values.numbers import is_whole
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, RateLimitError, fix_message
 from alpineagents.models._adapter import Adapter
 from alpineagents.models._arguments import parse_arguments
@@ -84,6 +85,8 @@ class Bedrock(Adapter):
 
     provider = "bedrock"
     cut_off_stop_reasons = frozenset({"max_tokens", "model_context_window_exceeded"})
+    _DEFAULT_SUPPORTS = frozenset({"thinking", "cache", "vision"})
+    _NAME_PREFIXES = ("bedrock/",)
 
     def __init__(
         self,
@@ -104,22 +107,19 @@ class Bedrock(Adapter):
         context_window: int = 200_000,
         supports: Iterable[str] | None = None,
     ) -> None:
-        if name.startswith("bedrock/"):
-            name = name[len("bedrock/") :]
-        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price, supports)
         self.region = region
         self.profile = profile
         self.endpoint_url = endpoint_url
-        self.supports = frozenset({"thinking", "cache", "vision"}) if supports is None else frozenset(supports)
         self._fields: dict[str, Any] = {}
         if thinking is not None:
             self._check_supported("thinking", f"thinking={thinking!r}")
-            if isinstance(thinking, bool) or not isinstance(thinking, int) or thinking < 1024:
+            if not is_whole(thinking) or thinking < 1024:
                 raise ValueError(
                     fix_message(
                         f"thinking={thinking!r}, but it must be a budget of at least 1024 tokens",
                         "Give the reasoning budget in tokens (Claude models take 1024 or more), or leave it out",
-                        f"Bedrock({name!r}, thinking=4096)",
+                        f"Bedrock({self.name!r}, thinking=4096)",
                     )
                 )
             self._fields["thinking"] = {"type": "enabled", "budget_tokens": thinking}
@@ -186,11 +186,7 @@ class Bedrock(Adapter):
         if self.cache and messages:
             last = messages[-1]
             messages[-1] = {**last, "content": [*last["content"], _CACHE_POINT]}
-        inference: dict[str, Any] = {}
-        if self.max_tokens is not None:
-            inference["maxTokens"] = self.max_tokens
-        if self.temperature is not None:
-            inference["temperature"] = self.temperature
+        inference = self._sampling("maxTokens")
         if inference:
             kwargs["inferenceConfig"] = inference
         if self._fields:

@@ -80,6 +80,8 @@ class Gemini(SDKClients):
 
     provider = "google"
     cut_off_stop_reasons = frozenset({"MAX_TOKENS"})
+    _DEFAULT_SUPPORTS = frozenset({"thinking", "vision"})
+    _NAME_PREFIXES = ("google/", "gemini/")
 
     _SDK = "google.genai"
     _SYNC_CLIENT = "Client"
@@ -105,17 +107,13 @@ class Gemini(SDKClients):
         context_window: int = 1_048_576,
         supports: Iterable[str] | None = None,
     ) -> None:
-        for prefix in ("google/", "gemini/"):
-            if name.startswith(prefix):
-                name = name[len(prefix) :]
-        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
-        self.supports = frozenset({"thinking", "vision"}) if supports is None else frozenset(supports)
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price, supports)
         self._api_key = api_key
         self._vertex = {"vertexai": vertexai, "project": project, "location": location}
         self._base_url = base_url
         self._thinking: dict[str, Any] | None = None
         if thinking is not None:
-            self._thinking = _thinking_config(name, thinking)
+            self._thinking = _thinking_config(self.name, thinking)
             if self._thinking != _OFF:
                 self._check_supported("thinking", f"thinking={thinking!r}")
         if client is not None:
@@ -182,10 +180,7 @@ class Gemini(SDKClients):
             config["tools"] = [{"function_declarations": declarations}]
         if mode_none:
             config["tool_config"] = {"function_calling_config": {"mode": "NONE"}}
-        if self.max_tokens is not None:
-            config["max_output_tokens"] = self.max_tokens
-        if self.temperature is not None:
-            config["temperature"] = self.temperature
+        config.update(self._sampling("max_output_tokens"))
         if self._thinking is not None:
             config["thinking_config"] = dict(self._thinking)
         return {"model": self.name, "contents": self._conversation(request.messages), "config": config}

@@ -46,11 +46,9 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
         context_window: int = 128_000,
         supports: Iterable[str] | None = None,
     ) -> None:
-        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price, supports)
         self.base_url = base_url
         self.api_key = api_key
-        if supports is not None:
-            self.supports = frozenset(supports)
 
     # -- request mapping ---------------------------------------------------------------------------------------
 
@@ -79,11 +77,8 @@ class OpenAICompatible(OpenAIStreaming["_StreamReader"]):
             ]
             if request.tool_choice == "none":
                 kwargs["tool_choice"] = "none"
-        if self.max_tokens is not None:
-            key = "max_completion_tokens" if _COMPLETION_TOKENS_NAME.match(self.name) else "max_tokens"
-            kwargs[key] = self.max_tokens
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
+        cap = "max_completion_tokens" if _COMPLETION_TOKENS_NAME.match(self.name) else "max_tokens"
+        kwargs.update(self._sampling(cap))
         return kwargs
 
     def _wire_message(self, message: Message) -> list[dict[str, Any]]:

@@ -65,6 +65,7 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
 
     provider = "openai_responses"
     cut_off_stop_reasons = frozenset({"max_output_tokens"})
+    _DEFAULT_SUPPORTS = frozenset({"thinking", "vision"})
 
     _WARM_ATTRIBUTES = ("responses",)
     _SERVICE = "OpenAI Responses API"
@@ -87,10 +88,9 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
         context_window: int = 400_000,
         supports: Iterable[str] | None = None,
     ) -> None:
-        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price)
+        self._set_up_model(name, context_window, max_tokens, temperature, timeout, retries, price, supports)
         self.base_url = base_url
         self.api_key = api_key
-        self.supports = frozenset({"thinking", "vision"}) if supports is None else frozenset(supports)
         self.chain = bool(chain)
         """Send `previous_response_id` and only the new items while the history allows it."""
         self.store = bool(store) or self.chain
@@ -157,10 +157,7 @@ class OpenAIResponses(OpenAIStreaming["_ResponseReader"]):
             ]
             if request.tool_choice == "none":
                 kwargs["tool_choice"] = "none"
-        if self.max_tokens is not None:
-            kwargs["max_output_tokens"] = self.max_tokens
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
+        kwargs.update(self._sampling("max_output_tokens"))
         if self._reasoning is not None:
             kwargs["reasoning"] = plain(self._reasoning)
         return kwargs

@@ -1,10 +1,10 @@
 """Wrapper Models: `Retry` starts a failed reply over, `Fallback` moves on to the next model.
 
-Both follow the wrapper contract: they copy `name`, `provider`, `supports`, `price` and `max_tokens` from the
-(primary) inner model, delegate `context_window`, `count_tokens`, `mark_cache`, `compact` and `acompact`,
-implement `respond` and `arespond`, pass `on_text`/`on_event` through, and report each restart through
-`on_event` (`ModelEvent("retry", ...)` or `ModelEvent("fallback", ...)`), so the Agent records it in the
-history as a `model_event` entry.
+Both follow the wrapper contract: they copy the settings (`name`, `provider`, `supports`, `price`, `max_tokens`,
+`temperature`, `timeout`, `retries`) from the (primary) inner model, delegate `context_window`, `count_tokens`,
+`mark_cache`, `compact` and `acompact`, implement `respond` and `arespond`, pass `on_text`/`on_event` through
+(an `OnStream` stays one), and report each restart through `on_event` (`ModelEvent("retry", ...)` or
+`ModelEvent("fallback", ...)`), so the Agent records it in the history as a `model_event` entry.
 
 Retried failures are the ones another attempt may get past: a `RateLimitError`, and a `ProviderError` from a
 timeout, a dropped connection, a stream that broke or ended early, an overloaded or failing server (408, 409, 429,
@@ -24,13 +24,16 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
+from alpineagents._values.numbers import is_number, is_whole
 from alpineagents.errors import AuthError, ContextTooLongError, ProviderError, fix_message
-from alpineagents.models.base import Model, OnEvent, OnStream, OnText
+from alpineagents.models.base import ForwardingStream, Model, OnEvent, OnStream, OnText
 from alpineagents.types import ModelEvent, Reply, Request
 
 __all__ = ["Retry", "Fallback", "is_retryable"]
 
 _RETRY_STATUS = frozenset({408, 409, 429})
+_SETTINGS = ("name", "provider", "supports", "price", "max_tokens", "temperature", "timeout", "retries")
+"""The settings a wrapper copies from its (primary) inner model: every setting a `Model` declares."""
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -96,24 +99,18 @@ class _Counter:
         return counted
 
 
-class _CountedStream(OnStream):
+class _CountedStream(ForwardingStream):
     """An `OnStream` passed through to the inner model, its text counted."""
 
-    __slots__ = ("counter", "inner")
+    __slots__ = ("counter",)
 
     def __init__(self, counter: _Counter, inner: OnStream) -> None:
+        super().__init__(inner)
         self.counter = counter
-        self.inner = inner
 
     def __call__(self, chunk: str) -> None:
         self.counter.chars += len(chunk)
         self.inner(chunk)
-
-    def thinking(self, chunk: str) -> None:
-        self.inner.thinking(chunk)
-
-    def tool_args(self, call_id: str, name: str, delta: str) -> None:
-        self.inner.tool_args(call_id, name, delta)
 
 
 class _Wrapper(Model):
@@ -122,14 +119,8 @@ class _Wrapper(Model):
     _inner: Model
 
     def _copy_settings(self, inner: Model) -> None:
-        self.name = inner.name
-        self.provider = inner.provider
-        self.supports = inner.supports
-        self.price = inner.price
-        self.max_tokens = inner.max_tokens
-        self.temperature = inner.temperature
-        self.timeout = inner.timeout
-        self.retries = inner.retries
+        for setting in _SETTINGS:
+            setattr(self, setting, getattr(inner, setting))
 
     @property
     def context_window(self) -> int:
@@ -196,7 +187,7 @@ class Retry(_Wrapper):
 
     def __init__(self, model: Model, attempts: int = 3, backoff: float = 1.0) -> None:
         self._inner = _check_model(model, "Retry's model", "Retry(Anthropic('claude-sonnet-5'), attempts=3)")
-        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        if not is_whole(attempts) or attempts < 1:
             raise ValueError(
                 fix_message(
                     f"Retry attempts must be a whole number of 1 or more (got: {attempts!r})",
@@ -204,7 +195,7 @@ class Retry(_Wrapper):
                     "Retry(model, attempts=3)",
                 )
             )
-        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or backoff < 0:
+        if not is_number(backoff) or backoff < 0:
             raise ValueError(
                 fix_message(
                     f"Retry backoff must be a number of seconds, 0 or more (got: {backoff!r})",

@@ -8,9 +8,7 @@ scrolled to). Without both ids, or with an unknown one, the page shows a form to
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import resources
 
-from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
@@ -26,18 +24,9 @@ __all__ = ["compare_html", "compare_endpoint"]
 def compare_html(compared: RunDiff | None, a: str, b: str, ids: list[str], problem: str | None = None) -> str:
     """The compare page of `compared` (or only the form, with `problem` said, when there is nothing to show)."""
     template = page.ENV.get_template("compare.html")
-    css = Markup(resources.files("alpineagents.viewer").joinpath("static", "viewer.css").read_text(encoding="utf-8"))
+    title = f"compare {a} and {b}" if compared else "compare runs"
     return template.render(
-        css=css,
-        compared=compared,
-        a=a,
-        b=b,
-        ids=ids,
-        problem=problem,
-        link=page.server_link,
-        title=f"compare {a} and {b}" if compared else "compare runs",
-        live=False,
-        exported=False,
+        page.context(page.server_link, compared=compared, a=a, b=b, ids=ids, problem=problem, title=title)
     )
 
 

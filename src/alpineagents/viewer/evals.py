@@ -9,10 +9,8 @@ The viewer serves the same report beside its other pages: `/evals` lists the eva
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from importlib import resources
 from urllib.parse import quote
 
-from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
@@ -25,14 +23,10 @@ __all__ = ["evals_html", "eval_list_endpoint", "eval_report_endpoint"]
 _HEADERS = {"X-Content-Type-Options": "nosniff"}
 
 
-def _css() -> Markup:
-    return Markup(resources.files("alpineagents.viewer").joinpath("static", "viewer.css").read_text(encoding="utf-8"))
-
-
 def evals_html(reports: Sequence[Report], threshold: float, viewer: str = "http://127.0.0.1:8321") -> str:
     """The report page of `reports` (one per Agent), the runs linked to the viewer at `viewer`."""
     template = page.ENV.get_template("evals.html")
-    css = _css()
+    css = page.asset("viewer.css")
 
     def runs_of(report: Report, case: str) -> list[RunResult]:
         return [result for result in report.results if result.case == case]
@@ -56,7 +50,12 @@ def eval_list_endpoint(store: Store) -> Callable[[Request], Response]:
     def evals(request: Request) -> Response:
         template = page.ENV.get_template("eval_list.html")
         shown = template.render(
-            css=_css(), evals=stored_evals(store), title="evals", live=False, exported=False, quote=quote
+            css=page.asset("viewer.css"),
+            evals=stored_evals(store),
+            title="evals",
+            live=False,
+            exported=False,
+            quote=quote,
         )
         return HTMLResponse(shown, headers={**_HEADERS, "Content-Security-Policy": page.policy(live=False)})
 

@@ -33,7 +33,7 @@ ENV = Environment(
 )
 
 
-def _asset(name: str) -> Markup:
+def asset(name: str) -> Markup:
     """A file of viewer/static, trusted as it is (it ships with the package)."""
     return Markup(resources.files("alpineagents.viewer").joinpath("static", name).read_text(encoding="utf-8"))
 
@@ -55,7 +55,7 @@ def policy(*, live: bool) -> str:
 
 
 def _script_hash() -> str:
-    digest = hashlib.sha256(str(_asset("viewer.js")).encode("utf-8")).digest()
+    digest = hashlib.sha256(str(asset("viewer.js")).encode("utf-8")).digest()
     return base64.b64encode(digest).decode("ascii")
 
 
@@ -143,11 +143,13 @@ def server_link(state_id: str) -> str:
     return "/runs/" + quote(state_id)
 
 
-def _context(link: Callable[[str], str], **values: Any) -> dict[str, Any]:
+def context(link: Callable[[str], str], **values: Any) -> dict[str, Any]:
+    """What every page's template is given: the stylesheet, the script, `link` (a run's address), the page's
+    Content-Security-Policy and the helpers of the run pages, with `values`."""
     live = bool(values.get("live"))
     return {
-        "css": _asset("viewer.css"),
-        "js": _asset("viewer.js"),
+        "css": asset("viewer.css"),
+        "js": asset("viewer.js"),
         "link": link,
         "policy": policy(live=live),
         "waterfall": lambda page: waterfall.chart(page.spans, link, page.run.id),
@@ -167,7 +169,7 @@ def problem_html(heading: str, message: str) -> str:
     """A page that says what went wrong (an unknown run, a store that cannot be read)."""
     template = ENV.get_template("problem.html")
     values = {"heading": heading, "message": message, "title": heading, "live": False, "exported": False}
-    return template.render(_context(server_link, **values))
+    return template.render(context(server_link, **values))
 
 
 def list_html(
@@ -187,18 +189,18 @@ def list_html(
     first = (max(choice.page, 1) - 1) * size
     pages = {"found": kept, "first": first + 1, "last": first + len(rows), "more": first + len(rows) < kept}
     values = {"rows": rows, "choice": choice, "query": choice.query, "order": choice.order, "total": total, **pages}
-    return template.render(_context(server_link, statuses=list(search.STATUSES), live=False, **options, **values))
+    return template.render(context(server_link, statuses=list(search.STATUSES), live=False, **options, **values))
 
 
 def run_html(page: RunPage) -> str:
     """One run's page as the server shows it, updating itself while the run grows."""
     template = ENV.get_template("run.html")
-    return template.render(_context(server_link, sections=[page], title=page.run.id, live=True, exported=False))
+    return template.render(context(server_link, sections=[page], title=page.run.id, live=True, exported=False))
 
 
 def fragments(page: RunPage, after: int) -> dict[str, Any]:
     """What a live page fetches: the items after the first `after`, and the header and charts drawn again."""
-    module = ENV.get_template("parts.html").make_module(_context(server_link, live=True, exported=False))
+    module = ENV.get_template("parts.html").make_module(context(server_link, live=True, exported=False))
     macro: Callable[[str], Callable[..., Any]] = lambda name: getattr(module, name)  # noqa: E731 - macros by name
     items = "".join(str(macro("item")(item, page)) for item in page.items[after:])
     return {
@@ -216,7 +218,7 @@ def request_html(store: Store, state_id: str, seq: int) -> str | None:
     view = requests.request_view(run.history, seq)
     if view is None:
         return None
-    module = ENV.get_template("parts.html").make_module(_context(server_link, live=True, exported=False))
+    module = ENV.get_template("parts.html").make_module(context(server_link, live=True, exported=False))
     return str(module.request_input(view))  # type: ignore[attr-defined]  # a macro of parts.html
 
 
@@ -234,7 +236,7 @@ def export_html(store: Store, state_id: str) -> str:
         return "#run-" + target if target in included else ""
 
     template = ENV.get_template("run.html")
-    return template.render(_context(link, sections=pages, title=state_id, live=False, exported=True))
+    return template.render(context(link, sections=pages, title=state_id, live=False, exported=True))
 
 
 def _descendants(tree: TreeNode, state_id: str) -> list[str]:

@@ -23,20 +23,12 @@ from alpineagents._turn.program import PROGRAM
 from alpineagents.types import (
     IMAGE_TYPES,
     ContextChange,
-    ContextChangeEntry,
-    ErrorEntry,
-    ExchangeEntry,
-    ExtraDataEntry,
     HistoryEntry,
     Image,
     Message,
-    MessageEntry,
-    ModelEventEntry,
     ModelReplyEntry,
-    ModelRequestEntry,
     RawBlock,
     RunStartEntry,
-    StopEntry,
     TextBlock,
     ToolCall,
     ToolOutcomeKind,
@@ -251,20 +243,20 @@ def _run_start(item: Item, entry: RunStartEntry) -> None:
 
 def _simple(item: Item, entry: HistoryEntry) -> None:
     """Fills the item of an entry with one piece of content or none."""
-    if isinstance(entry, MessageEntry):
+    if entry.kind == "user" or entry.kind == "notice":
         item.label = "user message" if entry.kind == "user" else "notice"
         item.pieces = content_pieces(entry.kind, entry.content)
-    elif isinstance(entry, ModelRequestEntry):
+    elif entry.kind == "model_request":
         what = "the program calls a tool" if entry.content == PROGRAM else f"request to {entry.content}"
         item.label = f"turn {entry.turn}: {what}"
-    elif isinstance(entry, ModelEventEntry):
+    elif entry.kind == "model_event":
         item.label, item.tone = f"model {entry.content.kind}: {entry.content.message}", "warn"
         item.pieces = [Piece("data", as_json(entry.content.data), "json")] if entry.content.data else []
         origin = fork_origin([entry])
         if origin is not None:  # the copy `alpineagents fork` made: where it came from
             item.label, item.tone, item.badge = entry.content.message, "", "fork"
             item.links = [origin[0]]
-    elif isinstance(entry, ExchangeEntry):
+    elif entry.kind == "ask" or entry.kind == "human":
         who = "the model" if entry.kind == "ask" else "the person"
         item.label = f"asked {who}"
         marked = approval_label(entry)  # a call waiting for approval, or a person's decision about it
@@ -274,16 +266,16 @@ def _simple(item: Item, entry: HistoryEntry) -> None:
             Piece("question", entry.content.question),
             Piece("answer", as_json(entry.content.answer), "json"),
         ]
-    elif isinstance(entry, StopEntry):
+    elif entry.kind == "stop":
         item.label = str(entry.content) if entry.content is not None else "stop cleared"
         item.badge = "stop"
         answer = getattr(entry.content, "answer", None)
         item.pieces = [Piece("answer", as_json(answer), "json")] if answer is not None else []
-    elif isinstance(entry, ExtraDataEntry):
+    elif entry.kind == "extra_data":
         item.label = "extra data changed"
         item.pieces = [Piece("set", as_json(entry.content), "json")]
         item.facts = ["removed: " + ", ".join(entry.removed)] if entry.removed else []
-    elif isinstance(entry, ErrorEntry):
+    elif entry.kind == "error":
         item.label, item.tone, item.badge = "error", "bad", "error"
         item.pieces = [Piece("error", entry.content, "result")]
         if entry.traceback is not None:
@@ -299,18 +291,18 @@ def build(history: Sequence[HistoryEntry], raw: Sequence[Mapping[str, Any]]) -> 
     asked: datetime | None = None
     for seq, entry in enumerate(history):
         item = Item(seq, entry.kind, entry.kind, entry.at, turn=entry.turn)
-        if isinstance(entry, ModelReplyEntry):
+        if entry.kind == "model_reply":
             _reply(item, entry, asked)
-        elif isinstance(entry, ToolResultEntry):
+        elif entry.kind == "tool_result":
             _tool(item, entry, ready)
-        elif isinstance(entry, ContextChangeEntry):
+        elif entry.kind == "context_change":
             _context(item, entry.content)
-        elif isinstance(entry, RunStartEntry):
+        elif entry.kind == "run_start":
             _run_start(item, entry)
         else:
             _simple(item, entry)
         ready = _ready_after(entry, ready)
-        asked = entry.at if isinstance(entry, ModelRequestEntry) else asked
+        asked = entry.at if entry.kind == "model_request" else asked
         item.raw = as_json(raw[seq]) if seq < len(raw) else ""
         items.append(item)
     return items
@@ -318,10 +310,10 @@ def build(history: Sequence[HistoryEntry], raw: Sequence[Mapping[str, Any]]) -> 
 
 def _ready_after(entry: HistoryEntry, ready: datetime | None) -> datetime | None:
     """When the next tool call was ready to run, after `entry`."""
-    if isinstance(entry, ModelReplyEntry):
+    if entry.kind == "model_reply":
         return entry.at if entry.content.tool_calls else None
-    if isinstance(entry, ExchangeEntry) and entry.kind == "human" and ready is not None:
+    if entry.kind == "human" and ready is not None:
         return entry.at
-    if isinstance(entry, ToolResultEntry) and entry.outcome in REFUSED and ready is not None:
+    if entry.kind == "tool_result" and entry.outcome in REFUSED and ready is not None:
         return entry.at
     return ready
