@@ -38,6 +38,7 @@ __all__ = [
     "write_aside",
     "put_in_place",
     "remove_aside",
+    "remove_left_aside",
     "fsync_dir",
     "lock_folder",
     "NewFolder",
@@ -226,8 +227,7 @@ def _flock(fd: int) -> None:
 
 
 def lock_folder(folder: str | os.PathLike[str], state_id: str, store: object) -> Release:
-    """Take the writer lock of an existing State folder; what it returns releases it. An info written aside by a
-    writer that died before renaming it (see `write_aside`) is removed then: nobody else writes there meanwhile.
+    """Take the writer lock of an existing State folder; what it returns releases it.
 
     Raises:
         LookupError: The folder does not exist (the State was deleted).
@@ -247,11 +247,12 @@ def lock_folder(folder: str | os.PathLike[str], state_id: str, store: object) ->
         if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             raise locked_error(state_id, store) from None
         raise
-    _remove_left_aside(folder)
     return lambda: os.close(fd)
 
 
-def _remove_left_aside(folder: str | os.PathLike[str]) -> None:
+def remove_left_aside(folder: str | os.PathLike[str]) -> None:
+    """Remove the infos a writer that died wrote aside and never renamed (see `write_aside`). The caller holds the
+    State's writer lock, so nobody is writing one meanwhile."""
     try:
         names = os.listdir(folder)
     except OSError:

@@ -198,8 +198,9 @@ class FileStore(AtPath, GroupCommitting, Store):
         lines: builtins.list[bytes] | None = None
         if known is not None and known[1] == size:
             have = known[0]
-        else:  # never written by this object, or written by another one since
+        else:  # never written by this object, or written by another one since (a writer that died, perhaps)
             have, size, lines = files.recount(log, size)
+            files.remove_left_aside(folder)
 
         def saved_lines(start: int, end: int) -> dict[int, bytes]:
             every = files.log_lines(log) if lines is None else lines
