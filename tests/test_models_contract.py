@@ -29,7 +29,6 @@ from alpineagents.events import (
 )
 from alpineagents.models import Anthropic, Bedrock, Gemini, OpenAICompatible, OpenAIResponses, Retry, resolve_model
 from alpineagents.models._adapter import Adapter
-from alpineagents.models.base import OnStream
 from alpineagents.models.resolve import PROVIDERS, Provider
 from alpineagents.types import (
     INVALID_ARGS_KEY,
@@ -45,6 +44,7 @@ from alpineagents.types import (
     ToolSpec,
     Usage,
 )
+from helpers.pieces import Pieces
 from servers.kinds import KINDS, AdapterKind
 from servers.provider import ProviderServer, echo_key
 
@@ -154,29 +154,6 @@ def test_a_setting_error_shows_the_model_name_without_its_prefix(
 
 
 # -- the pieces of a reply as they stream ------------------------------------------------------------------------
-
-
-class Pieces(OnStream):
-    """An `on_text` that keeps every piece it gets, in order, with the thread it came on."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[str, ...]] = []
-        self.threads: set[int] = set()
-
-    def __call__(self, chunk: str) -> None:
-        self.got.append(("text", chunk))
-        self.threads.add(threading.get_ident())
-
-    def thinking(self, chunk: str) -> None:
-        self.got.append(("thinking", chunk))
-        self.threads.add(threading.get_ident())
-
-    def tool_args(self, call_id: str, name: str, delta: str) -> None:
-        self.got.append(("args", call_id, name, delta))
-        self.threads.add(threading.get_ident())
-
-    def joined(self, kind: str) -> str:
-        return "".join(piece[-1] for piece in self.got if piece[0] == kind)
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)

@@ -18,6 +18,7 @@ from alpineagents.models import Anthropic, Fallback, Model, OpenAICompatible, Re
 from alpineagents.models.base import COMPACT_PROMPT, OnEvent, OnStream, OnText
 from alpineagents.models.wrappers import is_retryable
 from alpineagents.types import Message, ModelEvent, Price, Reply, Request, TextBlock, Usage
+from helpers.pieces import Pieces
 from servers.provider import (
     ProviderServer,
     anthropic_error,
@@ -388,26 +389,6 @@ def test_wrapped_models_nest() -> None:
     assert reply.text == "ok"
     assert [e.kind for e in events] == ["retry", "fallback"]
     assert isinstance(reply.message.content[0], TextBlock)
-
-
-class Pieces(OnStream):
-    """An `on_text` that keeps every piece it gets, in order, and the threads they came on."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[str, ...]] = []
-        self.threads: set[int] = set()
-
-    def __call__(self, chunk: str) -> None:
-        self.got.append(("text", chunk))
-        self.threads.add(threading.get_ident())
-
-    def thinking(self, chunk: str) -> None:
-        self.got.append(("thinking", chunk))
-        self.threads.add(threading.get_ident())
-
-    def tool_args(self, call_id: str, name: str, delta: str) -> None:
-        self.got.append(("args", call_id, name, delta))
-        self.threads.add(threading.get_ident())
 
 
 class StreamsPieces(Scripted):
