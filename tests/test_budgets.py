@@ -22,6 +22,7 @@ from alpineagents._serial import stopped_to_dict
 from alpineagents.events import ApprovalNeeded, BudgetNeeded, BudgetRaised, RunEnded
 from alpineagents.store import FileStore, SQLiteStore
 from alpineagents.testing import FakeModel, tool_call
+from alpineagents.tool import FunctionTool
 from alpineagents.types import BudgetStatus, Message, StoppedByLimit, StoppedForBudget
 from helpers.budget_child import PRICE, agents, note, requests_sent
 from helpers.cli_agents import cli, viewer
@@ -145,8 +146,8 @@ def test_a_requests_budget_stops_before_the_request_and_keeps_the_work() -> None
     assert len(model.requests) == 3
 
 
-def test_a_tool_calls_budget_holds_a_turn_before_any_of_its_calls_runs() -> None:
-    ran: list[str] = []
+def _sender(ran: list[str]) -> FunctionTool:
+    """A `send(to)` tool that keeps in `ran` whom it sent to."""
 
     @tool
     def send(to: str) -> str:
@@ -157,6 +158,13 @@ def test_a_tool_calls_budget_holds_a_turn_before_any_of_its_calls_runs() -> None
         """
         ran.append(to)
         return "sent"
+
+    return send
+
+
+def test_a_tool_calls_budget_holds_a_turn_before_any_of_its_calls_runs() -> None:
+    ran: list[str] = []
+    send = _sender(ran)
 
     model = FakeModel([[tool_call("send", to="a")], [tool_call("send", to="b"), tool_call("send", to="c")], "Sent."])
     agent = Agent(model, tools=[send], reporter=None, budget=Budget(tool_calls=2))
@@ -176,16 +184,7 @@ def test_a_tool_calls_budget_holds_a_turn_before_any_of_its_calls_runs() -> None
 
 def test_a_tool_calls_wait_survives_a_reload(tmp_path: Path) -> None:
     ran: list[str] = []
-
-    @tool
-    def send(to: str) -> str:
-        """Send it.
-
-        Args:
-            to: Who gets it.
-        """
-        ran.append(to)
-        return "sent"
+    send = _sender(ran)
 
     store = SQLiteStore(tmp_path / "s.db")
     script = [[tool_call("send", to="a"), tool_call("send", to="b")], "Sent."]

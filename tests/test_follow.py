@@ -22,6 +22,7 @@ from alpineagents.store import FileStore, SQLiteStore, Store
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message
+from helpers.subagents import asking_helper
 
 CHILD = Path(__file__).parent / "approval_child.py"
 
@@ -99,20 +100,7 @@ def slow_add(a: int, b: int) -> int:
 def _run_with_subagents(store: Store) -> State:
     """A top Agent whose helper asks an inner helper (which adds), then a helper whose addition waits for approval:
     the run stops, the call is approved, and the run goes on. Returns the finished State."""
-    inner = Agent(
-        FakeModel([tool_call("slow_add", a=2, b=2), "Inner: 4."]),
-        tools=[slow_add],
-        name="inner",
-        description="Adds.",
-        reporter=None,
-    )
-    helper = Agent(
-        FakeModel([["Asking.", tool_call("inner", prompt="2 + 2?")], "Helper: 4."]),
-        tools=[inner],
-        name="helper",
-        description="Asks.",
-        reporter=None,
-    )
+    helper = asking_helper(slow_add)
     careful = Agent(
         FakeModel([tool_call("slow_add", a=1, b=1), "Careful: 2."]),
         tools=[slow_add],

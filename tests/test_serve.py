@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,20 @@ def events(text: str) -> list[tuple[str | None, str]]:
         data = "\n".join(line[6:] for line in lines if line.startswith("data: "))
         found.append((event_id, data))
     return found
+
+
+def read_until(
+    http: httpx.Client, path: str, params: dict[str, Any], enough: Callable[[list[str]], bool]
+) -> list[tuple[str | None, str]]:
+    """Stream `path` and stop reading (closing the connection) at the first whole events whose datas are `enough`."""
+    with http.stream("GET", path, params=params) as response:
+        buffer = ""
+        for chunk in response.iter_text():
+            buffer += chunk
+            done = events(buffer.rsplit("\n\n", 1)[0] + "\n\n") if "\n\n" in buffer else []
+            if enough([data for _, data in done]):
+                return done
+    return []
 
 
 def native(text: str) -> list[dict[str, Any]]:
@@ -92,16 +107,12 @@ def test_a_stream_cut_and_resumed_with_last_event_id_gives_the_rest_exactly(base
         run_id = http.post("/api/runs", json={"prompt": "tell me"}).json()["id"]
         http.get(f"/api/runs/{run_id}/events")  # the first run to its end
         run2 = http.post("/api/runs", json={"prompt": "and more", "state_id": run_id}).json()
-        first: list[tuple[str | None, str]] = []
-        with http.stream("GET", f"/api/runs/{run_id}/events", params={"after": run2["after"]}) as response:
-            buffer = ""
-            for chunk in response.iter_text():
-                buffer += chunk
-                done = events(buffer.rsplit("\n\n", 1)[0] + "\n\n") if "\n\n" in buffer else []
-                deltas = [d for d in done if json.loads(d[1])["type"] == "TextDelta"]
-                if len(deltas) >= 3:
-                    first = done
-                    break
+        first = read_until(
+            http,
+            f"/api/runs/{run_id}/events",
+            {"after": run2["after"]},
+            lambda datas: sum(json.loads(data)["type"] == "TextDelta" for data in datas) >= 3,
+        )
         last_id = first[-1][0]
         assert last_id is not None and "." in last_id  # cut in the middle of a reply
         rest = http.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": last_id}).text
@@ -342,15 +353,8 @@ def test_a_cut_stream_resumes_in_every_dialect(base: str, dialect: str) -> None:
     with client(base) as http:
         run = http.post("/api/runs", json={"prompt": "go on"}).json()
         path = f"/api/runs/{run['id']}/events"
-        first: list[tuple[str | None, str]] = []
-        with http.stream("GET", path, params={"dialect": dialect, "after": run["after"]}) as response:
-            buffer = ""
-            for chunk in response.iter_text():
-                buffer += chunk
-                done = events(buffer.rsplit("\n\n", 1)[0] + "\n\n") if "\n\n" in buffer else []
-                if len(deltas([data for _, data in done])) > 10:
-                    first = done
-                    break
+        params = {"dialect": dialect, "after": run["after"]}
+        first = read_until(http, path, params, lambda datas: len(deltas(datas)) > 10)
         last_id = next(event_id for event_id, _ in reversed(first) if event_id is not None)
         rest = events(http.get(path, params={"dialect": dialect}, headers={"Last-Event-ID": last_id}).text)
         upto = [data for _, data in first[: max(i for i, (event_id, _) in enumerate(first) if event_id) + 1]]
@@ -423,15 +427,8 @@ def test_a_stream_cut_in_the_thinking_resumes_with_no_gap_and_no_repeat(store: F
     with serving(serve.app(thinker(delay=0.05), store=store)) as url, client(url) as http:
         run = http.post("/api/runs", json={"prompt": "what is 4 + 5?"}).json()
         path = f"/api/runs/{run['id']}/events"
-        first: list[tuple[str | None, str]] = []
-        with http.stream("GET", path, params={"dialect": dialect, "after": run["after"]}) as response:
-            buffer = ""
-            for chunk in response.iter_text():
-                buffer += chunk
-                done = events(buffer.rsplit("\n\n", 1)[0] + "\n\n") if "\n\n" in buffer else []
-                if pieces_of(dialect, [data for _, data in done])[0].count(" ") >= 3:
-                    first = done
-                    break
+        params = {"dialect": dialect, "after": run["after"]}
+        first = read_until(http, path, params, lambda datas: pieces_of(dialect, datas)[0].count(" ") >= 3)
         cut = max(index for index, (event_id, _) in enumerate(first) if event_id)
         last_id = first[cut][0]
         assert last_id is not None and last_id.count(".") == 2  # cut in the thinking of a reply being written

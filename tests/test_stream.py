@@ -40,6 +40,7 @@ from alpineagents.store import FileStore
 from alpineagents.testing import FakeModel, tool_call
 from alpineagents.tool import tool
 from alpineagents.types import Message, RawBlock, Reply, Request, TextBlock, ToolOutcomeKind, Usage
+from helpers.subagents import asking_helper
 
 
 @tool
@@ -387,21 +388,7 @@ def after_cut(events: list[Any], top_id: str, after: int) -> list[Any]:
 
 def nested_helpers(top_script: list[Any]) -> Agent:
     """A top Agent whose helper asks an inner helper, which adds."""
-    inner = Agent(
-        FakeModel([tool_call("add", a=2, b=2), "Inner: 4."]),
-        tools=[add],
-        name="inner",
-        description="Adds.",
-        reporter=None,
-    )
-    helper = Agent(
-        FakeModel([["Asking.", tool_call("inner", prompt="2 + 2?")], "Helper: 4."]),
-        tools=[inner],
-        name="helper",
-        description="Asks.",
-        reporter=None,
-    )
-    return Agent(FakeModel(top_script), tools=[helper], reporter=None)
+    return Agent(FakeModel(top_script), tools=[asking_helper(add)], reporter=None)
 
 
 def test_after_n_replays_the_subagents_runs_inline_where_the_live_stream_gave_them() -> None:

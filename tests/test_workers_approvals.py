@@ -4,10 +4,6 @@ the State again continues it (real DBOS, a real worker process)."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +11,7 @@ import pytest
 
 pytest.importorskip("dbos")
 
-TESTS = Path(__file__).parent
-ROOT = TESTS.parent
+from helpers.approval_worker import approval_worker, wait_status  # noqa: E402
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -37,26 +32,8 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, st
         os.environ.update(old)
 
 
-def wait_status(run, wanted: str, timeout: float = 60) -> str:  # noqa: ANN001 - a Run handle
-    deadline = time.monotonic() + timeout
-    while (status := run.status()) != wanted and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return status
-
-
 def test_a_waiting_run_ends_as_waiting_and_continues_when_submitted_again(env: dict[str, str], tmp_path: Path) -> None:
-    sys.path.insert(0, str(TESTS))
-    sys.modules.pop("approval_worker_app", None)
-    import approval_worker_app as app
-
-    log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the child's
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "alpineagents", "worker", "approval_worker_app:workers", "--id", "w1"],
-        env={**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT / 'src'}"},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    with approval_worker(tmp_path / "worker.log") as app:
         run = app.workers.submit("mailer", "Send the report to a and b", state_id="mail1")
         assert wait_status(run, "waiting") == "waiting", (tmp_path / "worker.log").read_text()
         store = app.workers.store
@@ -68,12 +45,4 @@ def test_a_waiting_run_ends_as_waiting_and_continues_when_submitted_again(env: d
         assert again.id != run.id
         assert again.result(timeout=60) == "sent to a | b is on leave"
         assert again.status() == "done"
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(60)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait(10)
-        sys.path.remove(str(TESTS))
     assert Path(env["SENT"]).read_text().splitlines() == ["a"]

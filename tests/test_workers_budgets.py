@@ -4,9 +4,6 @@ budget and submitting the State again continues it (real DBOS, a real worker pro
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,10 +11,7 @@ import pytest
 
 pytest.importorskip("dbos")
 
-from test_workers_approvals import wait_status  # noqa: E402
-
-TESTS = Path(__file__).parent
-ROOT = TESTS.parent
+from helpers.approval_worker import approval_worker, wait_status  # noqa: E402
 
 
 @pytest.fixture
@@ -39,18 +33,7 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
 def test_a_run_waiting_for_a_budget_ends_as_waiting_and_continues_after_a_raise(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    sys.path.insert(0, str(TESTS))
-    sys.modules.pop("approval_worker_app", None)
-    import approval_worker_app as app
-
-    log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the child's
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "alpineagents", "worker", "approval_worker_app:workers", "--id", "w1"],
-        env={**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT / 'src'}"},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    with approval_worker(tmp_path / "worker.log") as app:
         run = app.workers.submit("capped", "Send the report to a and b", state_id="cap1")
         assert wait_status(run, "waiting") == "waiting", (tmp_path / "worker.log").read_text()
         assert not Path(env["SENT"]).exists()  # the turn's two calls would pass one tool call: neither ran
@@ -62,12 +45,4 @@ def test_a_run_waiting_for_a_budget_ends_as_waiting_and_continues_after_a_raise(
         again = app.workers.submit("capped", state)  # saves the raise and hands the State over
         assert again.result(timeout=60) == "sent to a | sent to b"
         assert again.status() == "done"
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(60)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait(10)
-        sys.path.remove(str(TESTS))
     assert sorted(Path(env["SENT"]).read_text().splitlines()) == ["a", "b"]
