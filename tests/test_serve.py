@@ -228,6 +228,28 @@ def test_cors_is_off_unless_origins_are_listed(store: FileStore) -> None:
         assert preflight.status_code == 200
 
 
+def test_a_page_of_another_origin_cannot_start_a_run_or_decide_a_call(store: FileStore) -> None:
+    """A browser sends a form or plain-text POST of another site without a preflight; the Origin it names decides."""
+    page = "http://127.0.0.1:9999"
+    plain = {"content-type": "text/plain"}  # a "simple" request: no CORS preflight before it
+    body = json.dumps({"prompt": "hi"})
+    with serving(serve.app(chat_agent(), store=store, origins=[page])) as url, client(url) as http:
+        for origin in ("https://evil.example", "null", "http://localhost:1"):
+            refused = http.post("/api/runs", content=body, headers={**plain, "Origin": origin})
+            assert refused.status_code == 403 and refused.json()["error"]["code"] == "bad_origin"
+            assert "--origin" in refused.json()["error"]["message"]
+            decided = http.post("/api/runs/x/calls/y/approve", json={}, headers={"Origin": origin})
+            assert decided.status_code == 403
+        assert http.get("/api/runs").json()["runs"] == []  # nothing was started
+        assert http.get("/api/runs", headers={"Origin": "https://evil.example"}).status_code == 200  # reading is
+        # harmless: without CORS the page cannot see the answer
+        own = url.rstrip("/")
+        for origin in (own, page, None):  # the server's own pages, a listed page, a program that is not a browser
+            headers = {} if origin is None else {"Origin": origin}
+            assert http.post("/api/runs", json={"prompt": "hi"}, headers=headers).status_code == 201
+        assert len(http.get("/api/runs").json()["runs"]) == 3
+
+
 def test_authorize_decides_for_each_run(store: FileStore) -> None:
     owners: dict[str, str] = {}
 

@@ -203,6 +203,13 @@ def test_mcp_client_over_streamable_http(tmp_path: Path) -> None:
                 return await asyncio.wait_for(mcp_calls(session), WAIT)
 
         check_mcp(*asyncio.run(main()), db)
+        # a web page of another site cannot call the tool through the visitor's browser (a plain-text POST needs
+        # no preflight): its Origin is refused before the MCP server reads the body
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "chat", "arguments": {}}}
+        refused = httpx.post(
+            url, content=json.dumps(call), headers={"Content-Type": "text/plain", "Origin": "https://evil.example"}
+        )
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "bad_origin"
     finally:
         process.terminate()
         process.wait(WAIT)

@@ -16,7 +16,8 @@ or, with no code: `alpineagents serve myproject.agents:agent --store runs`.
 Security: the server listens on 127.0.0.1 unless told otherwise, and any other address needs a bearer token
 (`token=`, `--token` or the `ALPINEAGENTS_SERVE_TOKEN` variable): it refuses to start without one. CORS is off
 unless `origins=` lists the pages' origins; the Host header must name this machine (or one of `hosts=`), against
-DNS rebinding; request bodies over `max_body` bytes are refused. A program that serves many users passes
+DNS rebinding; a page of another origin (not listed in `origins=`) cannot send a request that changes anything;
+request bodies over `max_body` bytes are refused. A program that serves many users passes
 `authorize(request, state_id)`, which decides for each run whether this request may see or change it.
 """
 

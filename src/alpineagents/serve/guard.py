@@ -1,8 +1,15 @@
-"""The checks every request passes before a route sees it: the Host header, the bearer token, the body size.
+"""The checks every request passes before a route sees it: the Host header, the page's origin, the bearer token,
+the body size.
 
 - **Host** (against DNS rebinding): a web page on another site can make a browser send requests to 127.0.0.1 under
   a name the attacker controls; the browser then sends that name as the Host header. Only the names in `hosts` are
   served (by default those of this machine: `127.0.0.1`, `localhost`, `::1`), with any port.
+- **Origin** (against cross-site requests): a web page of another site can make a browser send a form or a
+  plain-text POST to 127.0.0.1 without asking first (no CORS preflight), and so start a run or decide a call even
+  though it cannot read the answer. A browser names the page's origin in the `Origin` header of every such request:
+  a request whose method changes something (any but GET, HEAD, OPTIONS) and that names an origin is served only
+  when that origin is the server's own (its host and port are the request's Host header) or one of `origins` (the
+  pages allowed by CORS). Programs that are not browsers send no `Origin` and are not concerned.
 - **Token**: when the server has one, every request carries `Authorization: Bearer <token>`. The comparison takes
   the same time whatever the text sent, and the token is never written to a log, a response or a stored run.
 - **Body size**: a body longer than `max_body` bytes is refused with 413, whether it announces its length or not,
@@ -13,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -20,6 +28,9 @@ from alpineagents.serve.errors import ApiError, error_response
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 """The names of this machine that a local server answers to."""
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""The methods that change nothing, which a page of any origin may send (it cannot read the answer without CORS)."""
 
 MAX_BODY = 1_000_000
 """The largest request body accepted by default, in bytes (a long conversation of text fits easily)."""
@@ -34,12 +45,15 @@ def host_name(header: str) -> str:
 
 
 class Guard:
-    """ASGI middleware: refuses a request with a wrong Host header (421), without the token (401) or with a body
-    over the limit (413), each with a JSON error."""
+    """ASGI middleware: refuses a request with a wrong Host header (421), a change sent by a page of another origin
+    (403), without the token (401) or with a body over the limit (413), each with a JSON error."""
 
-    def __init__(self, app: ASGIApp, *, hosts: Iterable[str], token: str | None, max_body: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, hosts: Iterable[str], token: str | None, max_body: int, origins: Iterable[str] = ()
+    ) -> None:
         self.app = app
         self.hosts = frozenset(name.lower().strip("[]") for name in hosts)
+        self.origins = frozenset(origin.lower().rstrip("/") for origin in origins)
         self._token = None if token is None else ("Bearer " + token).encode("utf-8")
         self.max_body = max_body
 
@@ -57,6 +71,14 @@ class Guard:
                     "this server does not answer to the host name in the request; start it with --allow-host NAME "
                     "(or hosts=[...]) to serve a name other than 127.0.0.1 and localhost",
                 )
+        origin = headers.get(b"origin")
+        if origin is not None and scope.get("method") not in SAFE_METHODS and not self._same_or_listed(origin, headers):
+            return ApiError(
+                403,
+                "bad_origin",
+                "a web page of another origin may not send this request; start the server with --origin URL "
+                "(or origins=[...]) to let that page call it",
+            )
         if self._token is not None and scope.get("method") != "OPTIONS":
             sent = headers.get(b"authorization", b"")
             if not hmac.compare_digest(sent, self._token):
@@ -67,6 +89,17 @@ class Guard:
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             return too_large(self.max_body)
         return None
+
+    def _same_or_listed(self, origin: bytes, headers: dict[bytes, bytes]) -> bool:
+        """The origin is the server's own (the same host and port as the Host header) or one of `origins`."""
+        named = origin.decode("latin-1").strip().lower().rstrip("/")
+        if named in self.origins:
+            return True
+        try:
+            netloc = urlsplit(named).netloc
+        except ValueError:  # not a URL (e.g. "null", from a sandboxed page or a file)
+            return False
+        return netloc != "" and netloc == headers.get(b"host", b"").decode("latin-1").strip().lower()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

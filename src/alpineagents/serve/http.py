@@ -318,7 +318,7 @@ def app(
                 allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "Accept"],
             )
         )
-    middleware.append(Middleware(Guard, hosts=hosts, token=token, max_body=max_body))
+    middleware.append(Middleware(Guard, hosts=hosts, token=token, max_body=max_body, origins=listed))
     application = Starlette(
         routes=[
             *routes,
