@@ -301,6 +301,19 @@ def test_resume_continues_a_run_whose_process_was_killed(tmp_path: Path) -> None
     assert outcomes == ["aborted"]
 
 
+def test_resume_by_another_agent_warns_in_one_line_without_the_command_lines_code(
+    calc_run: str, tmp_path: Path
+) -> None:
+    result = cli("resume", "r1", "cli_agents:painter", "and now draw", "--json", "--store", calc_run, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    warning = [line for line in result.stderr.splitlines() if "different Agent" in line]
+    assert len(warning) == 1, result.stderr
+    assert warning[0].startswith("warning: This State was saved by a different Agent (")
+    assert "removed add" in warning[0] and "added draw" in warning[0]
+    assert "click" not in result.stderr and "ResumeWarning" not in result.stderr  # no file, line or class of ours
+    assert json.loads(result.stdout)["answer"] == "A red square."
+
+
 def test_resume_refuses_a_finished_run_and_writes_nothing(tmp_path: Path) -> None:
     store = str(tmp_path / "runs.db")
     assert cli("run", "cli_agents:lead", "Survey", "--id", "lead1", "--store", store, cwd=tmp_path).returncode == 0

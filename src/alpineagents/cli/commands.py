@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -24,7 +25,7 @@ from alpineagents.cli.budgets import raise_budget
 from alpineagents.cli.diffing import diff
 from alpineagents.cli.evaluate import evaluate
 from alpineagents.cli.ids import state_id
-from alpineagents.cli.output import note, outcome_json, print_json, print_table, say
+from alpineagents.cli.output import note, outcome_json, print_json, print_table, say, warning_line
 from alpineagents.cli.replay import Replay, usage_line
 from alpineagents.cli.serve import serve
 from alpineagents.cli.stores import Command, Misuse, chosen_store, store_errors, store_option
@@ -80,7 +81,9 @@ def _run(agent: Agent, store: Store, state: State, model: str | None, as_json: b
         raise Misuse(first_line(error))
     before = len(state.history)
     try:
-        configured.run(state)
+        with warnings.catch_warnings():
+            warnings.showwarning = warning_line
+            configured.run(state)
     except Exception as error:
         started = any(isinstance(entry, RunStartEntry) for entry in state.history[before:])
         if not started:

@@ -90,3 +90,10 @@ def print_table(rows: Sequence[Summary]) -> None:
 def note(text: str) -> None:
     """A line for the person, on standard error (so standard output stays clean for --json)."""
     click.echo(text, file=sys.stderr)
+
+
+def warning_line(message: Warning | str, *_place: object) -> None:
+    """A warning raised while a command runs an Agent (a `ResumeWarning`, say), as one line on standard error:
+    `warning: {text}`. Python's own form names the line of code that called the run, which on the command line is
+    the command-line library's, not anything of the person's. (Takes `warnings.showwarning`'s arguments.)"""
+    note(f"warning: {visible(str(message))}")
